@@ -1,0 +1,63 @@
+# METADATA
+# title: Pod access
+# description: |
+#   Who may read a pod and manage its members and installed agents (CONTRACT §3, §6):
+#   any member reads; owners and admins write; only owners touch the owner role; a pod keeps
+#   at least one owner. Someone outside the pod learns nothing, not even that it exists.
+package pods.access
+
+read_actions := {
+	"pod.read",
+	"members.list",
+	"agents.read",
+	"tokens.list",
+	"runtime.read",
+}
+
+manage_actions := {
+	"members.add",
+	"members.remove",
+	"agents.install",
+	"agents.update",
+	"agents.uninstall",
+	"tokens.create",
+	"tokens.delete",
+	"runtime.start",
+	"runtime.stop",
+}
+
+# METADATA
+# title: decision
+# description: The pod access decision, `{allow, reasons}`; reasons are API error codes.
+# entrypoint: true
+default decision := {"allow": false, "reasons": ["unknown_action"]}
+
+decision := {"allow": count(reasons) == 0, "reasons": sort(reasons)} if known_action
+
+known_action if input.action in read_actions
+
+known_action if input.action in manage_actions
+
+is_member if input.caller.role in {"owner", "admin", "member"}
+
+reasons contains "not_found" if not is_member
+
+reasons contains "not_pod_admin" if {
+	is_member
+	input.action in manage_actions
+	not input.caller.role in {"owner", "admin"}
+}
+
+# Admins run the pod day to day; granting or taking the owner role stays with owners.
+reasons contains "owner_role_required" if {
+	input.caller.role == "admin"
+	input.action in {"members.add", "members.remove"}
+	input.member.role == "owner"
+}
+
+reasons contains "last_owner" if {
+	is_member
+	input.action == "members.remove"
+	input.member.role == "owner"
+	input.pod.owner_count <= 1
+}

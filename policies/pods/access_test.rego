@@ -1,0 +1,61 @@
+package pods.access_test
+
+import data.pods.access
+
+caller(role) := {"caller": {"kind": "human", "id": "u1", "role": role}}
+
+test_members_read if {
+	every role in {"owner", "admin", "member"} {
+		access.decision == {"allow": true, "reasons": []} with input as object.union(caller(role), {"action": "members.list"})
+	}
+}
+
+test_outsider_sees_nothing if {
+	access.decision == {"allow": false, "reasons": ["not_found"]} with input as {"caller": {"kind": "human", "id": "u9"}, "action": "pod.read"}
+}
+
+test_outsider_cannot_manage_and_is_not_told_more if {
+	d := access.decision with input as {"caller": {"kind": "human", "id": "u9"}, "action": "members.add", "member": {"role": "member"}}
+	d.reasons == ["not_found"]
+}
+
+test_member_cannot_manage if {
+	d := access.decision with input as object.union(caller("member"), {"action": "tokens.create"})
+	d == {"allow": false, "reasons": ["not_pod_admin"]}
+}
+
+test_admin_manages if {
+	access.decision.allow with input as object.union(caller("admin"), {"action": "runtime.stop"})
+}
+
+test_admin_adds_plain_member if {
+	access.decision.allow with input as object.union(caller("admin"), {"action": "members.add", "member": {"role": "admin"}})
+}
+
+test_admin_cannot_add_owner if {
+	d := access.decision with input as object.union(caller("admin"), {"action": "members.add", "member": {"role": "owner"}})
+	d.reasons == ["owner_role_required"]
+}
+
+test_owner_adds_owner if {
+	access.decision.allow with input as object.union(caller("owner"), {"action": "members.add", "member": {"role": "owner"}})
+}
+
+test_last_owner_stays if {
+	d := access.decision with input as object.union(
+		caller("owner"),
+		{"action": "members.remove", "member": {"role": "owner"}, "pod": {"owner_count": 1}},
+	)
+	d.reasons == ["last_owner"]
+}
+
+test_second_owner_may_go if {
+	access.decision.allow with input as object.union(
+		caller("owner"),
+		{"action": "members.remove", "member": {"role": "owner"}, "pod": {"owner_count": 2}},
+	)
+}
+
+test_unknown_action_refused if {
+	access.decision == {"allow": false, "reasons": ["unknown_action"]} with input as object.union(caller("owner"), {"action": "pods.delete"})
+}

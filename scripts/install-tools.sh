@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the pinned Rego toolchain (opa, regal) into .tools/bin from the Go module proxy.
+# Versions live in tools/*/go.mod (tool directives); nothing is downloaded as a release binary.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/.tools/bin"
+mkdir -p "$bin"
+for tool in opa regal; do
+  stamp="$bin/.$tool.stamp"
+  want=$(sha256sum "$root/tools/$tool/go.mod" "$root/tools/$tool/go.sum" | sha256sum | cut -c1-16)
+  if [[ -x "$bin/$tool" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    continue
+  fi
+  echo "installing $tool from tools/$tool/go.mod ..." >&2
+  (cd "$root/tools/$tool" && GOBIN="$bin" GOFLAGS=-mod=mod go install tool)
+  echo "$want" > "$stamp"
+done

@@ -1,0 +1,58 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config';
+import { createLogger } from '../log';
+import { buildService } from '../service';
+import { registerBroker, revokeBrokerTokens } from './brokers';
+import { demoCurlLines, seedDemoWorld } from './demo';
+
+const USAGE = `usage: npm run admin -- <command>
+  broker register --name NAME   register a broker; prints its id and token (shown once)
+  broker revoke --id BROKER_ID  revoke every token of a broker
+  demo [--json]                 seed a demo world; prints credentials and example curl lines`;
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, id: { type: 'string' }, json: { type: 'boolean', default: false } },
+  });
+  const config = loadConfig();
+  const service = await buildService({ ...config, POLICY_WATCH: false, DECISION_LOG: 'off' }, {
+    logger: createLogger('warn'),
+    migrate: true,
+  });
+  try {
+    const [command, sub] = positionals;
+    if (command === 'broker' && sub === 'register' && values.name) {
+      const broker = await registerBroker(service.deps.db, values.name);
+      console.log(JSON.stringify(broker));
+      return 0;
+    }
+    if (command === 'broker' && sub === 'revoke' && values.id) {
+      console.log(JSON.stringify({ revoked: await revokeBrokerTokens(service.deps.db, values.id) }));
+      return 0;
+    }
+    if (command === 'demo') {
+      const world = await seedDemoWorld(service.deps);
+      if (values.json) {
+        console.log(JSON.stringify(world));
+      } else {
+        console.log(`Demo world seeded. Credentials (shown once):\n${JSON.stringify(world, null, 2)}\n`);
+        console.log(demoCurlLines(world, `http://127.0.0.1:${config.PORT}`).join('\n'));
+      }
+      return 0;
+    }
+    console.error(USAGE);
+    return 2;
+  } finally {
+    await service.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  },
+);

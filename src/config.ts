@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+/** The development JWT secret: fine on a laptop, refused when NODE_ENV=production. */
+export const DEVELOPMENT_JWT_SECRET = 'dev-only-jwt-secret-do-not-use-in-production';
+
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const environmentSchema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    HOST: z.string().default('0.0.0.0'),
+    PORT: int(0, 65535).default(8080),
+    DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/grant_broker'),
+    DATABASE_POOL_MAX: int(1, 200).default(20),
+    REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
+    REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]*$/).default('gb:'),
+    REDIS_COMMAND_TIMEOUT_MS: int(10, 10000).default(250),
+    JWT_SECRET: z.string().min(32, 'must be at least 32 characters').default(DEVELOPMENT_JWT_SECRET),
+    JWT_JWKS_URI: z.string().url().optional(),
+    JWT_ISSUER: z.string().optional(),
+    JWT_AUDIENCE: z.string().optional(),
+    POLICY_WASM_PATH: z.string().default('build/policy/policy.wasm'),
+    POLICY_WATCH: bool.default(true),
+    DECISION_LOG: z.enum(['off', 'deny', 'all']).default('all'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    MAX_DELEGATION_DEPTH: int(1, 64).default(8),
+    EVENT_VISIBILITY_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
+    EVENT_RETENTION_MS: int(60_000, 90 * 86_400_000).default(7 * 86_400_000),
+    SHUTDOWN_TIMEOUT_MS: int(0, 120_000).default(10_000),
+  })
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV === 'production' && !env.JWT_JWKS_URI && env.JWT_SECRET === DEVELOPMENT_JWT_SECRET) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_SECRET'],
+        message: 'the development secret is refused in production: set JWT_SECRET or JWT_JWKS_URI',
+      });
+    }
+  });
+
+export type Config = z.infer<typeof environmentSchema>;
+
+export class ConfigError extends Error {}
+
+/** Reads and validates the environment once; every bad value is named in the message. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = environmentSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}

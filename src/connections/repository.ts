@@ -1,0 +1,44 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database';
+
+type Queryable = Database | Knex.Transaction;
+
+export interface ConnectionRow {
+  id: string;
+  owner_id: string;
+  kind: string;
+  broker_id: string;
+  installation_id: string;
+  external_installation_id: string;
+  status: 'connected' | 'disconnected';
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ConnectionTool {
+  name: string;
+  access: 'read' | 'write';
+}
+
+export function findConnection(db: Queryable, id: string): Promise<ConnectionRow | undefined> {
+  return db<ConnectionRow>('connections').where({ id }).first();
+}
+
+export function listConnectionTools(db: Queryable, connectionId: string): Promise<ConnectionTool[]> {
+  return db('connection_tools').where({ connection_id: connectionId }).orderBy('name').select('name', 'access');
+}
+
+export async function insertConnection(trx: Knex.Transaction, row: Omit<ConnectionRow, 'created_at' | 'updated_at'>, tools: ConnectionTool[]): Promise<ConnectionRow> {
+  const [inserted] = await trx<ConnectionRow>('connections').insert(row).returning('*');
+  await trx('connection_tools').insert(tools.map((tool) => ({ connection_id: row.id, ...tool })));
+  return inserted as ConnectionRow;
+}
+
+export async function updateConnectionStatus(db: Queryable, id: string, status: ConnectionRow['status']): Promise<ConnectionRow> {
+  const [row] = await db<ConnectionRow>('connections').where({ id }).update({ status, updated_at: new Date() }).returning('*');
+  return row as ConnectionRow;
+}
+
+export async function brokerExists(db: Queryable, brokerId: string): Promise<boolean> {
+  return (await db('brokers').where({ id: brokerId }).first('id')) !== undefined;
+}

@@ -1,0 +1,81 @@
+import type { Deps } from '../deps';
+import type { HumanPrincipal } from '../http/auth';
+import { ApiError } from '../http/problem';
+import { iso } from '../http/schema';
+import { newId } from '../ids';
+import { enforce } from '../policy/enforce';
+import {
+  brokerExists,
+  findConnection,
+  insertConnection,
+  listConnectionTools,
+  updateConnectionStatus,
+  type ConnectionRow,
+  type ConnectionTool,
+} from './repository';
+
+function present(row: ConnectionRow, tools: ConnectionTool[]) {
+  return {
+    id: row.id,
+    kind: row.kind,
+    status: row.status,
+    ownerId: row.owner_id,
+    brokerId: row.broker_id,
+    installationId: row.installation_id,
+    externalInstallationId: row.external_installation_id,
+    tools,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+async function authorized(deps: Deps, caller: HumanPrincipal, id: string, action: 'connection.read' | 'connection.update') {
+  const connection = await findConnection(deps.db, id);
+  enforce(
+    deps.policy.evaluate('connections/access/decision', {
+      action,
+      caller: { kind: caller.kind, id: caller.userId },
+      connection: connection ? { owner_id: connection.owner_id } : null,
+    }),
+  );
+  return connection as ConnectionRow;
+}
+
+export async function createConnection(
+  deps: Deps,
+  caller: HumanPrincipal,
+  input: { kind: string; brokerId: string; externalInstallationId: string; tools: ConnectionTool[] },
+) {
+  if (!(await brokerExists(deps.db, input.brokerId))) {
+    throw new ApiError('invalid_request', 'no broker has that id', { errors: [{ path: 'body.brokerId', message: 'unknown broker' }] });
+  }
+  const row = await deps.db.transaction((trx) =>
+    insertConnection(
+      trx,
+      {
+        id: newId('connection'),
+        owner_id: caller.userId,
+        kind: input.kind,
+        broker_id: input.brokerId,
+        installation_id: newId('installation'),
+        external_installation_id: input.externalInstallationId,
+        status: 'connected',
+      },
+      input.tools,
+    ),
+  );
+  return present(row, await listConnectionTools(deps.db, row.id));
+}
+
+export async function readConnection(deps: Deps, caller: HumanPrincipal, id: string) {
+  const row = await authorized(deps, caller, id, 'connection.read');
+  return present(row, await listConnectionTools(deps.db, id));
+}
+
+/** Disconnecting stops new grants on it and makes the broker deny calls on its grants at once. */
+export async function setConnectionStatus(deps: Deps, caller: HumanPrincipal, id: string, status: ConnectionRow['status']) {
+  await authorized(deps, caller, id, 'connection.update');
+  const row = await updateConnectionStatus(deps.db, id, status);
+  await deps.invalidation.touch('connection', id);
+  return present(row, await listConnectionTools(deps.db, id));
+}

@@ -1,0 +1,47 @@
+import koaJwt from 'koa-jwt';
+import jwksRsa from 'jwks-rsa';
+import type { Config } from '../config';
+
+export interface HumanIdentity {
+  userId: string;
+}
+
+export type HumanJwtVerifier = (token: string) => Promise<HumanIdentity | null>;
+
+/** Subjects that look like our own ids would be confused with seats and other records. */
+const RESERVED_SUBJECT = /^(agt|pod|grt|con|ins|brk|evt|rtk|btk|call)_/;
+
+/**
+ * Verifies a human JWT with koa-jwt, for the Authorization header and for a subject token that a
+ * broker forwards alike. Development: HS256 with JWT_SECRET. Production: the keys at
+ * JWT_JWKS_URI, asymmetric algorithms only, so an HMAC token signed with a public key
+ * (algorithm confusion) and `alg: none` are both refused.
+ */
+export function createHumanJwtVerifier(config: Config): HumanJwtVerifier {
+  const options = config.JWT_JWKS_URI
+    ? {
+        secret: jwksRsa.koaJwtSecret({ jwksUri: config.JWT_JWKS_URI, cache: true, rateLimit: true }),
+        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384'],
+      }
+    : { secret: config.JWT_SECRET, algorithms: ['HS256'] };
+  const middleware = koaJwt({
+    ...options,
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    passthrough: true,
+    key: 'claims',
+    getToken: (ctx) => (ctx.state as { bearer?: string }).bearer ?? null,
+  });
+
+  return async (token) => {
+    // koa-jwt is middleware; it only touches ctx.state here because getToken resolves the token.
+    const scratch = { state: { bearer: token } as Record<string, unknown> };
+    await middleware(scratch as never, async () => undefined);
+    const claims = scratch.state.claims as Record<string, unknown> | undefined;
+    if (scratch.state.jwtOriginalError || !claims) return null;
+    const { sub, exp } = claims;
+    if (typeof sub !== 'string' || sub.length === 0 || sub.length > 255 || RESERVED_SUBJECT.test(sub)) return null;
+    if (typeof exp !== 'number') return null;
+    return { userId: sub };
+  };
+}

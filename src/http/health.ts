@@ -1,0 +1,72 @@
+import { defineRoute, type Route } from './route';
+import { z } from './schema';
+import { metricsRegistry } from './metrics';
+
+const tag = 'Operations';
+
+const Readiness = z
+  .object({
+    status: z.enum(['ready', 'unavailable']),
+    checks: z.object({ postgres: z.boolean(), redis: z.boolean(), policy: z.boolean() }),
+    policyRevision: z.string().nullable(),
+  })
+  .openapi('Readiness');
+
+async function probe(check: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const healthRoutes: Route[] = [
+  defineRoute(
+    {
+      method: 'get',
+      path: '/healthz',
+      tag,
+      summary: 'Liveness: the process is up',
+      auth: [],
+      success: { status: 200, description: 'Alive', schema: z.object({ status: z.literal('ok') }) },
+    },
+    async () => ({ body: { status: 'ok' } }),
+  ),
+  defineRoute(
+    {
+      method: 'get',
+      path: '/readyz',
+      tag,
+      summary: 'Readiness: Postgres and Redis answer and a policy module is loaded (503 otherwise)',
+      auth: [],
+      success: { status: 200, description: 'Ready', schema: Readiness },
+    },
+    async ({ deps }) => {
+      const [postgres, redis] = await Promise.all([
+        probe(() => deps.db.raw('select 1')),
+        probe(() => deps.redis.ping()),
+      ]);
+      const checks = { postgres, redis, policy: deps.policy.ready };
+      const ready = postgres && redis && checks.policy;
+      return {
+        status: ready ? 200 : 503,
+        body: { status: ready ? 'ready' : 'unavailable', checks, policyRevision: deps.policy.revision ?? null },
+      };
+    },
+  ),
+  defineRoute(
+    {
+      method: 'get',
+      path: '/metrics',
+      tag,
+      summary: 'Prometheus metrics',
+      auth: [],
+      success: { status: 200, description: 'Metrics in the Prometheus text format' },
+    },
+    async () => ({
+      body: await metricsRegistry.metrics(),
+      headers: { 'Content-Type': metricsRegistry.contentType },
+    }),
+  ),
+];

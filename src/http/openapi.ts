@@ -1,0 +1,103 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { z } from './schema';
+import { PROBLEMS, type ProblemCode } from './problem';
+import type { Route } from './route';
+
+const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string(),
+    instance: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    reasons: z.array(z.string()).optional(),
+  })
+  .openapi('Problem', { description: 'RFC 9457 problem document; `code` is stable and clients branch on it.' });
+
+const SECURITY = {
+  human: 'humanJwt',
+  agent: 'agentRuntimeToken',
+  broker: 'brokerToken',
+} as const;
+
+function openApiPath(path: string): string {
+  return path.replace(/:(\w+)/g, '{$1}');
+}
+
+/** Codes any route can answer with, given what it declares. */
+function implicitErrors(route: Route): ProblemCode[] {
+  const codes: ProblemCode[] = ['internal_error', 'dependency_unavailable'];
+  if (route.auth.length > 0) codes.push('unauthenticated', 'credential_not_accepted');
+  if (route.params || route.query || route.body) codes.push('invalid_request');
+  if (route.body) codes.push('payload_too_large', 'unsupported_media_type');
+  if (route.path.includes(':')) codes.push('not_found');
+  return codes;
+}
+
+function errorResponses(route: Route) {
+  const byStatus = new Map<number, Set<ProblemCode>>();
+  for (const code of [...implicitErrors(route), ...(route.errors ?? [])]) {
+    const status = PROBLEMS[code].status;
+    byStatus.set(status, (byStatus.get(status) ?? new Set()).add(code));
+  }
+  return Object.fromEntries(
+    [...byStatus.entries()].map(([status, codes]) => [
+      String(status),
+      {
+        description: [...codes].map((code) => `\`${code}\`: ${PROBLEMS[code].title}`).join('; '),
+        content: { 'application/problem+json': { schema: ProblemSchema } },
+      },
+    ]),
+  );
+}
+
+export function buildOpenApiDocument(routes: readonly Route[], decisions: string) {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'humanJwt', { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+  registry.registerComponent('securitySchemes', 'agentRuntimeToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An agent runtime token: `art_…`, shown once when created.',
+  });
+  registry.registerComponent('securitySchemes', 'brokerToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A broker token: `bkt_…`, printed once by `npm run admin -- broker register`.',
+  });
+
+  for (const route of routes) {
+    const success = route.success;
+    registry.registerPath({
+      method: route.method,
+      path: openApiPath(route.path),
+      summary: route.summary,
+      description: route.description,
+      tags: [route.tag],
+      security: route.auth.map((kind) => ({ [SECURITY[kind]]: [] })),
+      request: {
+        params: route.params as never,
+        query: route.query as never,
+        body: route.body ? { content: { 'application/json': { schema: route.body } }, required: true } : undefined,
+      },
+      responses: {
+        [success.status]: {
+          description: success.description,
+          content: success.schema ? { 'application/json': { schema: success.schema } } : undefined,
+        },
+        ...errorResponses(route),
+      },
+    });
+  }
+
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Grant broker',
+      version: '0.1.0',
+      description: decisions,
+    },
+    servers: [{ url: '/' }],
+  });
+}

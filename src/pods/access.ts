@@ -1,0 +1,52 @@
+import type { Knex } from 'knex';
+import type { Deps } from '../deps';
+import type { Principal } from '../http/auth';
+import { enforce } from '../policy/enforce';
+import { countOwners, findMember, findPod, type PodRow, type Role } from './repository';
+
+export type PodAction =
+  | 'pod.read'
+  | 'members.list'
+  | 'members.add'
+  | 'members.remove'
+  | 'agents.read'
+  | 'agents.install'
+  | 'agents.update'
+  | 'agents.uninstall'
+  | 'tokens.list'
+  | 'tokens.create'
+  | 'tokens.delete'
+  | 'runtime.read'
+  | 'runtime.start'
+  | 'runtime.stop';
+
+export interface PodActionFacts {
+  /** The member an action is about (members.add / members.remove). */
+  member?: { role: Role };
+}
+
+/**
+ * Gathers the facts about the caller and the pod, asks `pods/access` and enforces the answer.
+ * A pod that does not exist and a pod the caller is not in look the same: 404.
+ */
+export async function authorizePodAction(
+  deps: Deps,
+  principal: Principal,
+  podId: string,
+  action: PodAction,
+  facts: PodActionFacts = {},
+  db: Deps['db'] | Knex.Transaction = deps.db,
+): Promise<PodRow> {
+  const pod = await findPod(db, podId);
+  const membership = pod && principal.kind === 'human' ? await findMember(db, podId, principal.userId) : undefined;
+  const ownerCount = action === 'members.remove' && pod ? await countOwners(db, podId) : undefined;
+  const decision = deps.policy.evaluate('pods/access/decision', {
+    action,
+    caller: { kind: principal.kind, role: membership?.role ?? null },
+    member: facts.member ?? null,
+    pod: pod ? { owner_count: ownerCount ?? null } : null,
+  });
+  enforce(decision);
+  if (!pod) throw new Error('pods/access allowed an action on a pod that does not exist');
+  return pod;
+}

@@ -1,0 +1,59 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database';
+
+export type Role = 'owner' | 'admin' | 'member';
+export type MemberKind = 'human' | 'agent';
+
+export interface PodRow {
+  id: string;
+  name: string;
+  created_by: string;
+  created_at: Date;
+}
+
+export interface MemberRow {
+  pod_id: string;
+  member_id: string;
+  member_kind: MemberKind;
+  role: Role;
+  added_by: string;
+  added_at: Date;
+}
+
+type Queryable = Database | Knex.Transaction;
+
+export function findPod(db: Queryable, podId: string): Promise<PodRow | undefined> {
+  return db<PodRow>('pods').where({ id: podId }).first();
+}
+
+export function findMember(db: Queryable, podId: string, memberId: string): Promise<MemberRow | undefined> {
+  return db<MemberRow>('pod_members').where({ pod_id: podId, member_id: memberId }).first();
+}
+
+export function listMembers(db: Queryable, podId: string): Promise<MemberRow[]> {
+  return db<MemberRow>('pod_members').where({ pod_id: podId }).orderBy('added_at', 'asc').orderBy('member_id', 'asc');
+}
+
+export async function countOwners(db: Queryable, podId: string): Promise<number> {
+  const row = await db('pod_members').where({ pod_id: podId, role: 'owner' }).count<{ count: string }[]>('* as count');
+  return Number(row[0]?.count ?? 0);
+}
+
+/** Installed agents of a pod: the recipients of pod-wide events. */
+export async function agentIdsOfPod(db: Queryable, podId: string): Promise<string[]> {
+  const rows = await db('agents').where({ pod_id: podId }).select('id');
+  return rows.map((row: { id: string }) => row.id);
+}
+
+export async function insertPod(trx: Knex.Transaction, pod: PodRow): Promise<void> {
+  await trx('pods').insert(pod);
+}
+
+export async function insertMember(trx: Queryable, member: Omit<MemberRow, 'added_at'>): Promise<MemberRow | undefined> {
+  const rows = await trx<MemberRow>('pod_members').insert(member).onConflict(['pod_id', 'member_id']).ignore().returning('*');
+  return rows[0];
+}
+
+export async function deleteMember(trx: Knex.Transaction, podId: string, memberId: string): Promise<boolean> {
+  return (await trx('pod_members').where({ pod_id: podId, member_id: memberId }).delete()) > 0;
+}

@@ -1,0 +1,138 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { watchFile, unwatchFile } from 'node:fs';
+import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
+import type { Logger } from '../log';
+import { digestOf } from '../digest';
+
+/** What every entrypoint returns (CONTRACT §7). */
+export interface Decision {
+  allow: boolean;
+  reasons: string[];
+}
+
+/** The policy cannot answer: callers fail closed (503), never allow. */
+export class PolicyUnavailableError extends Error {}
+
+export type DecisionLogMode = 'off' | 'deny' | 'all';
+
+interface LoadedModule {
+  policy: LoadedPolicy;
+  revision: string;
+  entrypoints: ReadonlySet<string>;
+}
+
+/**
+ * The compiled Rego (one WASM module, one entrypoint per decision). Evaluation is synchronous
+ * and in-process; a rebuilt module is picked up without a restart, and a broken one is refused
+ * while the module already loaded keeps serving.
+ */
+export class PolicyEngine {
+  private current: LoadedModule | undefined;
+  private watching = false;
+
+  constructor(
+    private readonly wasmPath: string,
+    private readonly log: Logger,
+    private readonly decisionLog: DecisionLogMode = 'all',
+    private readonly requiredEntrypoints: readonly string[] = [],
+  ) {}
+
+  get revision(): string | undefined {
+    return this.current?.revision;
+  }
+
+  get ready(): boolean {
+    return this.current !== undefined;
+  }
+
+  get entrypoints(): string[] {
+    return [...(this.current?.entrypoints ?? [])].sort();
+  }
+
+  /** Loads the module at wasmPath; on failure keeps what was loaded before and returns false. */
+  async reload(): Promise<boolean> {
+    let candidate: LoadedModule;
+    try {
+      const bytes = await readFile(this.wasmPath);
+      const revision = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+      if (revision === this.current?.revision) return true;
+      const policy = await loadPolicy(bytes);
+      const entrypoints = new Set(Object.keys(policy.entrypoints));
+      const missing = this.requiredEntrypoints.filter((name) => !entrypoints.has(name));
+      if (missing.length > 0) throw new Error(`module lacks entrypoints: ${missing.join(', ')}`);
+      candidate = { policy, revision, entrypoints };
+    } catch (error) {
+      this.log.error(
+        { err: error, path: this.wasmPath, keptRevision: this.current?.revision ?? null },
+        'policy module refused; the module already loaded keeps serving',
+      );
+      return false;
+    }
+    const previous = this.current?.revision ?? null;
+    this.current = candidate;
+    this.log.info({ revision: candidate.revision, previous, entrypoints: [...candidate.entrypoints] }, 'policy loaded');
+    return true;
+  }
+
+  /** Polls the file for a rebuilt module (fs.watch misses atomic renames on some filesystems). */
+  watch(intervalMs = 1000): void {
+    if (this.watching) return;
+    this.watching = true;
+    watchFile(this.wasmPath, { interval: intervalMs, persistent: false }, (now, before) => {
+      if (now.mtimeMs !== before.mtimeMs || now.size !== before.size) void this.reload();
+    });
+  }
+
+  close(): void {
+    if (this.watching) unwatchFile(this.wasmPath);
+    this.watching = false;
+  }
+
+  /**
+   * Evaluates one decision. Anything but a well-formed `{allow, reasons}` is treated as the
+   * policy being unavailable, so a broken rule can never turn into an allow.
+   */
+  evaluate(entrypoint: string, input: object): Decision {
+    const loaded = this.current;
+    if (!loaded) throw new PolicyUnavailableError('no policy module is loaded');
+    if (!loaded.entrypoints.has(entrypoint)) throw new PolicyUnavailableError(`unknown entrypoint ${entrypoint}`);
+    let decision: Decision;
+    try {
+      const results = loaded.policy.evaluate(input, entrypoint) as Array<{ result?: unknown }>;
+      decision = asDecision(results[0]?.result);
+    } catch (error) {
+      this.log.error({ err: error, entrypoint, revision: loaded.revision }, 'policy evaluation failed');
+      throw new PolicyUnavailableError(`evaluation of ${entrypoint} failed`);
+    }
+    this.logDecision(entrypoint, input, decision, loaded.revision);
+    return decision;
+  }
+
+  private logDecision(entrypoint: string, input: object, result: Decision, revision: string): void {
+    if (this.decisionLog === 'off' || (this.decisionLog === 'deny' && result.allow)) return;
+    this.log.info(
+      {
+        decision_id: randomUUID(),
+        entrypoint,
+        input_digest: digestOf(input),
+        result,
+        revision,
+        timestamp: new Date().toISOString(),
+      },
+      'policy decision',
+    );
+  }
+}
+
+function asDecision(value: unknown): Decision {
+  if (typeof value !== 'object' || value === null) throw new Error('decision is not an object');
+  const { allow, reasons } = value as Record<string, unknown>;
+  if (typeof allow !== 'boolean') throw new Error('decision.allow is not a boolean');
+  if (!Array.isArray(reasons) || !reasons.every((r) => typeof r === 'string')) {
+    throw new Error('decision.reasons is not a list of strings');
+  }
+  if (allow && reasons.length > 0) throw new Error('decision allows and gives reasons');
+  if (!allow && reasons.length === 0) throw new Error('decision denies without a reason');
+  return { allow, reasons };
+}

@@ -1,0 +1,61 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database';
+
+type Queryable = Database | Knex.Transaction;
+
+export interface AgentRow {
+  id: string;
+  pod_id: string;
+  name: string;
+  display_name: string | null;
+  description: string | null;
+  installed_by: string;
+  installed_at: Date;
+  desired_state: 'running' | 'stopped';
+  runtime_state: 'stopped' | 'starting' | 'running';
+  runtime_changed_at: Date | null;
+  last_polled_at: Date | null;
+}
+
+export interface RuntimeTokenRow {
+  id: string;
+  agent_id: string;
+  name: string;
+  token_hash: string;
+  created_by: string;
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export function findAgentByName(db: Queryable, podId: string, name: string): Promise<AgentRow | undefined> {
+  return db<AgentRow>('agents').where({ pod_id: podId, name }).first();
+}
+
+export function findAgentById(db: Queryable, agentId: string): Promise<AgentRow | undefined> {
+  return db<AgentRow>('agents').where({ id: agentId }).first();
+}
+
+export async function insertAgent(trx: Knex.Transaction, agent: Omit<AgentRow, 'installed_at' | 'desired_state' | 'runtime_state' | 'runtime_changed_at' | 'last_polled_at'>): Promise<AgentRow | undefined> {
+  const rows = await trx<AgentRow>('agents').insert(agent).onConflict(['pod_id', 'name']).ignore().returning('*');
+  return rows[0];
+}
+
+/** Removing the seat removes its membership, tokens and pending events (cascade). */
+export async function deleteAgent(trx: Knex.Transaction, agent: AgentRow): Promise<void> {
+  await trx('pod_members').where({ pod_id: agent.pod_id, member_id: agent.id }).delete();
+  await trx('agents').where({ id: agent.id }).delete();
+}
+
+export function listRuntimeTokens(db: Queryable, agentId: string): Promise<RuntimeTokenRow[]> {
+  return db<RuntimeTokenRow>('runtime_tokens').where({ agent_id: agentId }).orderBy('id', 'desc');
+}
+
+export async function insertRuntimeToken(db: Queryable, token: Omit<RuntimeTokenRow, 'created_at' | 'last_used_at'>): Promise<RuntimeTokenRow> {
+  const rows = await db<RuntimeTokenRow>('runtime_tokens').insert(token).returning('*');
+  return rows[0] as RuntimeTokenRow;
+}
+
+export async function deleteRuntimeToken(db: Queryable, agentId: string, tokenId: string): Promise<boolean> {
+  return (await db('runtime_tokens').where({ id: tokenId, agent_id: agentId }).delete()) > 0;
+}

@@ -1,0 +1,61 @@
+import { Redis } from 'ioredis';
+import type { Config } from './config';
+import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
+import { createHumanJwtVerifier } from './credentials/human-jwt';
+import { createRedisInvalidation } from './cache/invalidation';
+import type { Deps } from './deps';
+import { createApp } from './http/app';
+import { buildOpenApiDocument } from './http/openapi';
+import { allRoutes } from './http/routes';
+import { createLogger, type Logger } from './log';
+import { PolicyEngine } from './policy/engine';
+import { API_DECISIONS } from './http/decisions';
+
+export interface ServiceOptions {
+  logger?: Logger;
+  /** Create the database and run migrations first (the start command and tests do). */
+  migrate?: boolean;
+}
+
+/** Wires the dependencies and the Koa app; no behaviour of its own. */
+export async function buildService(config: Config, options: ServiceOptions = {}) {
+  const log = options.logger ?? createLogger(config.LOG_LEVEL);
+  if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
+  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  if (options.migrate) await migrateToLatest(db);
+  const redis = new Redis(config.REDIS_URL, {
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    commandTimeout: config.REDIS_COMMAND_TIMEOUT_MS,
+    // Fail fast while Redis is away: callers answer 503 instead of queueing requests.
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    lazyConnect: true,
+  });
+  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
+  await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
+  const policy = new PolicyEngine(config.POLICY_WASM_PATH, log.child({ component: 'policy' }), config.DECISION_LOG);
+  await policy.reload();
+  if (config.POLICY_WATCH) policy.watch();
+
+  const deps: Deps = {
+    config,
+    db,
+    redis,
+    policy,
+    log,
+    verifyHumanJwt: createHumanJwtVerifier(config),
+    invalidation: createRedisInvalidation(redis),
+  };
+  let openApi: unknown;
+  const app = createApp(deps, allRoutes, {
+    openApi: () => (openApi ??= buildOpenApiDocument(allRoutes, API_DECISIONS)),
+  });
+
+  async function close(): Promise<void> {
+    policy.close();
+    redis.disconnect();
+    await db.destroy();
+  }
+
+  return { app, deps, close };
+}

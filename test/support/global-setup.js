@@ -1,0 +1,19 @@
+// One fresh database and one Redis key prefix per test run, so runs never collide and whatever an
+// earlier run left behind does not matter. Uses the compiled migrations (scripts/test.sh builds first).
+const { randomBytes } = require('node:crypto');
+
+module.exports = async () => {
+  const base = process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432/';
+  const name = `gb_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  process.env.DATABASE_URL = `${base}${name}`;
+  process.env.REDIS_KEY_PREFIX = `gbtest:${name}:`;
+  process.env.NODE_ENV = 'test';
+  const { createDatabase, ensureDatabaseExists, migrateToLatest } = require('../../dist/src/db/database');
+  await ensureDatabaseExists(process.env.DATABASE_URL);
+  const db = createDatabase(process.env.DATABASE_URL, 2);
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+};

@@ -1,0 +1,75 @@
+import { registerBroker } from '../../src/admin/brokers';
+import { bearer, humanToken, newUserId, type TestService } from './service';
+
+export interface Human {
+  userId: string;
+  token: string;
+  auth: { Authorization: string };
+}
+
+export interface InstalledAgent {
+  name: string;
+  agentId: string;
+  token: string;
+  tokenId: string;
+  auth: { Authorization: string };
+}
+
+export function human(service: TestService, label = 'user'): Human {
+  const userId = newUserId(label);
+  const token = humanToken(service.config, userId);
+  return { userId, token, auth: bearer(token) };
+}
+
+/** A pod owned by `owner`, with the given humans added as members (all through the API). */
+export async function podWith(service: TestService, owner: Human, members: Array<{ who: Human; role?: string }> = []) {
+  const created = await service.http.post('/api/pods').set(owner.auth).send({ name: 'Test pod' }).expect(201);
+  for (const { who, role } of members) {
+    await service.http
+      .post(`/api/pods/${created.body.id}/members`)
+      .set(owner.auth)
+      .send({ userId: who.userId, role: role ?? 'member' })
+      .expect(201);
+  }
+  return created.body.id as string;
+}
+
+export async function installAgent(service: TestService, admin: Human, podId: string, name = 'bot'): Promise<InstalledAgent> {
+  const agent = await service.http.post(`/api/registry/pods/${podId}/agents`).set(admin.auth).send({ name }).expect(201);
+  const token = await service.http
+    .post(`/api/registry/pods/${podId}/agents/${name}/runtime-tokens`)
+    .set(admin.auth)
+    .send({ name: 'test' })
+    .expect(201);
+  return { name, agentId: agent.body.agentId, token: token.body.token, tokenId: token.body.id, auth: bearer(token.body.token) };
+}
+
+export async function broker(service: TestService, name = 'test-broker') {
+  const registered = await registerBroker(service.deps.db, name);
+  return { ...registered, auth: bearer(registered.token) };
+}
+
+export const TOOLS = [
+  { name: 'repos.read_file', access: 'read' },
+  { name: 'pulls.list', access: 'read' },
+  { name: 'issues.create_comment', access: 'write' },
+];
+
+export async function connection(
+  service: TestService,
+  owner: Human,
+  brokerId: string,
+  options: { kind?: string; tools?: Array<{ name: string; access: string }> } = {},
+) {
+  const res = await service.http
+    .post('/api/connections')
+    .set(owner.auth)
+    .send({
+      kind: options.kind ?? 'code_hosting_app',
+      brokerId,
+      externalInstallationId: `ext-${Date.now()}`,
+      tools: options.tools ?? TOOLS,
+    })
+    .expect(201);
+  return res.body as { id: string; installationId: string };
+}
