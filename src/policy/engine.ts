@@ -5,10 +5,14 @@ import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import type { Logger } from '../log';
 import { digestOf } from '../digest';
 
-/** What every entrypoint returns (CONTRACT §7). */
+/**
+ * What every entrypoint returns (CONTRACT §7). An entrypoint may add facts it derived (a grant's
+ * computed status and effective audience, say) so TypeScript never derives them a second time.
+ */
 export interface Decision {
   allow: boolean;
   reasons: string[];
+  [derived: string]: unknown;
 }
 
 /** The policy cannot answer: callers fail closed (503), never allow. */
@@ -134,5 +138,5 @@ function asDecision(value: unknown): Decision {
   }
   if (allow && reasons.length > 0) throw new Error('decision allows and gives reasons');
   if (!allow && reasons.length === 0) throw new Error('decision denies without a reason');
-  return { allow, reasons };
+  return value as Decision;
 }

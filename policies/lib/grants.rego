@@ -1,0 +1,64 @@
+# METADATA
+# title: Grant facts
+# description: |
+#   What every grant decision shares: the status of a grant computed from its whole chain, and
+#   its effective audience computed from current membership (CONTRACT §4). Grant and broker
+#   policies import this package; nothing here is an entrypoint.
+#
+#   A grant fact, as TypeScript builds it:
+#     {"id", "target": {"kind": "pod"|"seat", "id", "pod_id"}, "audience_mode": "members"|"listed",
+#      "audience": [ids], "tools": [names], "write_mode": "read"|"write",
+#      "budget": {"calls", "window_ms"}, "expires_at_ms", "revoked": bool}
+#   A chain is a list of grant facts: the grant itself first, its root last.
+#   Members are the ids (humans and installed agents) currently in the grant's target pod.
+package lib.grants
+
+write_rank := {"read": 0, "write": 1}
+
+any_revoked(chain) if {
+	some grant in chain
+	grant.revoked
+}
+
+any_expired(chain, now_ms) if {
+	some grant in chain
+	grant.expires_at_ms <= now_ms
+}
+
+# METADATA
+# scope: document
+# description: active, revoked or expired; revocation anywhere up the chain wins.
+status(chain, _) := "revoked" if any_revoked(chain)
+
+status(chain, now_ms) := "expired" if {
+	not any_revoked(chain)
+	any_expired(chain, now_ms)
+}
+
+status(chain, now_ms) := "active" if {
+	not any_revoked(chain)
+	not any_expired(chain, now_ms)
+}
+
+# METADATA
+# scope: document
+# description: A seat grant reaches its seat while the seat is installed (a member of its pod).
+effective_audience(grant, members) := {id |
+	some id in members
+	id == grant.target.id
+} if {
+	grant.target.kind == "seat"
+}
+
+effective_audience(grant, members) := {id | some id in members} if {
+	grant.target.kind == "pod"
+	grant.audience_mode == "members"
+}
+
+effective_audience(grant, members) := {id |
+	some id in grant.audience
+	id in members
+} if {
+	grant.target.kind == "pod"
+	grant.audience_mode == "listed"
+}
