@@ -15,4 +15,6 @@ CONTRACT.md; where both are silent the decisions below apply.
   Admins manage members but only owners add or remove an owner (403 \`owner_role_required\`);
   a pod keeps at least one owner (409 \`last_owner\`); adding a current member is 409 \`member_exists\`.
   Human user ids may not look like service ids (\`agt_…\`, \`pod_…\`, …).
+- Installing an agent sets its runtime to \`desiredState: running\`, \`state: starting\` (running
+  after its first poll): an installed agent is meant to work. \`runtime-stop\` is the kill switch.
 `.trim();

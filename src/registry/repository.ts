@@ -36,7 +36,7 @@ export function findAgentById(db: Queryable, agentId: string): Promise<AgentRow 
   return db<AgentRow>('agents').where({ id: agentId }).first();
 }
 
-export async function insertAgent(trx: Knex.Transaction, agent: Omit<AgentRow, 'installed_at' | 'desired_state' | 'runtime_state' | 'runtime_changed_at' | 'last_polled_at'>): Promise<AgentRow | undefined> {
+export async function insertAgent(trx: Knex.Transaction, agent: Omit<AgentRow, 'installed_at' | 'last_polled_at'>): Promise<AgentRow | undefined> {
   const rows = await trx<AgentRow>('agents').insert(agent).onConflict(['pod_id', 'name']).ignore().returning('*');
   return rows[0];
 }

@@ -41,6 +41,11 @@ export async function installAgent(
       display_name: input.displayName ?? null,
       description: input.description ?? null,
       installed_by: caller.userId,
+      // Installing an agent means it is meant to run: it is `starting` until its first poll.
+      // `runtime-stop` is the kill switch that takes it out of service.
+      desired_state: 'running',
+      runtime_state: 'starting',
+      runtime_changed_at: new Date(),
     });
     if (!agent) throw new ApiError('agent_exists', `an agent named ${input.name} is already installed in the pod`);
     await insertMember(trx, { pod_id: podId, member_id: agent.id, member_kind: 'agent', role: 'member', added_by: caller.userId });
