@@ -2,6 +2,8 @@
 # Installs the pinned Rego toolchain (opa, regal) into .tools/bin from the Go module proxy.
 # Versions live in tools/*/go.mod (tool directives); nothing is downloaded as a release binary.
 set -euo pipefail
+# Container builds copy a prebuilt opa into .tools/bin from their own Go stage.
+[[ -n "${TOOLS_PREINSTALLED:-}" ]] && exit 0
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/.tools/bin"
 mkdir -p "$bin"

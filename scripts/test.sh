@@ -4,7 +4,7 @@
 # Postgres and Redis, each run in a database of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ -d node_modules ]] || npm ci --no-audit --no-fund
+bash scripts/ensure-deps.sh
 npm run --silent build
 npm run --silent policy:check
 npm run --silent policy:lint

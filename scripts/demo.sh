@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The first README command: install (npm packages and the pinned opa), build, migrate, seed a demo
+# world (printing ready-to-use credentials and curl lines) and start the service in the foreground.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/ensure-deps.sh
+npm run --silent build
+npm run --silent migrate
+npm run --silent admin -- demo
+exec npm start
