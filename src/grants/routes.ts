@@ -1,3 +1,131 @@
-import type { Route } from '../http/route';
+import { defineRoute, type Route } from '../http/route';
+import { page } from '../http/schema';
+import { attenuateGrant } from './attenuate';
+import { createGrant } from './create';
+import { listGrantCalls, listPodGrants, readGrant } from './read';
+import { revokeGrant } from './revoke';
+import {
+  AttenuateGrantBody,
+  CallRecordSchema,
+  CreateGrantBody,
+  GrantParams,
+  GrantSchema,
+  ListCallsQuery,
+  ListGrantsQuery,
+  PodParams,
+} from './schemas';
 
-export const grantRoutes: Route[] = [];
+const tag = 'Grants';
+
+const revokeSpec = {
+  tag,
+  auth: ['human'] as const,
+  params: GrantParams,
+  description:
+    'The grant and every descendant get the same `revokedAt` in one transaction. Revoking again is a 200 no-op. ' +
+    'Members who can read the grant but do not own its connection get 403 `not_connection_owner`; anyone else 404.',
+  success: { status: 200 as const, description: 'The revoked grant', schema: GrantSchema },
+  errors: ['not_connection_owner'] as const,
+};
+
+export const grantRoutes: Route[] = [
+  defineRoute(
+    {
+      method: 'get',
+      path: '/api/pods/:podId/grants',
+      tag,
+      summary: 'List the grants of a pod (targeting it or one of its seats) that the caller can read',
+      description: 'Pod members only (humans and installed agents); a non-member gets 404. Newest first; `status` filters.',
+      auth: ['human', 'agent'],
+      params: PodParams,
+      query: ListGrantsQuery,
+      success: { status: 200, description: 'Readable grants, newest first', schema: page(GrantSchema) },
+    },
+    async ({ deps, principal, params, query }) => ({ body: await listPodGrants(deps, principal, params.podId, query) }),
+  ),
+  defineRoute(
+    {
+      method: 'post',
+      path: '/api/grants',
+      tag,
+      summary: 'Create a root grant on a connection the caller owns',
+      auth: ['human'],
+      body: CreateGrantBody,
+      success: { status: 201, description: 'The new grant', schema: GrantSchema },
+      errors: [
+        'server_derived_field',
+        'connection_not_owned',
+        'not_found',
+        'connection_kind_not_allowed',
+        'connection_disconnected',
+        'target_not_allowed',
+        'audience_not_member',
+        'tool_not_enabled',
+        'grant_widening',
+        'expiry_out_of_range',
+      ],
+    },
+    async ({ deps, principal, body }) => ({ body: await createGrant(deps, principal, body) }),
+  ),
+  defineRoute(
+    {
+      method: 'get',
+      path: '/api/grants/:grantId',
+      tag,
+      summary: 'Read a grant: the connection owner, pod members for a pod grant, the seat for a seat grant',
+      description: '`status` and `audience` are computed at read time. Outside the read scope a grant is a 404.',
+      auth: ['human', 'agent'],
+      params: GrantParams,
+      success: { status: 200, description: 'The grant', schema: GrantSchema },
+    },
+    async ({ deps, principal, params }) => ({ body: await readGrant(deps, principal, params.grantId) }),
+  ),
+  defineRoute(
+    {
+      method: 'get',
+      path: '/api/grants/:grantId/calls',
+      tag,
+      summary: 'The call trail of a grant, newest first, with the read scope of the grant',
+      auth: ['human', 'agent'],
+      params: GrantParams,
+      query: ListCallsQuery,
+      success: { status: 200, description: 'Call records, newest first', schema: page(CallRecordSchema) },
+    },
+    async ({ deps, principal, params, query }) => ({ body: await listGrantCalls(deps, principal, params.grantId, query) }),
+  ),
+  defineRoute(
+    {
+      method: 'post',
+      path: '/api/grants/:grantId/attenuate',
+      tag,
+      summary: 'Narrow a usable grant into a child (installed agent, runtime token)',
+      description:
+        'The calling seat must be in the parent effective audience; the parent active and its connection connected. ' +
+        'A widening is a 422 `grant_widening` whose detail names every widening field.',
+      auth: ['agent'],
+      params: GrantParams,
+      body: AttenuateGrantBody,
+      success: { status: 201, description: 'The child grant', schema: GrantSchema },
+      errors: [
+        'server_derived_field',
+        'not_installed_agent',
+        'principal_not_in_audience',
+        'runtime_stopped',
+        'grant_not_usable',
+        'grant_widening',
+        'audience_not_member',
+        'delegation_too_deep',
+        'expiry_out_of_range',
+      ],
+    },
+    async ({ deps, principal, params, body }) => ({ body: await attenuateGrant(deps, principal, params.grantId, body) }),
+  ),
+  defineRoute(
+    { ...revokeSpec, method: 'post', path: '/api/grants/:grantId/revoke', summary: 'Revoke a grant and its descendants' },
+    async ({ deps, principal, params }) => ({ body: await revokeGrant(deps, principal, params.grantId) }),
+  ),
+  defineRoute(
+    { ...revokeSpec, method: 'delete', path: '/api/grants/:grantId', summary: 'Same as revoke: the grant and its descendants' },
+    async ({ deps, principal, params }) => ({ body: await revokeGrant(deps, principal, params.grantId) }),
+  ),
+];

@@ -1,0 +1,91 @@
+# METADATA
+# title: Root grant creation
+# description: |
+#   Creating a root grant (spec §3, §7.1; CONTRACT §4). The caller must own the connection; an
+#   unknown connection is not found, and someone else's connection is refused without telling
+#   anything more about it. For the owner every other refusal is reported at once.
+#   Input:
+#     {"now_ms", "caller": {"kind", "id"},
+#      "connection": {"owner_id", "kind", "status", "tools": {name: "read"|"write"}} | null,
+#      "target": {"kind", "id"},
+#      "pod": {"id", "members": [ids]} | null  (the target pod; for a seat, the seat's pod),
+#      "seat": {"id", "pod_id"} | null          (the installed agent a seat target names),
+#      "request": {"tools", "write_mode", "audience": [ids] | null, "expires_at_ms"}}
+package grants.create
+
+import data.grants.scope
+import data.lib.grants
+
+# CONTRACT §4: expiresAt is in the future and at most 365 days away.
+max_lifetime_ms := 365 * 86400000
+
+# METADATA
+# title: decision
+# description: '`{allow, reasons}`; reasons are API error codes.'
+# entrypoint: true
+default decision := {"allow": false, "reasons": ["not_found"]}
+
+decision := {"allow": false, "reasons": ["connection_not_owned"]} if {
+	is_string(input.connection.owner_id)
+	not owns_connection
+}
+
+decision := {"allow": count(reasons) == 0, "reasons": sort(reasons)} if owns_connection
+
+owns_connection if scope.is_connection_owner(input.caller, input.connection)
+
+caller_is_member if input.caller.id in input.pod.members
+
+target_allowed if {
+	input.target.kind == "pod"
+	input.pod.id == input.target.id
+	caller_is_member
+}
+
+# A seat is an agent installed in a pod where the owner is a current member.
+target_allowed if {
+	input.target.kind == "seat"
+	input.seat.id == input.target.id
+	input.seat.pod_id == input.pod.id
+	input.seat.id in input.pod.members
+	caller_is_member
+}
+
+reasons contains "connection_kind_not_allowed" if input.connection.kind != "code_hosting_app"
+
+reasons contains "connection_disconnected" if input.connection.status != "connected"
+
+reasons contains "target_not_allowed" if not target_allowed
+
+# Only a pod's current members may be listed; a seat grant's audience is the seat alone.
+reasons contains "audience_not_member" if {
+	target_allowed
+	some id in input.request.audience
+	not in_scope(id)
+}
+
+reasons contains "tool_not_enabled" if {
+	some tool in input.request.tools
+	not input.connection.tools[tool]
+}
+
+# A write tool under writeMode read would grant more than the mode says.
+reasons contains "grant_widening" if {
+	grants.write_rank[input.request.write_mode] < grants.write_rank.write
+	some tool in input.request.tools
+	input.connection.tools[tool] == "write"
+}
+
+reasons contains "expiry_out_of_range" if input.request.expires_at_ms <= input.now_ms
+
+reasons contains "expiry_out_of_range" if input.request.expires_at_ms > input.now_ms + max_lifetime_ms
+
+in_scope(id) if {
+	input.target.kind == "pod"
+	id in input.pod.members
+}
+
+in_scope(id) if {
+	input.target.kind == "seat"
+	id == input.target.id
+}

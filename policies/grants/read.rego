@@ -1,0 +1,26 @@
+# METADATA
+# title: Grant read
+# description: |
+#   Reading a grant or its call trail (spec §5 rule 3). Outside the read scope a grant does not
+#   exist. An allowed read also carries the status and the effective audience, computed here at
+#   read time from the whole chain and from current membership, so TypeScript never derives them.
+#   Input: {"now_ms", "caller": {"kind", "id"}, "grant": facts of data.grants.scope | null}.
+package grants.read
+
+import data.grants.scope
+import data.lib.grants
+
+# METADATA
+# title: decision
+# description: '`{allow, reasons}`, plus `status` and `audience` when allowed.'
+# entrypoint: true
+default decision := {"allow": false, "reasons": ["not_found"]}
+
+decision := {
+	"allow": true,
+	"reasons": [],
+	"status": grants.status(input.grant.chain, input.now_ms),
+	"audience": sort(grants.effective_audience(input.grant.chain[0], input.grant.members)),
+} if {
+	scope.can_read(input.caller, input.grant)
+}

@@ -1,0 +1,61 @@
+package grants.read_test
+
+import data.grants.read
+
+grant(kind, id, extra) := object.union(
+	{
+		"id": "grt_child",
+		"target": {"kind": kind, "id": id, "pod_id": "pod_1"},
+		"audience_mode": "members",
+		"audience": [],
+		"revoked": false,
+		"expires_at_ms": 5000,
+	},
+	extra,
+)
+
+root := {"id": "grt_root", "target": {"kind": "pod", "id": "pod_1", "pod_id": "pod_1"}, "revoked": false, "expires_at_ms": 9000}
+
+# What TypeScript sends: the caller, the time and the facts of the grant (chain: grant first).
+ask(caller, chain) := {
+	"now_ms": 1000,
+	"caller": caller,
+	"grant": {
+		"chain": chain,
+		"members": ["alice", "bob", "agt_1"],
+		"connection": {"owner_id": "alice", "status": "connected"},
+	},
+}
+
+test_member_reads_with_status_and_audience if {
+	read.decision == {
+		"allow": true,
+		"reasons": [],
+		"status": "active",
+		"audience": ["agt_1", "alice", "bob"],
+	} with input as ask({"kind": "human", "id": "bob"}, [grant("pod", "pod_1", {}), root])
+}
+
+test_listed_audience_shrinks_with_membership if {
+	leaf := grant("pod", "pod_1", {"audience_mode": "listed", "audience": ["bob", "carol"]})
+	read.decision.audience == ["bob"] with input as ask({"kind": "agent", "id": "agt_1"}, [leaf, root])
+}
+
+test_status_comes_from_ancestors if {
+	chain := [grant("pod", "pod_1", {}), object.union(root, {"revoked": true})]
+	read.decision.status == "revoked" with input as ask({"kind": "human", "id": "alice"}, chain)
+}
+
+test_seat_grant_for_the_seat if {
+	read.decision.audience == ["agt_1"] with input as ask({"kind": "agent", "id": "agt_1"}, [grant("seat", "agt_1", {}), root])
+}
+
+test_seat_grant_hidden_from_members if {
+	req := ask({"kind": "human", "id": "bob"}, [grant("seat", "agt_1", {}), root])
+	read.decision == {"allow": false, "reasons": ["not_found"]} with input as req
+}
+
+test_unknown_grant_not_found if {
+	req := {"now_ms": 1000, "caller": {"kind": "human", "id": "alice"}, "grant": null}
+	read.decision == {"allow": false, "reasons": ["not_found"]} with input as req
+}

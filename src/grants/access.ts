@@ -1,0 +1,40 @@
+import type { Knex } from 'knex';
+import type { Deps } from '../deps';
+import type { AgentPrincipal, HumanPrincipal } from '../http/auth';
+import type { Decision } from '../policy/engine';
+import { enforce } from '../policy/enforce';
+import { currentMemberIds, loadGrantFacts, policyFacts, type GrantFacts, type PolicyGrantFacts } from './facts';
+import type { GrantView } from './presenters';
+
+type Queryable = Deps['db'] | Knex.Transaction;
+
+export type GrantCaller = HumanPrincipal | AgentPrincipal;
+
+/** The caller as every grant decision reads it. */
+export function callerFact(principal: GrantCaller): { kind: 'human' | 'agent'; id: string } {
+  return principal.kind === 'human' ? { kind: 'human', id: principal.userId } : { kind: 'agent', id: principal.agentId };
+}
+
+/** Asks `grants/read` about one grant; the answer carries the status and effective audience. */
+export function readDecision(deps: Deps, caller: { kind: string; id: string }, grant: PolicyGrantFacts | null): Decision {
+  return deps.policy.evaluate('grants/read/decision', { now_ms: Date.now(), caller, grant });
+}
+
+export function viewOf(decision: Decision): GrantView {
+  return { status: decision.status as GrantView['status'], audience: decision.audience as string[] };
+}
+
+export interface ReadableGrant {
+  facts: GrantFacts;
+  members: string[];
+  view: GrantView;
+}
+
+/** Loads a grant the caller may read, or refuses with a 404 that says nothing more. */
+export async function readableGrant(deps: Deps, principal: GrantCaller, grantId: string, db: Queryable = deps.db): Promise<ReadableGrant> {
+  const facts = await loadGrantFacts(db, grantId);
+  const members = facts ? await currentMemberIds(db, facts.grant.target_pod_id) : [];
+  const decision = readDecision(deps, callerFact(principal), facts ? policyFacts(facts, members) : null);
+  enforce(decision);
+  return { facts: facts as GrantFacts, members, view: viewOf(decision) };
+}

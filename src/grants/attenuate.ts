@@ -1,0 +1,95 @@
+import type { Knex } from 'knex';
+import type { Deps } from '../deps';
+import type { AgentPrincipal } from '../http/auth';
+import { ApiError } from '../http/problem';
+import { newId } from '../ids';
+import { enforce } from '../policy/enforce';
+import { findAgentById } from '../registry/repository';
+import { callerFact } from './access';
+import { emitGrantEvent } from './events';
+import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type GrantFacts } from './facts';
+import { presentGrant, type GrantView } from './presenters';
+import { insertGrant, lockTree, rootIdOf, type GrantRow } from './repository';
+import type { AttenuateGrantInput } from './schemas';
+
+/**
+ * The child as requested, every omitted field inherited from the parent. Whether it is narrower
+ * is for `grants/attenuate` to say; this only fills in the blanks.
+ */
+async function childOf(trx: Knex.Transaction, parent: GrantRow, body: AttenuateGrantInput, createdBy: string, now: number): Promise<GrantRow> {
+  const target = body.target ?? { kind: parent.target_kind, id: parent.target_id };
+  const seat = target.kind === 'seat' ? await findAgentById(trx, target.id) : undefined;
+  const isSeat = target.kind === 'seat';
+  const id = newId('grant');
+  return {
+    id,
+    parent_id: parent.id,
+    root_id: parent.root_id,
+    depth: parent.depth + 1,
+    connection_id: parent.connection_id,
+    installation_id: parent.installation_id,
+    broker_id: parent.broker_id,
+    // An unknown kind or seat is kept as asked so the policy can name `target` as widening.
+    target_kind: target.kind as GrantRow['target_kind'],
+    target_id: target.id,
+    target_pod_id: target.kind === 'pod' ? target.id : (seat?.pod_id ?? ''),
+    audience_mode: body.audience || isSeat ? 'listed' : parent.audience_mode,
+    audience: body.audience ?? (isSeat ? [target.id] : parent.audience),
+    tools: body.tools ?? parent.tools,
+    write_mode: body.writeMode ?? parent.write_mode,
+    budget_calls: body.budget?.calls ?? parent.budget_calls,
+    budget_window_ms: body.budget?.windowMs ?? Number(parent.budget_window_ms),
+    expires_at: body.expiresAt ? new Date(body.expiresAt) : parent.expires_at,
+    created_at: new Date(now),
+    revoked_at: null,
+    granted_by: parent.granted_by,
+    created_by: createdBy,
+  };
+}
+
+function enforceNaming(decision: ReturnType<Deps['policy']['evaluate']>): void {
+  try {
+    enforce(decision);
+  } catch (error) {
+    const widened = (decision.widened as string[] | undefined) ?? [];
+    if (error instanceof ApiError && error.code === 'grant_widening' && widened.length > 0) {
+      throw new ApiError('grant_widening', `the child would widen the parent's ${widened.join(', ')}`, error.extensions);
+    }
+    throw error;
+  }
+}
+
+/**
+ * An installed agent narrows a grant it may use into a child. The tree's root row is locked
+ * first, so a revocation of the same tree either lands before (and the parent is not usable) or
+ * after (and revokes this child too): never an active child under a revoked parent.
+ */
+export async function attenuateGrant(deps: Deps, principal: AgentPrincipal, grantId: string, body: AttenuateGrantInput) {
+  const rootId = await rootIdOf(deps.db, grantId);
+  return deps.db.transaction(async (trx) => {
+    if (rootId) await lockTree(trx, rootId);
+    const now = Date.now();
+    const parent = await loadGrantFacts(trx, grantId);
+    const members = parent ? await currentMemberIds(trx, parent.grant.target_pod_id) : [];
+    const agent = await findAgentById(trx, principal.agentId);
+    const child = parent ? await childOf(trx, parent.grant, body, principal.agentId, now) : undefined;
+    const decision = deps.policy.evaluate('grants/attenuate/decision', {
+      now_ms: now,
+      max_depth: deps.config.MAX_DELEGATION_DEPTH,
+      caller: { ...callerFact(principal), pod_id: principal.podId, desired_state: agent?.desired_state ?? 'stopped' },
+      grant: parent ? policyFacts(parent, members) : null,
+      child: child ? toGrantFact(child) : null,
+    });
+    enforceNaming(decision);
+    const { grant: parentRow, chain, connection } = parent as GrantFacts;
+    const inserted = await insertGrant(trx, child as GrantRow);
+    const grant = presentGrant(inserted, {
+      status: decision.child_status as GrantView['status'],
+      audience: decision.child_audience as string[],
+    });
+    // The child's chain is the parent's with the child in front.
+    const facts = policyFacts({ chain: [toGrantFact(inserted), ...chain], connection }, members);
+    await emitGrantEvent(trx, deps, 'grant.attenuated', facts, { grant, parentId: parentRow.id });
+    return grant;
+  });
+}

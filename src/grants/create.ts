@@ -1,0 +1,103 @@
+import type { Deps } from '../deps';
+import { findConnection, listConnectionTools, type ConnectionRow } from '../connections/repository';
+import type { HumanPrincipal } from '../http/auth';
+import { newId } from '../ids';
+import { enforce } from '../policy/enforce';
+import { findPod } from '../pods/repository';
+import { findAgentById } from '../registry/repository';
+import { callerFact, readDecision, viewOf } from './access';
+import { emitGrantEvent } from './events';
+import { currentMemberIds, policyFacts, toGrantFact, type ConnectionFact } from './facts';
+import { presentGrant } from './presenters';
+import { insertGrant, type GrantRow } from './repository';
+import type { CreateGrantInput } from './schemas';
+
+/** CONTRACT §4 defaults for the optional limits of a root grant. */
+export const GRANT_DEFAULTS = {
+  writeMode: 'read',
+  budget: { calls: 1000, windowMs: 3_600_000 },
+  lifetimeMs: 30 * 86_400_000,
+} as const;
+
+async function connectionFact(deps: Deps, row: ConnectionRow | undefined): Promise<ConnectionFact | null> {
+  if (!row) return null;
+  const tools = await listConnectionTools(deps.db, row.id);
+  return {
+    id: row.id,
+    owner_id: row.owner_id,
+    kind: row.kind,
+    status: row.status,
+    tools: Object.fromEntries(tools.map((tool) => [tool.name, tool.access])),
+  };
+}
+
+/** The target pod (a seat's own pod for a seat) with its members, and the seat if it is one. */
+async function targetFacts(deps: Deps, target: { kind: string; id: string }) {
+  const seat = target.kind === 'seat' ? await findAgentById(deps.db, target.id) : undefined;
+  const podId = target.kind === 'pod' ? target.id : seat?.pod_id;
+  const pod = podId ? await findPod(deps.db, podId) : undefined;
+  return {
+    pod: pod ? { id: pod.id, members: await currentMemberIds(deps.db, pod.id) } : null,
+    seat: seat ? { id: seat.id, pod_id: seat.pod_id } : null,
+  };
+}
+
+/**
+ * Creates a root grant. The facts are gathered here, `grants/create` decides every refusal, and
+ * the installation and broker come from the connection, never from the request.
+ */
+export async function createGrant(deps: Deps, principal: HumanPrincipal, body: CreateGrantInput) {
+  const now = Date.now();
+  const connectionRow = await findConnection(deps.db, body.connectionId);
+  const connection = await connectionFact(deps, connectionRow);
+  const { pod, seat } = await targetFacts(deps, body.target);
+  const writeMode = body.writeMode ?? GRANT_DEFAULTS.writeMode;
+  const expiresAt = body.expiresAt ? new Date(body.expiresAt) : new Date(now + GRANT_DEFAULTS.lifetimeMs);
+  enforce(
+    deps.policy.evaluate('grants/create/decision', {
+      now_ms: now,
+      caller: callerFact(principal),
+      connection,
+      target: body.target,
+      pod,
+      seat,
+      request: { tools: body.tools, write_mode: writeMode, audience: body.audience ?? null, expires_at_ms: expiresAt.getTime() },
+    }),
+  );
+  if (!connectionRow || !connection || !pod) throw new Error('grants/create allowed without a connection or a target pod');
+
+  const isSeat = body.target.kind === 'seat';
+  const id = newId('grant');
+  const row: GrantRow = {
+    id,
+    parent_id: null,
+    root_id: id,
+    depth: 0,
+    connection_id: connectionRow.id,
+    installation_id: connectionRow.installation_id,
+    broker_id: connectionRow.broker_id,
+    target_kind: isSeat ? 'seat' : 'pod',
+    target_id: body.target.id,
+    target_pod_id: pod.id,
+    // A seat grant lists its seat; a pod grant follows membership unless an audience is listed.
+    audience_mode: isSeat || body.audience ? 'listed' : 'members',
+    audience: isSeat ? [body.target.id] : (body.audience ?? []),
+    tools: body.tools,
+    write_mode: writeMode,
+    budget_calls: body.budget?.calls ?? GRANT_DEFAULTS.budget.calls,
+    budget_window_ms: body.budget?.windowMs ?? GRANT_DEFAULTS.budget.windowMs,
+    expires_at: expiresAt,
+    created_at: new Date(now),
+    revoked_at: null,
+    granted_by: principal.userId,
+    created_by: principal.userId,
+  };
+  const facts = policyFacts({ chain: [toGrantFact(row)], connection }, pod.members);
+  const view = viewOf(readDecision(deps, callerFact(principal), facts));
+  return deps.db.transaction(async (trx) => {
+    const inserted = await insertGrant(trx, row);
+    const grant = presentGrant(inserted, view);
+    await emitGrantEvent(trx, deps, 'grant.created', facts, { grant });
+    return grant;
+  });
+}

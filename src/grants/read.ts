@@ -1,0 +1,64 @@
+import type { Deps } from '../deps';
+import { enforce } from '../policy/enforce';
+import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } from './access';
+import { decodeCursor, encodeCursor } from './cursor';
+import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
+import { presentCallRecord, presentGrant, type GrantView } from './presenters';
+import { callRecordsAfter, podGrantsAfter } from './repository';
+
+export async function readGrant(deps: Deps, principal: GrantCaller, grantId: string) {
+  const { facts, view } = await readableGrant(deps, principal, grantId);
+  return presentGrant(facts.grant, view);
+}
+
+/**
+ * The grants of a pod (targeting it or one of its seats) that the caller can read, newest first.
+ * Readability and status are decided per grant by `grants/read`, so the page is filled by
+ * scanning batches until it holds one more readable grant than asked (which proves a next page).
+ */
+export async function listPodGrants(
+  deps: Deps,
+  principal: GrantCaller,
+  podId: string,
+  query: { status?: GrantView['status']; limit: number; cursor?: string },
+) {
+  const caller = callerFact(principal);
+  let after = decodeCursor(query.cursor);
+  const members = await currentMemberIds(deps.db, podId);
+  enforce(deps.policy.evaluate('grants/list/decision', { caller, pod: members.length > 0 ? { members } : null }));
+  const batchSize = Math.max(query.limit + 1, 50);
+  const found: Array<ReturnType<typeof presentGrant>> = [];
+  while (found.length <= query.limit) {
+    const rows = await podGrantsAfter(deps.db, podId, after, batchSize);
+    const facts = await loadGrantFactsMany(deps.db, rows.map((row) => row.id));
+    for (const row of rows) {
+      const grant = facts.get(row.id);
+      const decision = grant && readDecision(deps, caller, policyFacts(grant, members));
+      if (!decision?.allow) continue;
+      const view = viewOf(decision);
+      if (query.status && view.status !== query.status) continue;
+      found.push(presentGrant(row, view));
+      if (found.length > query.limit) break;
+    }
+    const last = rows.at(-1);
+    if (!last || rows.length < batchSize) break;
+    after = { at: last.created_at, id: last.id };
+  }
+  const items = found.slice(0, query.limit);
+  const lastItem = items.at(-1);
+  const nextCursor = found.length > query.limit && lastItem ? encodeCursor(new Date(lastItem.createdAt as string), lastItem.id) : null;
+  return { items, nextCursor };
+}
+
+/** The call trail of a grant, newest first, for whoever may read the grant. */
+export async function listGrantCalls(deps: Deps, principal: GrantCaller, grantId: string, query: { limit: number; cursor?: string }) {
+  const after = decodeCursor(query.cursor);
+  await readableGrant(deps, principal, grantId);
+  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1);
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    items: page.map(presentCallRecord),
+    nextCursor: rows.length > query.limit && last ? encodeCursor(last.requested_at, last.id) : null,
+  };
+}

@@ -1,0 +1,106 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database';
+
+type Queryable = Database | Knex.Transaction;
+
+export type TargetKind = 'pod' | 'seat';
+export type AudienceMode = 'members' | 'listed';
+export type WriteMode = 'read' | 'write';
+
+export interface GrantRow {
+  id: string;
+  parent_id: string | null;
+  root_id: string;
+  depth: number;
+  connection_id: string;
+  installation_id: string;
+  broker_id: string;
+  target_kind: TargetKind;
+  target_id: string;
+  /** The pod of the target: the pod itself, or the pod the seat is installed in. */
+  target_pod_id: string;
+  audience_mode: AudienceMode;
+  audience: string[];
+  tools: string[];
+  write_mode: WriteMode;
+  budget_calls: number;
+  /** bigint column: node-postgres hands it over as a string. */
+  budget_window_ms: number | string;
+  expires_at: Date;
+  created_at: Date;
+  revoked_at: Date | null;
+  /** The connection owner whose capability this is (the same along a tree). */
+  granted_by: string;
+  /** Who made this record: the owner for a root, the attenuating agent for a child. */
+  created_by: string;
+}
+
+export interface CallRecordRow {
+  id: string;
+  grant_id: string;
+  tool: string;
+  principal_kind: 'user' | 'agent';
+  principal_id: string;
+  outcome: 'pending' | 'denied' | 'succeeded' | 'failed';
+  reason: string;
+  approval_id: string | null;
+  error_code: string | null;
+  args_digest: string;
+  requested_at: Date;
+  completed_at: Date | null;
+  duration_ms: number | null;
+}
+
+/** A position in a newest-first list: the sort key of the last item of the previous page. */
+export interface ListPosition {
+  at: Date;
+  id: string;
+}
+
+export async function insertGrant(trx: Knex.Transaction, row: GrantRow): Promise<GrantRow> {
+  const [inserted] = await trx<GrantRow>('grants').insert(row).returning('*');
+  return inserted as GrantRow;
+}
+
+export async function rootIdOf(db: Queryable, grantId: string): Promise<string | undefined> {
+  const row = await db('grants').where({ id: grantId }).first('root_id');
+  return row?.root_id;
+}
+
+/**
+ * Locks the root row of a tree. Revocation and attenuation both take this lock first, so they
+ * run one after the other per tree: an attenuation that commits first is revoked with its
+ * parent, and one that waits sees the revocation and is refused.
+ */
+export async function lockTree(trx: Knex.Transaction, rootId: string): Promise<void> {
+  await trx.raw('select id from grants where id = ? for update', [rootId]);
+}
+
+/** Revokes the grant and every descendant not revoked yet, all with the one timestamp. */
+export async function revokeSubtree(trx: Knex.Transaction, grantId: string, revokedAt: Date): Promise<GrantRow[]> {
+  const result = await trx.raw(
+    `with recursive subtree as (
+       select id from grants where id = ?
+       union all
+       select g.id from grants g join subtree s on g.parent_id = s.id
+     )
+     update grants set revoked_at = ?
+      where id in (select id from subtree) and revoked_at is null
+     returning *`,
+    [grantId, revokedAt],
+  );
+  return result.rows as GrantRow[];
+}
+
+/** Grants whose target is the pod or one of its seats, newest first, after a position. */
+export function podGrantsAfter(db: Queryable, podId: string, after: ListPosition | null, size: number): Promise<GrantRow[]> {
+  const query = db<GrantRow>('grants').where({ target_pod_id: podId });
+  if (after) query.whereRaw('(created_at, id) < (?, ?)', [after.at, after.id]);
+  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(size);
+}
+
+export function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
+  const query = db<CallRecordRow>('call_records').where({ grant_id: grantId });
+  if (after) query.whereRaw('(requested_at, id) < (?, ?)', [after.at, after.id]);
+  return query.orderBy([{ column: 'requested_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(size);
+}

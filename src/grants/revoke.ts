@@ -1,0 +1,42 @@
+import type { Deps } from '../deps';
+import type { HumanPrincipal } from '../http/auth';
+import { iso } from '../http/schema';
+import { enforce } from '../policy/enforce';
+import { callerFact, readDecision, viewOf } from './access';
+import { emitGrantEvent } from './events';
+import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type GrantFacts } from './facts';
+import { presentGrant } from './presenters';
+import { lockTree, revokeSubtree, rootIdOf } from './repository';
+
+/**
+ * Revokes a grant and every descendant in one transaction with one timestamp (CONTRACT §4).
+ * Revoking again changes nothing and answers the same. The tree's root row is locked first, the
+ * same lock attenuation takes, so no child can slip in under a grant being revoked.
+ */
+export async function revokeGrant(deps: Deps, principal: HumanPrincipal, grantId: string) {
+  const rootId = await rootIdOf(deps.db, grantId);
+  const caller = callerFact(principal);
+  const { facts, members, revokedCount } = await deps.db.transaction(async (trx) => {
+    if (rootId) await lockTree(trx, rootId);
+    const found = await loadGrantFacts(trx, grantId);
+    const members = found ? await currentMemberIds(trx, found.grant.target_pod_id) : [];
+    enforce(deps.policy.evaluate('grants/revoke/decision', { caller, grant: found ? policyFacts(found, members) : null }));
+    const { connection } = found as GrantFacts;
+    const revoked = await revokeSubtree(trx, grantId, new Date());
+    for (const row of revoked) {
+      // Only who may read each grant matters here, and that depends on its own target alone.
+      const readable = policyFacts({ chain: [toGrantFact(row)], connection }, members);
+      await emitGrantEvent(trx, deps, 'grant.revoked', readable, {
+        grantId: row.id,
+        rootId: row.root_id,
+        revokedAt: iso(row.revoked_at),
+        cascadedFrom: row.id === grantId ? null : grantId,
+      });
+    }
+    return { facts: await loadGrantFacts(trx, grantId), members, revokedCount: revoked.length };
+  });
+  if (revokedCount > 0 && rootId) await deps.invalidation.touch('grant-tree', rootId);
+  const current = facts as GrantFacts;
+  const view = viewOf(readDecision(deps, caller, policyFacts(current, members)));
+  return presentGrant(current.grant, view);
+}
