@@ -3,7 +3,7 @@
 // that admits only WASM-native builtins. Writes build/policy/policy.wasm atomically, so a running
 // service that watches the file never reads half a module.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, copyFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -46,6 +46,8 @@ try {
   mkdirSync(outDir, { recursive: true });
   const staged = path.join(outDir, `.policy.wasm.${process.pid}`);
   copyFileSync(path.join(work, 'policy.wasm'), staged);
+  // opa writes the bundle owner-only; a service running as another user must still read it.
+  chmodSync(staged, 0o644);
   renameSync(staged, path.join(outDir, 'policy.wasm'));
   console.log(`build/policy/policy.wasm: ${entrypoints.length} entrypoints: ${entrypoints.join(', ')}`);
 } finally {

@@ -5,19 +5,25 @@ export const DEVELOPMENT_JWT_SECRET = 'dev-only-jwt-secret-do-not-use-in-product
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A URL of one of these schemes; any other (a typo, a MySQL URL) is named at start, not at first use. */
+const urlOf = (...protocols: string[]) =>
+  z
+    .string()
+    .url()
+    .refine((value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol), `must be a ${protocols.map((p) => `${p}//`).join(' or ')} URL`);
 
 const environmentSchema = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
     HOST: z.string().default('0.0.0.0'),
     PORT: int(0, 65535).default(8080),
-    DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/grant_broker'),
+    DATABASE_URL: urlOf('postgres:', 'postgresql:').default('postgres://postgres@127.0.0.1:5432/grant_broker'),
     DATABASE_POOL_MAX: int(1, 200).default(20),
-    REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
+    REDIS_URL: urlOf('redis:', 'rediss:').default('redis://127.0.0.1:6379/0'),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]*$/).default('gb:'),
     REDIS_COMMAND_TIMEOUT_MS: int(10, 10000).default(250),
     JWT_SECRET: z.string().min(32, 'must be at least 32 characters').default(DEVELOPMENT_JWT_SECRET),
-    JWT_JWKS_URI: z.string().url().optional(),
+    JWT_JWKS_URI: urlOf('https:', 'http:').optional(),
     JWT_ISSUER: z.string().optional(),
     JWT_AUDIENCE: z.string().optional(),
     POLICY_WASM_PATH: z.string().default('build/policy/policy.wasm'),
@@ -27,6 +33,11 @@ const environmentSchema = z
     MAX_DELEGATION_DEPTH: int(1, 64).default(8),
     EVENT_VISIBILITY_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
     EVENT_RETENTION_MS: int(60_000, 90 * 86_400_000).default(7 * 86_400_000),
+    // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is
+    // refused (403). Only for brokers that authenticate their callers themselves and are trusted to.
+    BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
+    // Backstop for cross-replica invalidation: cached broker facts are reloaded at least this often.
+    BROKER_FACT_MAX_AGE_MS: int(0, 3_600_000).default(60_000),
     SHUTDOWN_TIMEOUT_MS: int(0, 120_000).default(10_000),
   })
   .superRefine((env, ctx) => {

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import pino from 'pino';
 import { loadConfig } from '../config';
 import { createLogger } from '../log';
 import { buildService } from '../service';
@@ -18,7 +19,8 @@ async function main(argv: string[]): Promise<number> {
   });
   const config = loadConfig();
   const service = await buildService({ ...config, POLICY_WATCH: false, DECISION_LOG: 'off' }, {
-    logger: createLogger('warn'),
+    // Logs go to stderr: stdout carries only what the command prints (`demo --json` is parsed).
+    logger: createLogger('warn', pino.destination(2)),
     migrate: true,
   });
   try {
@@ -29,7 +31,10 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'broker' && sub === 'revoke' && values.id) {
-      console.log(JSON.stringify({ revoked: await revokeBrokerTokens(service.deps.db, values.id) }));
+      const revoked = await revokeBrokerTokens(service.deps.db, values.id);
+      // Brokers' tokens are cached with the broker check's facts: make every replica re-verify.
+      await service.deps.invalidation.touch('broker', values.id);
+      console.log(JSON.stringify({ revoked }));
       return 0;
     }
     if (command === 'demo') {

@@ -1,12 +1,20 @@
 import koaJwt from 'koa-jwt';
 import jwksRsa from 'jwks-rsa';
 import type { Config } from '../config';
+import { DependencyUnavailableError, isDependencyFailure } from '../http/dependency-failure';
 
 export interface HumanIdentity {
   userId: string;
 }
 
 export type HumanJwtVerifier = (token: string) => Promise<HumanIdentity | null>;
+
+const JWKS_TIMEOUT_MS = 5000;
+
+/** jwks-rsa names a failed or unusable key-set response `JwksError`; network errors keep their code. */
+function keySetUnreachable(error: unknown): boolean {
+  return (error as { name?: unknown } | null)?.name === 'JwksError' || isDependencyFailure(error);
+}
 
 /** Subjects that look like our own ids would be confused with seats and other records. */
 const RESERVED_SUBJECT = /^(agt|pod|grt|con|ins|brk|evt|rtk|btk|call)_/;
@@ -20,7 +28,7 @@ const RESERVED_SUBJECT = /^(agt|pod|grt|con|ins|brk|evt|rtk|btk|call)_/;
 export function createHumanJwtVerifier(config: Config): HumanJwtVerifier {
   const options = config.JWT_JWKS_URI
     ? {
-        secret: jwksRsa.koaJwtSecret({ jwksUri: config.JWT_JWKS_URI, cache: true, rateLimit: true }),
+        secret: jwksRsa.koaJwtSecret({ jwksUri: config.JWT_JWKS_URI, cache: true, rateLimit: true, timeout: JWKS_TIMEOUT_MS }),
         algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384'],
       }
     : { secret: config.JWT_SECRET, algorithms: ['HS256'] };
@@ -38,7 +46,11 @@ export function createHumanJwtVerifier(config: Config): HumanJwtVerifier {
     const scratch = { state: { bearer: token } as Record<string, unknown> };
     await middleware(scratch as never, async () => undefined);
     const claims = scratch.state.claims as Record<string, unknown> | undefined;
-    if (scratch.state.jwtOriginalError || !claims) return null;
+    const failure = scratch.state.jwtOriginalError;
+    // The identity provider's keys could not be fetched: say so (503) rather than call a
+    // possibly good token invalid (401). Either way nothing is allowed.
+    if (failure && keySetUnreachable(failure)) throw new DependencyUnavailableError('the JWKS could not be fetched');
+    if (failure || !claims) return null;
     const { sub, exp } = claims;
     if (typeof sub !== 'string' || sub.length === 0 || sub.length > 255 || RESERVED_SUBJECT.test(sub)) return null;
     if (typeof exp !== 'number') return null;

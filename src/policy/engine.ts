@@ -34,6 +34,7 @@ interface LoadedModule {
 export class PolicyEngine {
   private current: LoadedModule | undefined;
   private watching = false;
+  private reloading: Promise<boolean> = Promise.resolve(true);
 
   constructor(
     private readonly wasmPath: string,
@@ -54,8 +55,28 @@ export class PolicyEngine {
     return [...(this.current?.entrypoints ?? [])].sort();
   }
 
-  /** Loads the module at wasmPath; on failure keeps what was loaded before and returns false. */
-  async reload(): Promise<boolean> {
+  /**
+   * Bytes of linear memory of the loaded module (for the soak and metrics). opa-wasm keeps its
+   * WebAssembly.Memory on the untyped `mem` field; anything else reads as undefined. No
+   * instanceof: the memory may come from another realm (jest's sandbox, say).
+   */
+  get wasmMemoryBytes(): number | undefined {
+    const mem = (this.current?.policy as { mem?: { buffer?: { byteLength?: unknown } } } | undefined)?.mem;
+    const bytes = mem?.buffer?.byteLength;
+    return typeof bytes === 'number' ? bytes : undefined;
+  }
+
+  /**
+   * Loads the module at wasmPath; on failure keeps what was loaded before and returns false.
+   * Reloads run one after another, so a slow load of an older file can never replace a newer one.
+   */
+  reload(): Promise<boolean> {
+    const next = this.reloading.then(() => this.load());
+    this.reloading = next;
+    return next;
+  }
+
+  private async load(): Promise<boolean> {
     let candidate: LoadedModule;
     try {
       const bytes = await readFile(this.wasmPath);
@@ -63,7 +84,10 @@ export class PolicyEngine {
       if (revision === this.current?.revision) return true;
       const policy = await loadPolicy(bytes);
       const entrypoints = new Set(Object.keys(policy.entrypoints));
-      const missing = this.requiredEntrypoints.filter((name) => !entrypoints.has(name));
+      // A rebuilt module must also keep every decision the running one serves: the code asks for
+      // them by name, and a dropped one would turn those requests into 503s.
+      const needed = new Set([...this.requiredEntrypoints, ...(this.current?.entrypoints ?? [])]);
+      const missing = [...needed].filter((name) => !entrypoints.has(name));
       if (missing.length > 0) throw new Error(`module lacks entrypoints: ${missing.join(', ')}`);
       candidate = { policy, revision, entrypoints };
     } catch (error) {

@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { bearer, startService, type TestService } from '../support/service';
+import { AUTHENTICATED_NON_HUMAN, probeNonHuman } from './tokens';
+
+/**
+ * The operator commands (issue 2, item 10), run as the built CLI against this run's database:
+ * `npm run admin -- demo --json` prints exactly one JSON object whose credentials work, and
+ * `broker register` prints a token once. Tools outside the repo parse this stdout.
+ */
+const run = promisify(execFile);
+const cli = path.resolve(__dirname, '../../dist/src/admin/cli.js');
+let service: TestService;
+
+beforeAll(async () => {
+  service = await startService();
+});
+afterAll(() => service.close());
+
+async function admin(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string }> {
+  return run(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, timeout: 20_000 });
+}
+
+describe('npm run admin -- demo --json', () => {
+  it('prints one JSON object with the demo world, and nothing else on stdout', async () => {
+    const { stdout } = await admin(['demo', '--json']);
+    const lines = stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const world = JSON.parse(lines[0]!);
+    expect(world).toEqual({
+      pod: { id: expect.stringMatching(/^pod_/) },
+      owner: { userId: expect.any(String), token: expect.any(String) },
+      member: { userId: expect.any(String), token: expect.any(String) },
+      connection: { id: expect.stringMatching(/^con_/) },
+      broker: { id: expect.stringMatching(/^brk_/), token: expect.stringMatching(/^bkt_/) },
+      agent: { name: expect.any(String), agentId: expect.stringMatching(/^agt_/), token: expect.stringMatching(/^art_/) },
+    });
+
+    // The printed credentials work against the service.
+    const pod = await service.http.get(`/api/pods/${world.pod.id}`).set(bearer(world.owner.token));
+    expect(pod.status).toBe(200);
+    const members = await service.http.get(`/api/pods/${world.pod.id}/members`).set(bearer(world.member.token)).expect(200);
+    expect(members.body.items.map((m: { memberId: string }) => m.memberId)).toEqual(
+      expect.arrayContaining([world.owner.userId, world.member.userId, world.agent.agentId]),
+    );
+    const connection = await service.http.get(`/api/connections/${world.connection.id}`).set(bearer(world.owner.token));
+    expect(connection.status).toBe(200);
+    expect(connection.body).toMatchObject({ kind: 'code_hosting_app', brokerId: world.broker.id, status: 'connected' });
+    expect(await probeNonHuman(service, world.agent.token)).toEqual(AUTHENTICATED_NON_HUMAN);
+    expect(await probeNonHuman(service, world.broker.token)).toEqual(AUTHENTICATED_NON_HUMAN);
+    // The member is a plain member: managing the pod is refused.
+    const refused = await service.http.post(`/api/pods/${world.pod.id}/members`).set(bearer(world.member.token)).send({ userId: 'x', role: 'member' });
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 403, code: 'not_pod_admin' });
+  });
+});
+
+describe('npm run admin -- broker register', () => {
+  it('prints the broker id and its token once, as JSON', async () => {
+    const { stdout } = await admin(['broker', 'register', '--name', 'cli-broker']);
+    const registered = JSON.parse(stdout);
+    expect(registered).toEqual({ id: expect.stringMatching(/^brk_/), token: expect.stringMatching(/^bkt_/) });
+    expect(await probeNonHuman(service, registered.token)).toEqual(AUTHENTICATED_NON_HUMAN);
+  });
+
+  it('writes its log lines to stderr, never into the JSON on stdout (Redis unreachable here)', async () => {
+    const { stdout, stderr } = await admin(['broker', 'register', '--name', 'quiet-broker'], { REDIS_URL: 'redis://127.0.0.1:1/0' });
+    expect(stderr).toContain('redis');
+    expect(JSON.parse(stdout)).toEqual({ id: expect.stringMatching(/^brk_/), token: expect.stringMatching(/^bkt_/) });
+  });
+
+  it('refuses to run without a name (usage, exit code 2)', async () => {
+    await expect(admin(['broker', 'register'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+  });
+});

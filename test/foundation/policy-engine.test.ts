@@ -1,0 +1,231 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { digestOf } from '../../src/digest';
+import { createLogger } from '../../src/log';
+import { PolicyEngine, PolicyUnavailableError, type DecisionLogMode } from '../../src/policy/engine';
+import { REQUIRED_ENTRYPOINTS } from '../../src/policy/entrypoints';
+import { startService } from '../support/service';
+import { human, podWith } from '../support/world';
+
+/**
+ * The policy engine (issue 2, item 2): evaluation by entrypoint, the revision, hot reload that
+ * refuses a broken module and keeps the old one, and the decision log.
+ */
+const root = path.resolve(__dirname, '../..');
+const SERVICE_MODULE = path.join(root, 'build/policy/policy.wasm');
+const POD_READ_BY_OWNER = { action: 'pod.read', caller: { kind: 'human', role: 'owner' }, member: null, pod: { owner_count: null } };
+
+let work: string;
+/** Two small modules with the same entrypoint and different rules, built by the pinned opa. */
+let allowAll: Buffer;
+let denyAll: Buffer;
+
+function buildModule(rego: string): Buffer {
+  const dir = mkdtempSync(path.join(work, 'build-'));
+  writeFileSync(path.join(dir, 'tiny.rego'), rego);
+  execFileSync(path.join(root, '.tools/bin/opa'), ['build', '-t', 'wasm', '-e', 'tiny/decision', '-o', path.join(dir, 'bundle.tar.gz'), path.join(dir, 'tiny.rego')]);
+  execFileSync('tar', ['-xzf', path.join(dir, 'bundle.tar.gz'), '-C', dir, '/policy.wasm'], { stdio: 'ignore' });
+  return readFileSync(path.join(dir, 'policy.wasm'));
+}
+
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  return { log: createLogger('info', sink), lines };
+}
+
+/** Writes a module the way scripts/build-policy.mjs does: a staged file renamed over the old. */
+function install(file: string, bytes: Buffer): void {
+  writeFileSync(`${file}.staged`, bytes);
+  renameSync(`${file}.staged`, file);
+}
+
+function engineOn(bytes: Buffer, options: { mode?: DecisionLogMode; required?: readonly string[] } = {}) {
+  const file = path.join(mkdtempSync(path.join(work, 'engine-')), 'policy.wasm');
+  writeFileSync(file, bytes);
+  const { log, lines } = capturingLogger();
+  const engine = new PolicyEngine(file, log, options.mode ?? 'all', options.required ?? []);
+  return { engine, file, lines };
+}
+
+function sha256(bytes: Buffer): string {
+  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+}
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(tmpdir(), 'policy-engine-test-'));
+  allowAll = buildModule('package tiny\n\ndecision := {"allow": true, "reasons": []}\n');
+  denyAll = buildModule('package tiny\n\ndecision := {"allow": false, "reasons": ["not_found"]}\n');
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('loading and evaluating', () => {
+  it("loads the service's module with every required entrypoint; the revision is the module's sha256", async () => {
+    const { engine } = engineOn(readFileSync(SERVICE_MODULE), { required: REQUIRED_ENTRYPOINTS });
+    expect(await engine.reload()).toBe(true);
+    expect(engine.ready).toBe(true);
+    expect(engine.revision).toBe(sha256(readFileSync(SERVICE_MODULE)));
+    expect(engine.entrypoints).toEqual(expect.arrayContaining([...REQUIRED_ENTRYPOINTS]));
+    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [] });
+    expect(engine.evaluate('pods/access/decision', { ...POD_READ_BY_OWNER, caller: { kind: 'human', role: null } })).toEqual({
+      allow: false,
+      reasons: ['not_found'],
+    });
+  });
+
+  it('refuses a module lacking a required entrypoint: nothing is loaded and evaluation fails closed', async () => {
+    const { engine, lines } = engineOn(allowAll, { required: ['tiny/decision', 'pods/access/decision'] });
+    expect(await engine.reload()).toBe(false);
+    expect(engine.ready).toBe(false);
+    expect(engine.revision).toBeUndefined();
+    expect(() => engine.evaluate('tiny/decision', {})).toThrow(PolicyUnavailableError);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, msg: expect.stringContaining('policy module refused') }));
+    expect(JSON.stringify(lines)).toContain('pods/access/decision');
+  });
+
+  it('fails closed on an entrypoint the module does not have', async () => {
+    const { engine } = engineOn(allowAll);
+    await engine.reload();
+    expect(() => engine.evaluate('grants/create/decision', {})).toThrow(PolicyUnavailableError);
+  });
+
+  it('exposes the size of the WASM memory', async () => {
+    const { engine } = engineOn(allowAll);
+    expect(engine.wasmMemoryBytes).toBeUndefined();
+    await engine.reload();
+    expect(engine.wasmMemoryBytes).toBeGreaterThan(0);
+    expect(engine.wasmMemoryBytes! % 65536).toBe(0);
+  });
+});
+
+describe('hot reload', () => {
+  it('refuses garbage, keeps serving the old revision, and logs an error', async () => {
+    const { engine, file, lines } = engineOn(readFileSync(SERVICE_MODULE), { required: REQUIRED_ENTRYPOINTS });
+    await engine.reload();
+    const before = engine.revision;
+    install(file, Buffer.from('\0asm definitely not a policy module'));
+    expect(await engine.reload()).toBe(false);
+    expect(engine.revision).toBe(before);
+    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [] });
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, keptRevision: before, msg: expect.stringContaining('policy module refused') }));
+  });
+
+  it('refuses an empty file the same way', async () => {
+    const { engine, file } = engineOn(allowAll);
+    await engine.reload();
+    install(file, Buffer.alloc(0));
+    expect(await engine.reload()).toBe(false);
+    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: true, reasons: [] });
+  });
+
+  it('keeps the revision when the same bytes are written again', async () => {
+    const { engine, file } = engineOn(allowAll);
+    await engine.reload();
+    const before = engine.revision;
+    install(file, allowAll);
+    expect(await engine.reload()).toBe(true);
+    expect(engine.revision).toBe(before);
+  });
+
+  it('swaps in a module built differently: new revision, new rules', async () => {
+    const { engine, file, lines } = engineOn(allowAll);
+    await engine.reload();
+    expect(engine.evaluate('tiny/decision', {}).allow).toBe(true);
+    install(file, denyAll);
+    expect(await engine.reload()).toBe(true);
+    expect(engine.revision).toBe(sha256(denyAll));
+    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: false, reasons: ['not_found'] });
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'policy loaded', revision: sha256(denyAll), previous: sha256(allowAll) }));
+  });
+
+  it('refuses a rebuilt module that drops an entrypoint the running one serves', async () => {
+    const { engine, file } = engineOn(readFileSync(SERVICE_MODULE));
+    await engine.reload();
+    const before = engine.revision;
+    install(file, allowAll);
+    expect(await engine.reload()).toBe(false);
+    expect(engine.revision).toBe(before);
+    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER).allow).toBe(true);
+  });
+
+  it('picks up a rebuilt module by itself while watching the file', async () => {
+    const { engine, file } = engineOn(allowAll);
+    await engine.reload();
+    engine.watch(50);
+    try {
+      install(file, denyAll);
+      const deadline = Date.now() + 5000;
+      while (engine.revision !== sha256(denyAll) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(engine.revision).toBe(sha256(denyAll));
+    } finally {
+      engine.close();
+    }
+  });
+});
+
+describe('decision log', () => {
+  const input = { action: 'pod.read', caller: { kind: 'human', role: null, note: 'a value that must not be logged' }, member: null, pod: null };
+
+  it('logs decision_id, entrypoint, input digest, result, revision and time, never the input', async () => {
+    const { engine, lines } = engineOn(readFileSync(SERVICE_MODULE));
+    await engine.reload();
+    engine.evaluate('pods/access/decision', input);
+    engine.evaluate('pods/access/decision', input);
+    const decisions = lines.filter((line) => line.msg === 'policy decision');
+    expect(decisions).toHaveLength(2);
+    expect(decisions[0]).toMatchObject({
+      decision_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      entrypoint: 'pods/access/decision',
+      input_digest: digestOf(input),
+      result: { allow: false, reasons: ['not_found'] },
+      revision: engine.revision,
+      timestamp: expect.any(String),
+    });
+    expect(decisions[0]!.decision_id).not.toBe(decisions[1]!.decision_id);
+    expect(JSON.stringify(lines)).not.toContain('a value that must not be logged');
+  });
+
+  it('logs only denials in deny mode and nothing when off', async () => {
+    const deny = engineOn(readFileSync(SERVICE_MODULE), { mode: 'deny' });
+    await deny.engine.reload();
+    deny.engine.evaluate('pods/access/decision', POD_READ_BY_OWNER);
+    deny.engine.evaluate('pods/access/decision', input);
+    expect(deny.lines.filter((line) => line.msg === 'policy decision').map((line) => (line.result as { allow: boolean }).allow)).toEqual([false]);
+
+    const off = engineOn(readFileSync(SERVICE_MODULE), { mode: 'off' });
+    await off.engine.reload();
+    off.engine.evaluate('pods/access/decision', input);
+    expect(off.lines.filter((line) => line.msg === 'policy decision')).toEqual([]);
+  });
+});
+
+
+describe('the service without a usable policy module', () => {
+  it('is not ready and fails closed: 503 dependency_unavailable where a decision is needed', async () => {
+    const broken = path.join(work, 'broken.wasm');
+    writeFileSync(broken, 'not a module');
+    const service = await startService({ POLICY_WASM_PATH: broken });
+    try {
+      const ready = await service.http.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatchObject({ status: 'unavailable', checks: { policy: false }, policyRevision: null });
+      const owner = human(service, 'owner');
+      const podId = await podWith(service, owner);
+      const read = await service.http.get(`/api/pods/${podId}`).set(owner.auth);
+      expect({ status: read.status, code: read.body.code }).toEqual({ status: 503, code: 'dependency_unavailable' });
+      const add = await service.http.post(`/api/pods/${podId}/members`).set(owner.auth).send({ userId: 'someone', role: 'owner' });
+      expect(add.status).toBe(503);
+    } finally {
+      await service.close();
+    }
+  });
+});
