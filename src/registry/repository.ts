@@ -59,3 +59,53 @@ export async function insertRuntimeToken(db: Queryable, token: Omit<RuntimeToken
 export async function deleteRuntimeToken(db: Queryable, agentId: string, tokenId: string): Promise<boolean> {
   return (await db('runtime_tokens').where({ id: tokenId, agent_id: agentId }).delete()) > 0;
 }
+
+export async function updateAgentRecord(
+  trx: Knex.Transaction,
+  agentId: string,
+  changes: Partial<Pick<AgentRow, 'display_name' | 'description'>>,
+): Promise<AgentRow> {
+  const rows = await trx<AgentRow>('agents').where({ id: agentId }).update(changes).returning('*');
+  return rows[0] as AgentRow;
+}
+
+/** Locks the agent row for a read-decide-write in one transaction (concurrent start/stop/patch). */
+export function lockAgent(trx: Knex.Transaction, agentId: string): Promise<AgentRow | undefined> {
+  return trx<AgentRow>('agents').where({ id: agentId }).forUpdate().first();
+}
+
+/**
+ * Sets the desired state. Running means `starting` until the agent next polls; stopped is
+ * `stopped` at once, since that is what the broker and attenuation enforce from then on.
+ */
+export async function setDesiredState(trx: Knex.Transaction, agentId: string, desired: AgentRow['desired_state']): Promise<AgentRow> {
+  const rows = await trx<AgentRow>('agents')
+    .where({ id: agentId })
+    .update({
+      desired_state: desired,
+      runtime_state: desired === 'running' ? 'starting' : 'stopped',
+      runtime_changed_at: trx.fn.now() as unknown as Date,
+    })
+    .returning('*');
+  return rows[0] as AgentRow;
+}
+
+/**
+ * A poll is the agent showing up: record it, and a `starting` runtime becomes `running`. An agent
+ * that polls in a tight loop writes its row at most once a second (lastPolledAt is a hint for
+ * humans), but the move to `running` is never delayed.
+ */
+export async function recordPoll(db: Queryable, agentId: string): Promise<void> {
+  await db.raw(
+    `update agents
+        set last_polled_at = now(),
+            runtime_state = case when desired_state = 'running' then 'running' else runtime_state end,
+            runtime_changed_at = case when desired_state = 'running' and runtime_state <> 'running'
+                                      then now() else runtime_changed_at end
+      where id = ?
+        and (last_polled_at is null
+             or last_polled_at < now() - interval '1 second'
+             or (desired_state = 'running' and runtime_state <> 'running'))`,
+    [agentId],
+  );
+}

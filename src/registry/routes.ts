@@ -1,9 +1,12 @@
 import { defineRoute, type Route } from '../http/route';
 import { iso, page } from '../http/schema';
-import { presentAgent, presentRuntimeToken } from './presenters';
+import { presentAgent, presentRuntime, presentRuntimeToken } from './presenters';
+import { readAgent, readRuntime, startRuntime, stopRuntime, updateAgent } from './runtime';
 import {
   AgentParams,
   AgentSchema,
+  RuntimeSchema,
+  UpdateAgentBody,
   CreatedRuntimeTokenSchema,
   CreateRuntimeTokenBody,
   InstallAgentBody,
@@ -99,5 +102,75 @@ export const registryRoutes: Route[] = [
       await removeToken(deps, principal, params.podId, params.name, params.tokenId);
       return { status: 204 };
     },
+  ),
+  defineRoute(
+    {
+      method: 'get',
+      path: `${base}/:name`,
+      tag,
+      summary: 'Read the agent record (pod members)',
+      auth: ['human'],
+      params: AgentParams,
+      success: { status: 200, description: 'The agent record', schema: AgentSchema },
+    },
+    async ({ deps, principal, params }) => ({ body: presentAgent(await readAgent(deps, principal, params.podId, params.name)) }),
+  ),
+  defineRoute(
+    {
+      method: 'patch',
+      path: `${base}/:name`,
+      tag,
+      summary: 'Update the display name or description; a real change sends `agent.updated` to the agent',
+      auth: ['human'],
+      params: AgentParams,
+      body: UpdateAgentBody,
+      success: { status: 200, description: 'The agent record', schema: AgentSchema },
+      errors: ['not_pod_admin'],
+    },
+    async ({ deps, principal, params, body }) => ({
+      body: presentAgent(await updateAgent(deps, principal, params.podId, params.name, body)),
+    }),
+  ),
+  defineRoute(
+    {
+      method: 'get',
+      path: `${base}/:name/runtime-status`,
+      tag,
+      summary: 'Read the runtime status: desired and observed state (pod members)',
+      auth: ['human'],
+      params: AgentParams,
+      success: { status: 200, description: 'The runtime status', schema: RuntimeSchema },
+    },
+    async ({ deps, principal, params }) => ({ body: presentRuntime(await readRuntime(deps, principal, params.podId, params.name)) }),
+  ),
+  defineRoute(
+    {
+      method: 'post',
+      path: `${base}/:name/runtime-start`,
+      tag,
+      summary: 'Start the runtime: desired running, `starting` until the agent next polls (idempotent)',
+      description: 'Sends `runtime.start_requested` to the agent when the desired state changes; a repeat changes nothing and sends nothing.',
+      auth: ['human'],
+      params: AgentParams,
+      success: { status: 200, description: 'The runtime status after the request', schema: RuntimeSchema },
+      errors: ['not_pod_admin'],
+    },
+    async ({ deps, principal, params }) => ({ body: presentRuntime(await startRuntime(deps, principal, params.podId, params.name)) }),
+  ),
+  defineRoute(
+    {
+      method: 'post',
+      path: `${base}/:name/runtime-stop`,
+      tag,
+      summary: 'Stop the runtime (kill switch): from the next request the broker denies the seat, on every replica (idempotent)',
+      description:
+        'Sends `runtime.stop_requested` to the agent when the desired state changes; a repeat changes nothing and sends nothing. ' +
+        'The agent can still authenticate, poll and ack.',
+      auth: ['human'],
+      params: AgentParams,
+      success: { status: 200, description: 'The runtime status after the request', schema: RuntimeSchema },
+      errors: ['not_pod_admin'],
+    },
+    async ({ deps, principal, params }) => ({ body: presentRuntime(await stopRuntime(deps, principal, params.podId, params.name)) }),
   ),
 ];

@@ -7,12 +7,18 @@ export const AgentName = z
 
 export const RuntimeSchema = z
   .object({
-    desiredState: z.enum(['running', 'stopped']),
-    state: z.enum(['stopped', 'starting', 'running']),
-    changedAt: timestamp.nullable(),
-    lastPolledAt: timestamp.nullable(),
+    desiredState: z.enum(['running', 'stopped']).openapi({ description: 'What an owner or admin asked for' }),
+    state: z.enum(['stopped', 'starting', 'running']).openapi({
+      description: '`starting` after a start until the agent next polls events, then `running`; `stopped` at once on stop',
+    }),
+    changedAt: timestamp.nullable().openapi({ description: 'When `state` last changed' }),
+    lastPolledAt: timestamp.nullable().openapi({ description: 'When the agent last polled events' }),
   })
-  .openapi('Runtime');
+  .openapi('Runtime', {
+    description:
+      'The runtime of an installed agent. A stopped runtime is a kill switch: the broker denies the seat (`runtime_stopped`) ' +
+      'and attenuation answers 409, while the agent can still authenticate, poll and ack.',
+  });
 
 export const AgentSchema = z
   .object({
@@ -34,6 +40,15 @@ export const InstallAgentBody = z
     description: z.string().trim().max(2000).optional(),
   })
   .openapi('InstallAgent');
+
+export const UpdateAgentBody = z
+  .strictObject({
+    displayName: z.string().trim().min(1).max(200).nullable().optional(),
+    description: z.string().trim().max(2000).nullable().optional(),
+  })
+  .openapi('UpdateAgent', {
+    description: 'Only these two fields; `null` clears one, an omitted one stays. Sending the current values changes nothing.',
+  });
 
 export const RuntimeTokenSchema = z
   .object({

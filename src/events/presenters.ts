@@ -1,0 +1,13 @@
+import { iso } from '../http/schema';
+import type { EventRow } from './delivery';
+
+export function presentEvent(event: EventRow) {
+  return {
+    id: event.id,
+    type: event.type,
+    podId: event.pod_id,
+    occurredAt: iso(event.occurred_at),
+    deliveryCount: event.delivery_count,
+    data: event.data,
+  };
+}

@@ -1,0 +1,100 @@
+import type { Knex } from 'knex';
+import type { Deps } from '../deps';
+import type { HumanPrincipal } from '../http/auth';
+import { ApiError } from '../http/problem';
+import { emitEvent } from '../events/outbox';
+import { lockAgent, setDesiredState, updateAgentRecord, type AgentRow } from './repository';
+import { agentForAction } from './service';
+
+/** The agent row again, locked: it may have been uninstalled since the permission check. */
+async function lockInstalled(trx: Knex.Transaction, agent: AgentRow): Promise<AgentRow> {
+  const current = await lockAgent(trx, agent.id);
+  if (!current) throw new ApiError('not_found', 'no agent of that name is installed in the pod');
+  return current;
+}
+
+export async function readAgent(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+  return agentForAction(deps, caller, podId, name, 'agents.read');
+}
+
+export async function readRuntime(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+  return agentForAction(deps, caller, podId, name, 'runtime.read');
+}
+
+export interface AgentRecordChanges {
+  displayName?: string | null;
+  description?: string | null;
+}
+
+/**
+ * Updates the display name and description. Only a real change is written and announced
+ * (`agent.updated`, to the agent itself); sending the current values is a no-op.
+ */
+export async function updateAgent(deps: Deps, caller: HumanPrincipal, podId: string, name: string, input: AgentRecordChanges): Promise<AgentRow> {
+  const agent = await agentForAction(deps, caller, podId, name, 'agents.update');
+  return deps.db.transaction(async (trx) => {
+    const current = await lockInstalled(trx, agent);
+    const changes: Partial<Pick<AgentRow, 'display_name' | 'description'>> = {};
+    if (input.displayName !== undefined && input.displayName !== current.display_name) changes.display_name = input.displayName;
+    if (input.description !== undefined && input.description !== current.description) changes.description = input.description;
+    if (Object.keys(changes).length === 0) return current;
+    const updated = await updateAgentRecord(trx, current.id, changes);
+    await emitEvent(trx, {
+      type: 'agent.updated',
+      podId,
+      data: {
+        agentId: updated.id,
+        name: updated.name,
+        displayName: updated.display_name,
+        description: updated.description,
+        changed: Object.keys(changes).map((column) => (column === 'display_name' ? 'displayName' : 'description')),
+        updatedBy: caller.userId,
+      },
+      agentIds: [updated.id],
+    });
+    return updated;
+  });
+}
+
+type Transition = { desired: AgentRow['desired_state']; action: 'runtime.start' | 'runtime.stop'; event: 'runtime.start_requested' | 'runtime.stop_requested' };
+
+const START: Transition = { desired: 'running', action: 'runtime.start', event: 'runtime.start_requested' };
+const STOP: Transition = { desired: 'stopped', action: 'runtime.stop', event: 'runtime.stop_requested' };
+
+/**
+ * Moves the desired state, idempotently: when it already is the requested one nothing is written
+ * and no event is sent. The broker's cached facts are invalidated after commit every time, a
+ * repeat included, so repeating a stop is always a way to push the kill switch to every replica
+ * (say the process that made the change died before its invalidation landed).
+ */
+async function transition(deps: Deps, caller: HumanPrincipal, podId: string, name: string, to: Transition): Promise<AgentRow> {
+  const agent = await agentForAction(deps, caller, podId, name, to.action);
+  const result = await deps.db.transaction(async (trx) => {
+    const current = await lockInstalled(trx, agent);
+    if (current.desired_state === to.desired) return current;
+    const updated = await setDesiredState(trx, current.id, to.desired);
+    await emitEvent(trx, {
+      type: to.event,
+      podId,
+      data: {
+        agentId: updated.id,
+        name: updated.name,
+        desiredState: updated.desired_state,
+        state: updated.runtime_state,
+        requestedBy: caller.userId,
+      },
+      agentIds: [updated.id],
+    });
+    return updated;
+  });
+  await deps.invalidation.touch('agent', agent.id);
+  return result;
+}
+
+export function startRuntime(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+  return transition(deps, caller, podId, name, START);
+}
+
+export function stopRuntime(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+  return transition(deps, caller, podId, name, STOP);
+}
