@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { Invalidation } from './cache/invalidation';
+import type { BrokerComponents } from './broker/check';
 import type { Config } from './config';
 import type { Database } from './db/database';
+import type { EventWaker } from './events/waker';
 import type { HumanJwtVerifier } from './credentials/human-jwt';
 import type { Logger } from './log';
 import type { PolicyEngine } from './policy/engine';
@@ -15,4 +17,8 @@ export interface Deps {
   log: Logger;
   verifyHumanJwt: HumanJwtVerifier;
   invalidation: Invalidation;
+  /** The process's one LISTEN connection that wakes long polls of agent events. */
+  eventWaker: EventWaker;
+  /** Per-replica caches, budget script and call-trail writer of the broker check. */
+  broker: BrokerComponents;
 }

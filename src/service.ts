@@ -3,13 +3,17 @@ import type { Config } from './config';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
 import { createHumanJwtVerifier } from './credentials/human-jwt';
 import { createRedisInvalidation } from './cache/invalidation';
+import { createBrokerComponents } from './broker/components';
 import type { Deps } from './deps';
 import { createApp } from './http/app';
 import { buildOpenApiDocument } from './http/openapi';
 import { allRoutes } from './http/routes';
 import { createLogger, type Logger } from './log';
 import { PolicyEngine } from './policy/engine';
+import { REQUIRED_ENTRYPOINTS } from './policy/entrypoints';
 import { API_DECISIONS } from './http/decisions';
+import { EventWaker } from './events/waker';
+import { startEventRetention } from './events/retention';
 
 export interface ServiceOptions {
   logger?: Logger;
@@ -33,10 +37,11 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
-  const policy = new PolicyEngine(config.POLICY_WASM_PATH, log.child({ component: 'policy' }), config.DECISION_LOG);
+  const policy = new PolicyEngine(config.POLICY_WASM_PATH, log.child({ component: 'policy' }), config.DECISION_LOG, REQUIRED_ENTRYPOINTS);
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();
 
+  const invalidation = createRedisInvalidation(redis, db, log.child({ component: 'invalidation' }));
   const deps: Deps = {
     config,
     db,
@@ -44,8 +49,11 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     policy,
     log,
     verifyHumanJwt: createHumanJwtVerifier(config),
-    invalidation: createRedisInvalidation(redis),
+    invalidation,
+    broker: createBrokerComponents(config, db, redis),
+    eventWaker: new EventWaker(config.DATABASE_URL, log.child({ component: 'events' })),
   };
+  const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   let openApi: unknown;
   const app = createApp(deps, allRoutes, {
     openApi: () => (openApi ??= buildOpenApiDocument(allRoutes, API_DECISIONS)),
@@ -53,6 +61,10 @@ export async function buildService(config: Config, options: ServiceOptions = {})
 
   async function close(): Promise<void> {
     policy.close();
+    retention.stop();
+    invalidation.close();
+    await deps.broker.trail.settle();
+    await deps.eventWaker.close();
     redis.disconnect();
     await db.destroy();
   }

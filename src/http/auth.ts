@@ -37,7 +37,8 @@ export async function resolveCredential(deps: Deps, token: string): Promise<Prin
 export async function authenticate(ctx: Context, deps: Deps, accepted: readonly CredentialKind[]): Promise<Principal> {
   const header = ctx.get('authorization');
   if (!header) throw unauthenticated('send Authorization: Bearer <token>');
-  const match = /^Bearer ([A-Za-z0-9._~+/=-]+)$/.exec(header);
+  // The scheme is case-insensitive (RFC 9110 §11.1); the token is a b64token (RFC 6750).
+  const match = /^Bearer ([A-Za-z0-9._~+/=-]+)$/i.exec(header);
   if (!match?.[1]) throw unauthenticated('the Authorization header is not a Bearer credential');
   const principal = await resolveCredential(deps, match[1]);
   if (!principal) throw unauthenticated('the credential is invalid, expired or revoked');

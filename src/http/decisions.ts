@@ -17,4 +17,79 @@ CONTRACT.md; where both are silent the decisions below apply.
   Human user ids may not look like service ids (\`agt_…\`, \`pod_…\`, …).
 - Installing an agent sets its runtime to \`desiredState: running\`, \`state: starting\` (running
   after its first poll): an installed agent is meant to work. \`runtime-stop\` is the kill switch.
+- Runtime: \`runtime-start\` and \`runtime-stop\` answer 200 with the runtime status
+  \`{desiredState, state, changedAt, lastPolledAt}\`. A repeat (already running, already stopped)
+  changes nothing, not even \`changedAt\`, and sends no event. Any poll of events sets
+  \`lastPolledAt\` and turns \`starting\` into \`running\`; a stopped agent's poll leaves it stopped.
+- Agent record \`PATCH\`: \`displayName\` and \`description\` only; \`null\` clears one; \`{}\` or the
+  current values change nothing and send no event; a real change sends \`agent.updated\` to that
+  agent alone.
+- Events are for one agent each. \`runtime.*\` and \`agent.updated\` go to the agent concerned;
+  \`pod.member_*\` to the pod's other installed agents. Event \`data\`: member events
+  \`{podId, memberId, kind, role?, name?}\`; \`agent.updated\` \`{agentId, name, displayName,
+  description, changed, updatedBy}\`; runtime events \`{agentId, name, desiredState, state,
+  requestedBy}\`.
+- Event polling returns \`{items, nextCursor: null}\` (poll again for more), oldest first by event
+  id (time-ordered). \`deliveryCount\` is 1 on the first delivery. \`waitMs\` (0..20000, default 0)
+  long-polls; the wait ends early when an event arrives. Acking an event that retention already
+  deleted is a 404, like any unknown event.
+- Retention: acknowledged events are deleted \`EVENT_RETENTION_MS\` (default 7 days) after their
+  ack; unacknowledged events are kept until acked or until the agent is uninstalled.
+- An agent token authenticates one seat, so \`installations\` and \`pods\` list one item. The pod
+  context's \`grants\` are the active grants the agent can read whose effective audience contains
+  it; \`members\` are every current member, oldest first.
+- Grants, create: an unknown \`connectionId\` is a 404; someone else's connection is a 403
+  \`connection_not_owned\` and the problem lists no other reason. A disconnected connection is a
+  422 \`connection_disconnected\`. \`installationId\`/\`brokerId\` are a 400 \`server_derived_field\`
+  checked before any other validation. An unknown target kind, an unknown pod or seat, and a pod
+  the owner is not in are all 422 \`target_not_allowed\`. \`budget\` fields are each optional
+  (\`calls\` 1..10^9, \`windowMs\` 1..365 days); \`tools\` and \`audience\` must not repeat a name.
+  A seat grant's \`audience\` may only list the seat (else \`audience_not_member\`); it is stored as
+  \`audienceMode: listed\`, \`[seatId]\`. \`target\` in the record is \`{kind, id}\`.
+- Grants, record: \`grantedBy\` is the connection owner who created the root, on every grant of
+  the tree (children too); the attenuating agent is kept server-side only.
+- Grants, read and list: \`GET /api/pods/:podId/grants\` is for current pod members (humans and
+  agents); anyone else, including a connection owner who left the pod, gets 404 there (the owner
+  still reads each grant by id). Items are filtered grant by grant by the read scope; \`status\`
+  filters on the status computed at read time. Lists are newest first by \`createdAt\` (calls by
+  \`requestedAt\`), ties by id; a cursor this service did not issue is a 400.
+- Grants, attenuate: a caller who can read the parent but is not in its effective audience gets
+  403 \`principal_not_in_audience\`; a reader that is an agent of another pod (cannot happen with
+  today's read scope) 403 \`not_installed_agent\`; an agent that cannot read it 404. A stopped
+  runtime is 409 \`runtime_stopped\`. A parent that is revoked, expired (also by an ancestor) or whose
+  connection is disconnected is 422 \`grant_not_usable\`. \`grant_widening\`'s \`detail\` names every
+  widening field (\`tools\`, \`writeMode\`, \`budget.calls\`, \`budget.windowMs\`, \`expiresAt\`,
+  \`audience\`, \`target\`); a write tool under \`writeMode: read\` counts as widening \`tools\`.
+  \`budget\` fields may be given one at a time (the other is inherited). Narrowing to a seat makes
+  the audience \`[seatId]\`. Depth: the root is 0 and a child's depth may not exceed
+  \`MAX_DELEGATION_DEPTH\` (default 8), else 422 \`delegation_too_deep\`. The 201 shows the child
+  even when its maker cannot read it afterwards (a seat grant for another seat).
+- Grants, revoke: a member who can read the grant but does not own its connection gets 403
+  \`not_connection_owner\`; anyone else 404. Already-revoked descendants keep their earlier
+  \`revokedAt\`. Revocation and attenuation lock the tree's root row, so they serialise per tree.
+- Grant events: \`grant.created\` and \`grant.attenuated\` carry \`{grant}\` (the record; attenuated
+  also \`parentId\`); \`grant.revoked\` is one event per revoked grant, \`{grantId, rootId, revokedAt,
+  cascadedFrom}\`. Each goes to the installed agents that can read that grant (the pod's agents for
+  a pod grant, the seat for a seat grant).
+- Broker check: only the grant's own broker may check or report (another broker's grant, an
+  unknown grant or call: 404 \`not_found\`, nothing recorded; \`not_found\` never appears as a 200
+  deny). \`args\` is a JSON object, required (\`{}\` for none). Exactly one of \`subjectToken\` and
+  \`principal\`. A \`subjectToken\` that does not verify (unknown, expired, deleted, or a broker
+  token) is a 401 \`subject_token_invalid\` and nothing is recorded (there is no principal to
+  record). A broker-asserted \`principal\` is a 403 \`principal_assertion_refused\` unless the
+  deployment sets \`BROKER_TRUST_ASSERTED_PRINCIPAL=true\`.
+- Broker check answer: \`reason\` is \`allowed\` on an allow; on a deny with several reasons, the
+  first of revoked, expired, connection_disconnected, tool_not_allowed, write_not_allowed,
+  principal_not_in_audience, runtime_stopped; budget_exhausted only when the policy allows.
+  \`budget.remaining\` is the least over the chain (0 on budget_exhausted) and \`budget.resetMs\` the
+  time until the oldest counted call of that level leaves its window. \`Retry-After\` is
+  \`retryAfterMs\` in seconds, rounded up. The principal must be in the effective audience of every
+  grant of the chain; an agent principal whose runtime is stopped is denied \`runtime_stopped\`.
+- Broker failures: Redis unreachable or slower than \`REDIS_COMMAND_TIMEOUT_MS\`, or the call record
+  not written: 503 \`dependency_unavailable\`, nothing allowed (an allowed unit already taken stays
+  taken). A grant whose facts change on every attempt (4 in a row) is also a 503.
+- Call outcome: \`POST /api/broker/calls/:callId/outcome\` answers 200 with the call record; a second
+  report is 409 \`outcome_already_recorded\`; a denied call takes none (409 \`call_denied\`).
+  \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The
+  \`errorCode\` is kept in the trail for operators; the call record shape stays CONTRACT §5's.
 `.trim();

@@ -7,15 +7,18 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 export class DependencyUnavailableError extends Error {}
 
 export function isDependencyFailure(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
+  // Duck-typed, not instanceof Error: errors from Node's own net/dns code belong to another realm
+  // than a sandboxed caller's Error (jest's, say), and must still count.
+  if (typeof error !== 'object' || error === null) return false;
   if (error instanceof DependencyUnavailableError) return true;
-  const { code, name, message } = error as Error & { code?: string };
-  if (code && NETWORK_CODES.has(code)) return true;
+  const { code, name, message = '', errors } = error as { code?: unknown; name?: unknown; message?: unknown; errors?: unknown };
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
   // Postgres: class 08 (connection exception), 53 (insufficient resources), 57P0x (shutdown).
-  if (code && (/^08/.test(code) || /^53/.test(code) || /^57P0/.test(code))) return true;
+  if (typeof code === 'string' && (/^08/.test(code) || /^53/.test(code) || /^57P0/.test(code))) return true;
   if (name === 'KnexTimeoutError' || name === 'MaxRetriesPerRequestError') return true;
-  if (/Connection terminated|Connection is closed|Command timed out|Stream isn't writeable|connect ECONNREFUSED/.test(message)) {
+  if (/Connection terminated|Connection is closed|Command timed out|Stream isn't writeable|connect ECONNREFUSED/.test(String(message))) {
     return true;
   }
-  return error instanceof AggregateError && error.errors.some(isDependencyFailure);
+  // AggregateError (a connect attempt to several addresses fails with one per address).
+  return Array.isArray(errors) && errors.some(isDependencyFailure);
 }

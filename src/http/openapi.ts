@@ -30,7 +30,8 @@ function openApiPath(path: string): string {
 function implicitErrors(route: Route): ProblemCode[] {
   const codes: ProblemCode[] = ['internal_error', 'dependency_unavailable'];
   if (route.auth.length > 0) codes.push('unauthenticated', 'credential_not_accepted');
-  if (route.params || route.query || route.body) codes.push('invalid_request');
+  // Even a route without a query schema refuses unknown query parameters.
+  codes.push('invalid_request');
   if (route.body) codes.push('payload_too_large', 'unsupported_media_type');
   if (route.path.includes(':')) codes.push('not_found');
   return codes;

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Deps } from '../deps';
 import { authenticate, type CredentialKind, type Principal } from './auth';
 import { ApiError, type FieldError, type ProblemCode } from './problem';
@@ -7,6 +7,8 @@ import { ApiError, type FieldError, type ProblemCode } from './problem';
 export type Method = 'get' | 'post' | 'patch' | 'delete';
 
 type EmptyObject = z.ZodObject<Record<string, never>>;
+
+const NO_QUERY = z.strictObject({});
 
 export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, A extends CredentialKind> {
   method: Method;
@@ -98,7 +100,8 @@ export function defineRoute<
     async run(ctx, deps) {
       const principal = spec.auth.length > 0 ? await authenticate(ctx, deps, spec.auth) : undefined;
       const params = spec.params ? parse(spec.params, ctx.params, 'path') : {};
-      const query = spec.query ? parse(spec.query, ctx.query, 'query') : {};
+      // A route without a query schema takes no query parameters (an unknown one is a 400).
+      const query = parse(spec.query ?? NO_QUERY, ctx.query, 'query');
       const body = readBody(ctx, spec.body);
       const result = await handler({
         params,

@@ -73,3 +73,26 @@ export async function connection(
     .expect(201);
   return res.body as { id: string; installationId: string };
 }
+
+/** A root grant made through the API by the connection owner (POST /api/grants). */
+export async function rootGrant(
+  service: TestService,
+  owner: Human,
+  connectionId: string,
+  target: { kind: string; id: string },
+  options: Record<string, unknown> = {},
+) {
+  const res = await service.http
+    .post('/api/grants')
+    .set(owner.auth)
+    .send({ connectionId, target, tools: ['repos.read_file', 'pulls.list'], ...options });
+  if (res.status !== 201) throw new Error(`grant creation answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; rootId: string };
+}
+
+/** A child grant made through the API by an installed agent (POST /api/grants/:id/attenuate). */
+export async function attenuateGrant(service: TestService, agent: InstalledAgent, parentId: string, options: Record<string, unknown> = {}) {
+  const res = await service.http.post(`/api/grants/${parentId}/attenuate`).set(agent.auth).send(options);
+  if (res.status !== 201) throw new Error(`attenuation answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; rootId: string; parentId: string };
+}

@@ -1,0 +1,77 @@
+# METADATA
+# title: Broker pre-call check
+# description: |
+#   Decides one tool call through a grant (CONTRACT §5) before the budget is consulted.
+#   Input, as src/broker/policy-input.ts builds it:
+#     {"now_ms", "broker_id", "tool", "principal": {"kind": "user"|"agent", "id"},
+#      "chain": [grant facts of lib.grants, plus broker_id; the grant first, its root last],
+#      "connection": {"status", "tools": {name: "read"|"write"}},
+#      "members": {pod_id: [the principal's id, when it is a current member of that pod]},
+#      "runtime": {"desired_state"} (agent principals only)}
+#   The decision also names the one `reason` the broker reports: the first of `precedence`.
+package broker.check
+
+import data.broker.ownership
+import data.lib.grants
+
+# Which reason a denial reports when several hold: the grant's own state first, then the tool,
+# then who is calling.
+precedence := [
+	"revoked",
+	"expired",
+	"connection_disconnected",
+	"tool_not_allowed",
+	"write_not_allowed",
+	"principal_not_in_audience",
+	"runtime_stopped",
+]
+
+# METADATA
+# title: decision
+# description: '`{allow, reasons, reason}`; reasons are the deny reasons of CONTRACT §5.'
+# entrypoint: true
+default decision := {"allow": false, "reasons": ["not_found"], "reason": "not_found"}
+
+decision := {"allow": count(reasons) == 0, "reasons": sort(reasons), "reason": reason} if {
+	ownership.owned_by(input.chain[0], input.broker_id)
+}
+
+reason := "allowed" if count(reasons) == 0
+
+reason := [r | some r in precedence; r in reasons][0] if count(reasons) > 0
+
+chain_status := grants.status(input.chain, input.now_ms)
+
+reasons contains "revoked" if chain_status == "revoked"
+
+reasons contains "expired" if chain_status == "expired"
+
+reasons contains "connection_disconnected" if input.connection.status != "connected"
+
+# Every level must allow the tool: a child never widens its parent, even if one was stored wider.
+reasons contains "tool_not_allowed" if {
+	some grant in input.chain
+	not input.tool in grant.tools
+}
+
+reasons contains "tool_not_allowed" if not input.connection.tools[input.tool]
+
+reasons contains "write_not_allowed" if {
+	access := input.connection.tools[input.tool]
+	some grant in input.chain
+	grants.write_rank[access] > grants.write_rank[grant.write_mode]
+}
+
+reasons contains "principal_not_in_audience" if {
+	some grant in input.chain
+
+	# No membership fact means no membership: a missing fact can only deny.
+	members := object.get(object.get(input, "members", {}), grant.target.pod_id, [])
+	not input.principal.id in grants.effective_audience(grant, members)
+}
+
+# The kill switch: a stopped agent makes no calls, whatever its grants say.
+reasons contains "runtime_stopped" if {
+	input.principal.kind == "agent"
+	input.runtime.desired_state == "stopped"
+}

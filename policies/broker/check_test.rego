@@ -1,0 +1,103 @@
+package broker.check_test
+
+import data.broker.check
+
+now := 1000
+
+root := {
+	"id": "grt_root", "broker_id": "brk_1", "revoked": false, "expires_at_ms": 5000,
+	"target": {"kind": "pod", "id": "pod_1", "pod_id": "pod_1"}, "audience_mode": "members", "audience": [],
+	"tools": ["repos.read_file", "issues.comment"], "write_mode": "write",
+}
+
+child := object.union(root, {"id": "grt_child", "tools": ["repos.read_file", "issues.comment"], "write_mode": "read"})
+
+base := {
+	"now_ms": now,
+	"broker_id": "brk_1",
+	"tool": "repos.read_file",
+	"principal": {"kind": "agent", "id": "agt_1"},
+	"chain": [child, root],
+	"connection": {"status": "connected", "tools": {"repos.read_file": "read", "issues.comment": "write"}},
+	"members": {"pod_1": ["agt_1"]},
+	"runtime": {"desired_state": "running"},
+}
+
+test_allows_a_usable_chain if {
+	d := check.decision with input as object.union(base, {})
+	d == {"allow": true, "reasons": [], "reason": "allowed"}
+}
+
+test_another_broker_learns_nothing if {
+	d := check.decision with input as object.union(base, {"broker_id": "brk_2"})
+	d == {"allow": false, "reasons": ["not_found"], "reason": "not_found"}
+}
+
+test_unknown_grant_is_not_found if {
+	d := check.decision with input as object.union(base, {"chain": []})
+	d.reason == "not_found"
+}
+
+test_revoked_ancestor if {
+	d := check.decision with input as object.union(base, {"chain": [child, object.union(root, {"revoked": true})]})
+	d.reason == "revoked"
+}
+
+test_expired if {
+	d := check.decision with input as object.union(base, {"now_ms": 5000})
+	d.reason == "expired"
+}
+
+test_disconnected if {
+	d := check.decision with input as object.union(base, {"connection": object.union(base.connection, {"status": "disconnected"})})
+	d.reason == "connection_disconnected"
+}
+
+test_tool_outside_the_grant if {
+	d := check.decision with input as object.union(base, {"tool": "pulls.merge"})
+	d.reason == "tool_not_allowed"
+}
+
+test_tool_no_longer_on_the_connection if {
+	d := check.decision with input as object.union(object.remove(base, ["connection"]), {"connection": {"status": "connected", "tools": {}}})
+	d.reason == "tool_not_allowed"
+}
+
+test_write_tool_under_a_read_level if {
+	d := check.decision with input as object.union(base, {"tool": "issues.comment"})
+	d.reason == "write_not_allowed"
+}
+
+test_write_tool_under_write_levels if {
+	d := check.decision with input as object.union(base, {"tool": "issues.comment", "chain": [root]})
+	d.allow
+}
+
+test_non_member if {
+	d := check.decision with input as object.remove(base, ["members"])
+	d.reason == "principal_not_in_audience"
+}
+
+test_listed_audience_excludes_others if {
+	listed := object.union(root, {"audience_mode": "listed", "audience": ["alice"]})
+	d := check.decision with input as object.union(base, {"chain": [listed]})
+	d.reason == "principal_not_in_audience"
+}
+
+test_stopped_runtime if {
+	d := check.decision with input as object.union(base, {"runtime": {"desired_state": "stopped"}})
+	d.reason == "runtime_stopped"
+}
+
+test_users_have_no_runtime if {
+	user := {"principal": {"kind": "user", "id": "alice"}, "members": {"pod_1": ["alice"]}, "runtime": null}
+	d := check.decision with input as object.union(base, user)
+	d.allow
+}
+
+test_reason_follows_precedence if {
+	patch := {"runtime": {"desired_state": "stopped"}, "tool": "pulls.merge"}
+	d := check.decision with input as object.union(object.remove(base, ["members"]), patch)
+	d.reasons == ["principal_not_in_audience", "runtime_stopped", "tool_not_allowed"]
+	d.reason == "tool_not_allowed"
+}

@@ -1,0 +1,23 @@
+# METADATA
+# title: Call outcome
+# description: |
+#   Completing a call record (CONTRACT §5): once, by the grant's own broker, and only for a call
+#   that was allowed (a denied call never ran).
+#   Input: {"broker_id", "grant": {"broker_id"} | null, "call": {"outcome"}}.
+package broker.outcome
+
+import data.broker.ownership
+
+# METADATA
+# title: decision
+# description: '`{allow, reasons}`; reasons are API error codes.'
+# entrypoint: true
+default decision := {"allow": false, "reasons": ["not_found"]}
+
+decision := {"allow": count(reasons) == 0, "reasons": sort(reasons)} if {
+	ownership.owned_by(input.grant, input.broker_id)
+}
+
+reasons contains "call_denied" if input.call.outcome == "denied"
+
+reasons contains "outcome_already_recorded" if input.call.outcome in {"succeeded", "failed"}

@@ -1,0 +1,267 @@
+// npm run bench: the broker check under load, beside two baselines, on this machine.
+//   1. POST /api/broker/check on the built service (dist/src/main.js) against the local Postgres
+//      (a throwaway database) and Redis (a throwaway key prefix), through a chain of depth 3
+//      (root -> child -> grandchild -> great-grandchild), driven by autocannon;
+//   2. the same broker/check entrypoint evaluated in-process by opa-wasm (evaluations/s);
+//   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load.
+// Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (off),
+//      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL.
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { cpus } from 'node:os';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const require = createRequire(import.meta.url);
+const autocannon = require('autocannon');
+const jwt = require('jsonwebtoken');
+const { Redis } = require('ioredis');
+const { loadPolicy } = require('@open-policy-agent/opa-wasm');
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
+const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
+const DB_BASE = process.env.BENCH_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432/';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+const run = randomBytes(4).toString('hex');
+const DATABASE_URL = `${DB_BASE}gb_bench_${run}`;
+const REDIS_KEY_PREFIX = `gbbench:${run}:`;
+
+if (!existsSync(path.join(root, 'dist/src/main.js')) || !existsSync(path.join(root, 'build/policy/policy.wasm'))) {
+  console.log('building (dist/ or build/policy/ missing)...');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
+}
+const { createDatabase, ensureDatabaseExists, migrateToLatest } = require(path.join(root, 'dist/src/db/database.js'));
+const { registerBroker } = require(path.join(root, 'dist/src/admin/brokers.js'));
+const { DEVELOPMENT_JWT_SECRET } = require(path.join(root, 'dist/src/config.js'));
+
+const children = [];
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(url) {
+  for (let i = 0; i < 200; i += 1) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+function start(command, args, env = {}) {
+  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return child;
+}
+
+async function api(base, method, url, token, body) {
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = res.status === 204 ? null : await res.json();
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Pod, member agent, broker, connection, and a depth-3 chain of grants, through the API. */
+async function seed(base, db) {
+  const owner = jwt.sign({}, DEVELOPMENT_JWT_SECRET, { algorithm: 'HS256', subject: `bench-owner-${run}`, expiresIn: '2h' });
+  const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Bench pod' });
+  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
+  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' })).token;
+  const broker = await registerBroker(db, 'bench-broker');
+  const connection = await api(base, 'POST', '/api/connections', owner, {
+    kind: 'code_hosting_app',
+    brokerId: broker.id,
+    externalInstallationId: `bench-${run}`,
+    tools: [{ name: 'repos.read_file', access: 'read' }],
+  });
+  // Large enough never to deny during the run; a short window keeps the sorted sets small.
+  const budget = { calls: 1_000_000, windowMs: 1000 };
+  let grant = await api(base, 'POST', '/api/grants', owner, { connectionId: connection.id, target: { kind: 'pod', id: pod.id }, tools: ['repos.read_file'], budget });
+  for (let depth = 1; depth <= 3; depth += 1) grant = await api(base, 'POST', `/api/grants/${grant.id}/attenuate`, agentToken, {});
+  return { brokerToken: broker.token, agentToken, leafId: grant.id };
+}
+
+function load(title, options) {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon({ connections: CONNECTIONS, duration: DURATION_S, method: 'POST', ...options }, (error, result) =>
+      error ? reject(error) : resolve(result),
+    );
+    instance.on('error', reject);
+    console.log(`load: ${title} (${CONNECTIONS} connections, ${DURATION_S} s)`);
+  });
+}
+
+const summary = (r) => ({
+  requestsPerSec: Math.round(r.requests.average),
+  p50: r.latency.p50,
+  p90: r.latency.p90,
+  p99: r.latency.p99,
+  ok2xx: r['2xx'],
+  non2xx: r.non2xx,
+  errors: r.errors,
+  timeouts: r.timeouts,
+});
+
+/** The exact broker/check input the service builds for the seeded chain (as src/broker/policy-input.ts). */
+async function checkInputFor(db, leafId, agentId, brokerId) {
+  const { rows } = await db.raw(
+    `with recursive c as (select g.*, 0 as level from grants g where id = ? union all
+       select p.*, c.level + 1 from grants p join c on p.id = c.parent_id) select * from c order by level`,
+    [leafId],
+  );
+  return {
+    now_ms: Date.now(),
+    broker_id: brokerId,
+    tool: 'repos.read_file',
+    principal: { kind: 'agent', id: agentId },
+    chain: rows.map((g) => ({
+      id: g.id, parent_id: g.parent_id, root_id: g.root_id, broker_id: g.broker_id, connection_id: g.connection_id,
+      target: { kind: g.target_kind, id: g.target_id, pod_id: g.target_pod_id }, audience_mode: g.audience_mode,
+      audience: g.audience, tools: g.tools, write_mode: g.write_mode,
+      budget: { calls: g.budget_calls, window_ms: Number(g.budget_window_ms) }, expires_at_ms: g.expires_at.getTime(), revoked: false,
+    })),
+    connection: { status: 'connected', tools: { 'repos.read_file': 'read' } },
+    members: { [rows[0].target_pod_id]: [agentId] },
+    runtime: { desired_state: 'running' },
+  };
+}
+
+async function wasmEvaluationsPerSec(input) {
+  const policy = await loadPolicy(readFileSync(path.join(root, 'build/policy/policy.wasm')));
+  const check = policy.evaluate(input, 'broker/check/decision')[0].result;
+  if (!check.allow) throw new Error(`the baseline input is denied: ${JSON.stringify(check)}`);
+  let count = 0;
+  const started = process.hrtime.bigint();
+  const until = started + BigInt(WASM_S * 1e9);
+  while (process.hrtime.bigint() < until) {
+    for (let i = 0; i < 100; i += 1) policy.evaluate(input, 'broker/check/decision');
+    count += 100;
+  }
+  return Math.round(count / (Number(process.hrtime.bigint() - started) / 1e9));
+}
+
+async function main() {
+  await ensureDatabaseExists(DATABASE_URL);
+  const db = createDatabase(DATABASE_URL, 4);
+  const results = {};
+  try {
+    await migrateToLatest(db);
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    start('node', [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), 'dist/src/main.js'], {
+      PORT: String(port), HOST: '127.0.0.1', DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX, NODE_ENV: 'development',
+      LOG_LEVEL: 'warn', POLICY_WATCH: 'false', DECISION_LOG: process.env.BENCH_DECISION_LOG ?? 'off',
+    });
+    await waitFor(`${base}/healthz`);
+    const world = await seed(base, db);
+    const body = JSON.stringify({ grantId: world.leafId, tool: 'repos.read_file', subjectToken: world.agentToken, args: { path: 'README.md', ref: 'main' } });
+    const before = Number((await db('call_records').count({ n: '*' }))[0].n);
+    const service = await load('POST /api/broker/check', {
+      url: `${base}/api/broker/check`,
+      headers: { authorization: `Bearer ${world.brokerToken}`, 'content-type': 'application/json' },
+      body,
+    });
+    results.service = summary(service);
+    const records = await db('call_records').select('outcome').count({ n: '*' }).groupBy('outcome');
+    const byOutcome = Object.fromEntries(records.map((r) => [r.outcome, Number(r.n)]));
+    results.recorded = { ...byOutcome, before };
+
+    const agentId = (await db('agents').first('id')).id;
+    const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
+    const input = await checkInputFor(db, world.leafId, agentId, brokerId);
+    input.now_ms = Date.now();
+    console.log(`in-process WASM: ${WASM_S} s`);
+    results.wasmEvaluationsPerSec = await wasmEvaluationsPerSec(input);
+
+    const opaPort = await freePort();
+    start(path.join(root, '.tools/bin/opa'), ['run', '--server', '--addr', `127.0.0.1:${opaPort}`, '--log-level', 'error', '--ignore', '*_test.rego', 'policies']);
+    await waitFor(`http://127.0.0.1:${opaPort}/health`);
+    const opa = await load('opa run --server: POST /v1/data/broker/check/decision', {
+      url: `http://127.0.0.1:${opaPort}/v1/data/broker/check/decision`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input }),
+    });
+    results.opaRest = summary(opa);
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await sleep(300);
+    await db.destroy();
+    await cleanUp();
+  }
+  report(results);
+}
+
+function report(r) {
+  const allowed = r.recorded.pending ?? 0;
+  console.log('\n=== broker check benchmark ===');
+  console.log(`machine: ${machine()}`);
+  console.log(`load: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per target; chain depth 3 (4 grants); agent subjectToken`);
+  console.table({
+    'service POST /api/broker/check': r.service,
+    'opa run --server (REST)': r.opaRest,
+  });
+  console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
+  console.log(`ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
+    `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
+    `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}`);
+  console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
+  // A check answers only once its record is durable, so records >= answers; the difference is
+  // the calls still in flight when autocannon stopped counting (at most one per connection).
+  const complete = allowed >= r.service.ok2xx && allowed - r.service.ok2xx <= CONNECTIONS && !r.recorded.denied;
+  console.log(complete ? 'every allowed call is recorded (pending records >= 2xx answers, none denied)' : 'MISMATCH between answers and records');
+  if (!complete) process.exitCode = 1;
+}
+
+function machine() {
+  const cores = cpus();
+  return `${cores.length} x ${cores[0]?.model ?? 'cpu'}, node ${process.version}`;
+}
+
+async function cleanUp() {
+  const url = new URL(DATABASE_URL);
+  url.pathname = '/postgres';
+  const knex = require('knex');
+  const admin = knex({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 1 } });
+  try {
+    await admin.raw('drop database if exists ?? with (force)', [`gb_bench_${run}`]);
+  } finally {
+    await admin.destroy();
+  }
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_KEY_PREFIX}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+main().catch(async (error) => {
+  console.error(error);
+  for (const child of children) child.kill('SIGTERM');
+  process.exit(1);
+});

@@ -1,0 +1,66 @@
+import type { Database } from '../db/database';
+
+export interface NewCallRecord {
+  id: string;
+  grant_id: string;
+  tool: string;
+  principal_kind: 'user' | 'agent';
+  principal_id: string;
+  outcome: 'pending' | 'denied' | 'succeeded' | 'failed';
+  reason: string;
+  approval_id?: string | null;
+  error_code?: string | null;
+  args_digest: string;
+  requested_at: Date;
+  completed_at?: Date | null;
+  duration_ms?: number | null;
+}
+
+interface Waiting {
+  row: NewCallRecord;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+const MAX_BATCH = 500;
+
+/**
+ * Group commit for call records. A check waits until its own record is durable before it answers
+ * (an allowed call with no record would be a hole in the trail), but the INSERTs of concurrent
+ * checks share one statement: while one batch is being written, the next one gathers. Under no
+ * load a record is written at once, alone; under load one round trip carries up to MAX_BATCH.
+ */
+export class CallTrailWriter {
+  private queue: Waiting[] = [];
+  private flushing: Promise<void> | undefined;
+
+  constructor(private readonly db: Database) {}
+
+  write(row: NewCallRecord): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ row, resolve, reject });
+      this.flushing ??= this.drain();
+    });
+  }
+
+  /** Resolves when everything queued so far is written (shutdown). */
+  async settle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        try {
+          await this.db('call_records').insert(batch.map((w) => w.row));
+          for (const waiting of batch) waiting.resolve();
+        } catch (error) {
+          for (const waiting of batch) waiting.reject(error);
+        }
+      }
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+}

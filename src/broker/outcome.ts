@@ -1,0 +1,40 @@
+import type { Deps } from '../deps';
+import { ApiError } from '../http/problem';
+import { enforce } from '../policy/enforce';
+import type { CallRecordRow } from '../grants/repository';
+
+export interface OutcomeReport {
+  outcome: 'succeeded' | 'failed';
+  durationMs?: number;
+  errorCode?: string;
+}
+
+/**
+ * Completes a pending call record, once, for the grant's own broker (policies/broker/outcome.rego
+ * decides). The conditional UPDATE settles a race between two reports of the same call.
+ */
+export async function recordOutcome(deps: Deps, brokerId: string, callId: string, report: OutcomeReport): Promise<CallRecordRow> {
+  const found = await deps.db('call_records as c')
+    .join('grants as g', 'g.id', 'c.grant_id')
+    .where('c.id', callId)
+    .first<{ outcome: string; broker_id: string } | undefined>('c.outcome', 'g.broker_id');
+  enforce(
+    deps.policy.evaluate('broker/outcome/decision', {
+      broker_id: brokerId,
+      grant: found ? { broker_id: found.broker_id } : null,
+      call: found ? { outcome: found.outcome } : null,
+    }),
+  );
+  const [updated] = await deps
+    .db('call_records')
+    .where({ id: callId, outcome: 'pending' })
+    .update({
+      outcome: report.outcome,
+      completed_at: deps.db.fn.now(),
+      duration_ms: report.durationMs ?? null,
+      error_code: report.errorCode ?? null,
+    })
+    .returning('*');
+  if (!updated) throw new ApiError('outcome_already_recorded');
+  return updated as CallRecordRow;
+}

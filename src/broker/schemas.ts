@@ -1,0 +1,45 @@
+import { idParam, z } from '../http/schema';
+
+export const CheckBody = z
+  .strictObject({
+    grantId: idParam('grt_01jd6x3c4vf8r9t2y5u7w0z1ab'),
+    tool: z.string().min(1).max(200).openapi({ example: 'repos.read_file' }),
+    subjectToken: z.string().min(1).max(8192).optional().openapi({
+      description: "The caller's own bearer credential (human JWT or `art_` runtime token), forwarded and verified here",
+    }),
+    principal: z
+      .strictObject({ kind: z.enum(['user', 'agent']), id: z.string().min(1).max(255) })
+      .optional()
+      .openapi({ description: 'A broker-asserted principal: refused (403) unless the deployment trusts its brokers' }),
+    args: z.record(z.string(), z.unknown()).openapi({
+      description: 'The tool arguments: only their RFC 8785 digest is kept; never stored, logged or returned',
+    }),
+  })
+  .refine((body) => (body.subjectToken === undefined) !== (body.principal === undefined), {
+    message: 'send exactly one of subjectToken and principal',
+    path: ['subjectToken'],
+  });
+
+export const CheckResult = z
+  .object({
+    decision: z.enum(['allow', 'deny']),
+    callId: z.string(),
+    reason: z.string().openapi({ description: '`allowed`, or the deny reason of CONTRACT §5' }),
+    retryAfterMs: z.number().int().optional().openapi({ description: 'With budget_exhausted: when the first unit frees' }),
+    budget: z.object({
+      remaining: z.number().int().openapi({ description: 'Calls left now, the least over the whole chain' }),
+      resetMs: z.number().int().openapi({ description: 'When the oldest counted call of that level leaves the window' }),
+    }),
+  })
+  .openapi('BrokerCheckResult');
+
+export const CallParams = z.strictObject({ callId: idParam('call_01jd6x3c4vf8r9t2y5u7w0z1ab') });
+
+export const OutcomeBody = z.strictObject({
+  outcome: z.enum(['succeeded', 'failed']),
+  durationMs: z.number().int().min(0).max(86_400_000).optional(),
+  errorCode: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits and _ . : -, at most 100')
+    .optional(),
+});

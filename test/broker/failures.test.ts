@@ -1,0 +1,77 @@
+import { startService, type TestService } from '../support/service';
+import { startOwnRedis, type OwnRedis } from '../budget/own-redis';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+
+let own: OwnRedis;
+let service: TestService;
+let world: BrokerWorld;
+
+// This suite's service uses a redis-server of its own, so stopping Redis stops nobody else's.
+beforeAll(async () => {
+  own = await startOwnRedis();
+  service = await startService({ REDIS_URL: own.url });
+  world = await brokerWorld(service);
+});
+afterAll(async () => {
+  await service.close();
+  await own.stop();
+});
+
+async function redisReady(): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (service.deps.redis.status !== 'ready') {
+    if (Date.now() > deadline) throw new Error('redis did not reconnect');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('broker check when Redis fails', () => {
+  it('answers 503 while Redis is down, allows nothing, records nothing; then recovers', async () => {
+    const { leafId } = await chainOf(service, world, 1, { budget: { calls: 3, windowMs: 3_600_000 } });
+    expect((await checkAs(service, world, leafId, world.agent)).body.decision).toBe('allow');
+
+    await own.stop();
+    const during = await Promise.all(Array.from({ length: 10 }, () => checkAs(service, world, leafId, world.agent)));
+    for (const res of during) {
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('dependency_unavailable');
+    }
+    const recorded = await service.deps.db('call_records').where('grant_id', leafId).count({ n: '*' });
+    expect(recorded).toEqual([{ n: '1' }]);
+
+    await own.start();
+    await redisReady();
+    // The restart lost every window (no persistence): the budget starts over, the facts reload.
+    const after = await Promise.all(Array.from({ length: 5 }, () => checkAs(service, world, leafId, world.agent)));
+    expect(after.filter((r) => r.body.decision === 'allow')).toHaveLength(3);
+  });
+
+  it('survives SCRIPT FLUSH mid-run', async () => {
+    await redisReady();
+    const { rootId } = await chainOf(service, world, 0, { budget: { calls: 30, windowMs: 3_600_000 } });
+    const first = await Promise.all(Array.from({ length: 10 }, () => checkAs(service, world, rootId, world.agent)));
+    await service.deps.redis.script('FLUSH');
+    const second = await Promise.all(Array.from({ length: 10 }, () => checkAs(service, world, rootId, world.agent)));
+    expect([...first, ...second].map((r) => r.body.decision)).toEqual(Array(20).fill('allow'));
+    expect(second.at(-1)!.body.budget.remaining).toBeLessThanOrEqual(10);
+  });
+
+  it('answers 503 when Redis is slower than REDIS_COMMAND_TIMEOUT_MS', async () => {
+    await redisReady();
+    const { rootId } = await chainOf(service, world, 0);
+    expect((await checkAs(service, world, rootId, world.agent)).body.decision).toBe('allow');
+    // CLIENT PAUSE holds every other client's commands for longer than the 250 ms timeout.
+    const pauser = service.deps.redis.duplicate();
+    try {
+      await pauser.connect();
+      await pauser.call('CLIENT', 'PAUSE', '600', 'ALL');
+      const res = await checkAs(service, world, rootId, world.agent);
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('dependency_unavailable');
+    } finally {
+      pauser.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 650));
+    expect((await checkAs(service, world, rootId, world.agent)).body.decision).toBe('allow');
+  });
+});

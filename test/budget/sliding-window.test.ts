@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { SlidingWindowBudget, type BudgetLevel, type BudgetRequest } from '../../src/budget/sliding-window';
+import { treeVersionKey } from '../../src/budget/keys';
+import { DependencyUnavailableError } from '../../src/http/dependency-failure';
+import { startOwnRedis } from './own-redis';
+
+const prefix = `${process.env.REDIS_KEY_PREFIX ?? 'gbtest:'}budget:`;
+let redis: Redis;
+let budget: SlidingWindowBudget;
+
+function client(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0') {
+  return new Redis(url, { keyPrefix: prefix, commandTimeout: 250, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+}
+
+async function ready(c: Redis): Promise<Redis> {
+  if (c.status !== 'ready') await new Promise((resolve) => c.once('ready', resolve));
+  return c;
+}
+
+beforeAll(async () => {
+  redis = await ready(client());
+  budget = new SlidingWindowBudget(redis);
+});
+afterAll(() => redis.disconnect());
+
+/** A tree with a known version, and a way to spend from any chain of it. */
+async function tree(r = redis, b = budget) {
+  const rootId = `grt_${randomUUID()}`;
+  const version = randomUUID();
+  await r.set(treeVersionKey(rootId), version);
+  const spend = (levels: BudgetLevel[], mode: BudgetRequest['mode'] = 'consume') =>
+    b.run({ rootId, levels, expectedVersion: version, mode, callId: `call_${randomUUID()}`, freshVersion: randomUUID() });
+  return { rootId, version, spend };
+}
+
+const level = (grantId: string, calls: number, windowMs = 60_000): BudgetLevel => ({ grantId, calls, windowMs });
+
+describe('sliding-window budget script', () => {
+  it('allows exactly the budget under 500 concurrent calls', async () => {
+    const { spend } = await tree();
+    const answers = await Promise.all(Array.from({ length: 500 }, () => spend([level('grt_a', 50)])));
+    expect(answers.filter((a) => a.kind === 'allowed')).toHaveLength(50);
+    expect(answers.filter((a) => a.kind === 'exhausted')).toHaveLength(450);
+  });
+
+  it('charges every ancestor: two children of a parent with 5 calls get 5 in total', async () => {
+    const { spend } = await tree();
+    const parent = level('grt_parent', 5);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => spend([level(i % 2 ? 'grt_left' : 'grt_right', 5), parent])),
+    );
+    expect(answers.filter((a) => a.kind === 'allowed')).toHaveLength(5);
+  });
+
+  it('consumes nothing when denied, and reports the least remaining over the chain', async () => {
+    const { spend } = await tree();
+    const chain = [level('grt_child', 10), level('grt_root', 3)];
+    expect(await spend(chain)).toMatchObject({ kind: 'allowed', remaining: 2 });
+    expect(await spend(chain, 'probe')).toMatchObject({ kind: 'probed', remaining: 2 });
+    await spend(chain);
+    await spend(chain);
+    const denied = await spend(chain);
+    expect(denied.kind).toBe('exhausted');
+    // The child alone still has room: nothing was taken from it by the denied call.
+    expect(await spend([level('grt_child', 10)], 'probe')).toMatchObject({ remaining: 7 });
+  });
+
+  it('slides: units come back as their calls leave the window, and retryAfterMs says when', async () => {
+    const { spend } = await tree();
+    const chain = [level('grt_w', 2, 400)];
+    await spend(chain);
+    await new Promise((r) => setTimeout(r, 150));
+    await spend(chain);
+    const denied = await spend(chain);
+    expect(denied.kind).toBe('exhausted');
+    const wait = denied.kind === 'exhausted' ? denied.retryAfterMs : 0;
+    expect(wait).toBeGreaterThan(150);
+    expect(wait).toBeLessThanOrEqual(260);
+    await new Promise((r) => setTimeout(r, wait + 20));
+    expect((await spend(chain)).kind).toBe('allowed'); // the first unit came back
+    expect((await spend(chain)).kind).toBe('exhausted'); // the second has not yet
+  });
+
+  it('answers stale, consuming nothing, when the cached version is not current', async () => {
+    const { rootId, version, spend } = await tree();
+    await redis.set(treeVersionKey(rootId), 'someone-changed-it');
+    const answer = await budget.run({ rootId, levels: [level('grt_s', 1)], expectedVersion: version, mode: 'consume', callId: 'c1', freshVersion: 'x' });
+    expect(answer).toEqual({ kind: 'stale', version: 'someone-changed-it' });
+    await redis.set(treeVersionKey(rootId), version);
+    expect((await spend([level('grt_s', 1)])).kind).toBe('allowed');
+  });
+
+  it('stores a fresh random version when the key is gone, so no cached version matches it', async () => {
+    const rootId = `grt_${randomUUID()}`;
+    const answer = await budget.run({ rootId, levels: [], expectedVersion: 'old', mode: 'probe', callId: '', freshVersion: 'new-random' });
+    expect(answer).toEqual({ kind: 'stale', version: 'new-random' });
+    expect(await redis.get(treeVersionKey(rootId))).toBe('new-random');
+  });
+
+  it('keeps every key of a tree in one Redis Cluster slot (hash tag of the root id)', async () => {
+    const { rootId, spend } = await tree();
+    await spend([level('grt_x', 5), level(rootId, 5)]);
+    const keys = await redis.keys(`${prefix}{${rootId}}*`);
+    expect(keys.length).toBe(3);
+    for (const key of keys) expect(key).toContain(`{${rootId}}:`);
+  });
+});
+
+describe('budget script under Redis failures (a throwaway redis-server)', () => {
+  it('survives SCRIPT FLUSH mid-run and a Redis restart; fails closed while Redis is down', async () => {
+    const own = await startOwnRedis();
+    const ownClient = await ready(client(own.url));
+    try {
+      const ownBudget = new SlidingWindowBudget(ownClient);
+      const { spend } = await tree(ownClient, ownBudget);
+      const chain = [level('grt_f', 100)];
+      const first = await Promise.all(Array.from({ length: 20 }, () => spend(chain)));
+      await ownClient.script('FLUSH');
+      const second = await Promise.all(Array.from({ length: 20 }, () => spend(chain)));
+      expect([...first, ...second].every((a) => a.kind === 'allowed')).toBe(true);
+      expect(await spend(chain, 'probe')).toMatchObject({ remaining: 60 });
+
+      await own.stop();
+      await expect(spend(chain)).rejects.toBeInstanceOf(DependencyUnavailableError);
+
+      await own.start();
+      await waitUntil(() => ownClient.status === 'ready');
+      // The restart lost the version (and the script cache): the first call reports a fresh
+      // version instead of allowing on facts cached before the restart.
+      const after = await spend(chain);
+      expect(after.kind).toBe('stale');
+    } finally {
+      ownClient.disconnect();
+      await own.stop();
+    }
+  });
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
