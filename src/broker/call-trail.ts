@@ -1,20 +1,10 @@
 import type { Database } from '../db/database';
+import type { CallRecordRow } from '../grants/repository';
 
-export interface NewCallRecord {
-  id: string;
-  grant_id: string;
-  tool: string;
-  principal_kind: 'user' | 'agent';
-  principal_id: string;
-  outcome: 'pending' | 'denied' | 'succeeded' | 'failed';
-  reason: string;
-  approval_id?: string | null;
-  error_code?: string | null;
-  args_digest: string;
-  requested_at: Date;
-  completed_at?: Date | null;
-  duration_ms?: number | null;
-}
+type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms';
+
+/** A row of call_records as the check writes it (the grants domain reads the same table). */
+export type NewCallRecord = Omit<CallRecordRow, OptionalColumns> & Partial<Pick<CallRecordRow, OptionalColumns>>;
 
 interface Waiting {
   row: NewCallRecord;
