@@ -89,6 +89,7 @@ export async function checkCall(deps: Deps, broker: BrokerComponents, brokerToke
         principal_id: principal.id,
         outcome: result.decision === 'allow' ? 'pending' : 'denied',
         reason: result.reason,
+        approval_id: result.decision === 'allow' ? decision.decisionId : null,
         args_digest: argsDigest,
         requested_at: requestedAt,
       });

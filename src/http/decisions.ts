@@ -92,4 +92,7 @@ CONTRACT.md; where both are silent the decisions below apply.
   report is 409 \`outcome_already_recorded\`; a denied call takes none (409 \`call_denied\`).
   \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The
   \`errorCode\` is kept in the trail for operators; the call record shape stays CONTRACT §5's.
+- \`approvalId\` of a call record is the \`decision_id\` of the policy decision that allowed it (the
+  same id stands in the decision log with the input digest and policy revision); it is null for a
+  denied call.
 `.trim();

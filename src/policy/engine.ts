@@ -121,7 +121,7 @@ export class PolicyEngine {
    * Evaluates one decision. Anything but a well-formed `{allow, reasons}` is treated as the
    * policy being unavailable, so a broken rule can never turn into an allow.
    */
-  evaluate(entrypoint: string, input: object): Decision {
+  evaluate(entrypoint: string, input: object): Decision & { decisionId: string } {
     const loaded = this.current;
     if (!loaded) throw new PolicyUnavailableError('no policy module is loaded');
     if (!loaded.entrypoints.has(entrypoint)) throw new PolicyUnavailableError(`unknown entrypoint ${entrypoint}`);
@@ -133,15 +133,18 @@ export class PolicyEngine {
       this.log.error({ err: error, entrypoint, revision: loaded.revision }, 'policy evaluation failed');
       throw new PolicyUnavailableError(`evaluation of ${entrypoint} failed`);
     }
-    this.logDecision(entrypoint, input, decision, loaded.revision);
-    return decision;
+    // The id names this decision in the decision log, and the broker records it on the call it
+    // approved, so an audit can go from a call to the exact decision (input digest, revision).
+    const decisionId = randomUUID();
+    this.logDecision(decisionId, entrypoint, input, decision, loaded.revision);
+    return { ...decision, decisionId };
   }
 
-  private logDecision(entrypoint: string, input: object, result: Decision, revision: string): void {
+  private logDecision(decisionId: string, entrypoint: string, input: object, result: Decision, revision: string): void {
     if (this.decisionLog === 'off' || (this.decisionLog === 'deny' && result.allow)) return;
     this.log.info(
       {
-        decision_id: randomUUID(),
+        decision_id: decisionId,
         entrypoint,
         input_digest: digestOf(input),
         result,

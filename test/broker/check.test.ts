@@ -22,6 +22,9 @@ describe('POST /api/broker/check', () => {
     const record = await service.deps.db('call_records').where('id', res.body.callId).first();
     expect(record).toMatchObject({ grant_id: leafId, outcome: 'pending', reason: 'allowed', principal_kind: 'agent', principal_id: world.agent.agentId });
     expect(record.args_digest).toBe(digestOf({ ref: 'main', path: 'src/a.ts' }));
+    // approvalId names the policy decision that allowed the call, as logged in the decision log.
+    const logged = service.logs.map((line) => JSON.parse(line)).filter((line) => line.entrypoint === 'broker/check/decision');
+    expect(logged.map((line) => line.decision_id)).toContain(record.approval_id);
 
     const outcome = `/api/broker/calls/${res.body.callId}/outcome`;
     const done = await service.http.post(outcome).set(world.broker.auth).send({ outcome: 'succeeded', durationMs: 12 });
@@ -104,6 +107,8 @@ describe('POST /api/broker/check', () => {
     const { rootId } = await chainOf(service, world, 0);
     const denied = await checkAs(service, world, rootId, world.agent, { tool: 'issues.create_comment' });
     expect(denied.body).toMatchObject({ decision: 'deny', reason: 'tool_not_allowed' });
+    const record = await service.deps.db('call_records').where('id', denied.body.callId).first();
+    expect(record).toMatchObject({ outcome: 'denied', approval_id: null });
     const res = await service.http.post(`/api/broker/calls/${denied.body.callId}/outcome`).set(world.broker.auth).send({ outcome: 'succeeded' });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('call_denied');

@@ -75,10 +75,11 @@ describe('loading and evaluating', () => {
     expect(engine.ready).toBe(true);
     expect(engine.revision).toBe(sha256(readFileSync(SERVICE_MODULE)));
     expect(engine.entrypoints).toEqual(expect.arrayContaining([...REQUIRED_ENTRYPOINTS]));
-    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [] });
+    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
     expect(engine.evaluate('pods/access/decision', { ...POD_READ_BY_OWNER, caller: { kind: 'human', role: null } })).toEqual({
       allow: false,
       reasons: ['not_found'],
+      decisionId: expect.any(String),
     });
   });
 
@@ -115,7 +116,7 @@ describe('hot reload', () => {
     install(file, Buffer.from('\0asm definitely not a policy module'));
     expect(await engine.reload()).toBe(false);
     expect(engine.revision).toBe(before);
-    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [] });
+    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
     expect(lines).toContainEqual(expect.objectContaining({ level: 50, keptRevision: before, msg: expect.stringContaining('policy module refused') }));
   });
 
@@ -124,7 +125,7 @@ describe('hot reload', () => {
     await engine.reload();
     install(file, Buffer.alloc(0));
     expect(await engine.reload()).toBe(false);
-    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: true, reasons: [] });
+    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
   });
 
   it('keeps the revision when the same bytes are written again', async () => {
@@ -143,7 +144,7 @@ describe('hot reload', () => {
     install(file, denyAll);
     expect(await engine.reload()).toBe(true);
     expect(engine.revision).toBe(sha256(denyAll));
-    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: false, reasons: ['not_found'] });
+    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: false, reasons: ["not_found"], decisionId: expect.any(String) });
     expect(lines).toContainEqual(expect.objectContaining({ msg: 'policy loaded', revision: sha256(denyAll), previous: sha256(allowAll) }));
   });
 
@@ -178,7 +179,7 @@ describe('decision log', () => {
   it('logs decision_id, entrypoint, input digest, result, revision and time, never the input', async () => {
     const { engine, lines } = engineOn(readFileSync(SERVICE_MODULE));
     await engine.reload();
-    engine.evaluate('pods/access/decision', input);
+    const first = engine.evaluate('pods/access/decision', input);
     engine.evaluate('pods/access/decision', input);
     const decisions = lines.filter((line) => line.msg === 'policy decision');
     expect(decisions).toHaveLength(2);
@@ -191,6 +192,8 @@ describe('decision log', () => {
       timestamp: expect.any(String),
     });
     expect(decisions[0]!.decision_id).not.toBe(decisions[1]!.decision_id);
+    // The caller gets the id its decision was logged under (the broker records it as approvalId).
+    expect(first.decisionId).toBe(decisions[0]!.decision_id);
     expect(JSON.stringify(lines)).not.toContain('a value that must not be logged');
   });
 
