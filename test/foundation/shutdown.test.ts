@@ -1,0 +1,62 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * Graceful shutdown of the built service (`npm start`): on SIGTERM it stops taking connections,
+ * lets an in-flight request (a long poll here) finish with its full answer, then exits 0.
+ */
+const run = promisify(execFile);
+const dist = path.resolve(__dirname, '../../dist/src');
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+async function waitUntilReady(base: string): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const ready = await fetch(`${base}/readyz`).then((res) => res.ok, () => false);
+    if (ready) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the service did not become ready');
+}
+
+let child: ChildProcess | undefined;
+afterEach(() => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+});
+
+it('finishes an in-flight request after SIGTERM, refuses new ones, and exits 0', async () => {
+  const { stdout } = await run(process.execPath, [path.join(dist, 'admin/cli.js'), 'demo', '--json'], { timeout: 20_000 });
+  const agentToken: string = JSON.parse(stdout).agent.token;
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  child = spawn(process.execPath, [path.join(dist, 'main.js')], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', POLICY_WATCH: 'false' },
+    stdio: 'ignore',
+  });
+  const exited = once(child, 'exit');
+  await waitUntilReady(base);
+
+  const started = Date.now();
+  const longPoll = fetch(`${base}/api/agents/runtime/events?waitMs=2000`, { headers: { Authorization: `Bearer ${agentToken}` } });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  child.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+
+  const refused = await fetch(`${base}/healthz`).then(() => 'answered', () => 'refused');
+  expect(refused).toBe('refused');
+  const res = await longPoll;
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ items: [], nextCursor: null });
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+  const [code] = await exited;
+  expect(code).toBe(0);
+});
