@@ -1,6 +1,6 @@
 import { hashToken } from '../../src/credentials/tokens';
 import { startService, type TestService } from '../support/service';
-import { human, installAgent, podWith, type Human } from '../support/world';
+import { installAgent, podWithEveryRole, type Human } from '../support/world';
 import { AUTHENTICATED_NON_HUMAN, probeNonHuman, UNAUTHENTICATED } from './tokens';
 
 /** Agent install/uninstall and runtime tokens (CONTRACT §3, §6; spec §4.3). */
@@ -13,11 +13,7 @@ let podId: string;
 
 beforeAll(async () => {
   service = await startService();
-  owner = human(service, 'owner');
-  admin = human(service, 'admin');
-  member = human(service, 'member');
-  outsider = human(service, 'outsider');
-  podId = await podWith(service, owner, [{ who: admin, role: 'admin' }, { who: member }]);
+  ({ owner, admin, member, outsider, podId } = await podWithEveryRole(service));
 });
 afterAll(() => service.close());
 

@@ -1,4 +1,4 @@
-import { human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
+import { installAgent, podWithEveryRole, type Human, type InstalledAgent } from '../support/world';
 import { startService, type TestService } from '../support/service';
 import { drain, poll } from '../runtime/support';
 
@@ -12,11 +12,7 @@ let agent: InstalledAgent;
 
 beforeAll(async () => {
   service = await startService();
-  owner = human(service, 'owner');
-  admin = human(service, 'admin');
-  member = human(service, 'member');
-  outsider = human(service, 'outsider');
-  podId = await podWith(service, owner, [{ who: admin, role: 'admin' }, { who: member }]);
+  ({ owner, admin, member, outsider, podId } = await podWithEveryRole(service));
   agent = await installAgent(service, owner, podId, 'switch-bot');
 });
 afterAll(() => service.close());

@@ -96,3 +96,21 @@ export async function attenuateGrant(service: TestService, agent: InstalledAgent
   if (res.status !== 201) throw new Error(`attenuation answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body as { id: string; rootId: string; parentId: string };
 }
+
+export interface PodCast {
+  owner: Human;
+  admin: Human;
+  member: Human;
+  outsider: Human;
+  podId: string;
+}
+
+/** A pod with a human of every role, and an outsider: the cast of every permission test. */
+export async function podWithEveryRole(service: TestService): Promise<PodCast> {
+  const owner = human(service, 'owner');
+  const admin = human(service, 'admin');
+  const member = human(service, 'member');
+  const outsider = human(service, 'outsider');
+  const podId = await podWith(service, owner, [{ who: admin, role: 'admin' }, { who: member }]);
+  return { owner, admin, member, outsider, podId };
+}
