@@ -5,6 +5,8 @@ set -euo pipefail
 # Container builds copy a prebuilt opa into .tools/bin from their own Go stage.
 [[ -n "${TOOLS_PREINSTALLED:-}" ]] && exit 0
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Go's usual home, for shells (CI, cron) whose PATH lacks it.
+command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 bin="$root/.tools/bin"
 mkdir -p "$bin"
 for tool in opa regal; do
