@@ -39,6 +39,7 @@ const environmentSchema = z
     // Backstop for cross-replica invalidation: cached broker facts are reloaded at least this often.
     BROKER_FACT_MAX_AGE_MS: int(0, 3_600_000).default(60_000),
     SHUTDOWN_TIMEOUT_MS: int(0, 120_000).default(10_000),
+    WORKERS: int(1, 64).default(1),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && !env.JWT_JWKS_URI && env.JWT_SECRET === DEVELOPMENT_JWT_SECRET) {

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import { ConfigError, loadConfig } from './config';
 import { createLogger } from './log';
@@ -9,7 +10,7 @@ async function main(): Promise<void> {
   const service = await buildService(config, { logger: log });
   const server = createServer(service.app.callback());
   server.keepAliveTimeout = 65_000;
-  server.listen(config.PORT, config.HOST, () => log.info({ port: config.PORT, host: config.HOST }, 'listening'));
+  server.listen(config.PORT, config.HOST, () => log.info({ port: config.PORT, host: config.HOST, pid: process.pid }, 'listening'));
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -33,11 +34,49 @@ async function main(): Promise<void> {
   process.on('SIGHUP', () => void service.deps.policy.reload());
 }
 
-main().catch((error: unknown) => {
+/**
+ * WORKERS > 1 forks that many processes sharing the port. Each is a full replica (its own caches,
+ * batched call trail and policy module); the Redis version keys keep them consistent exactly as
+ * they keep separate hosts consistent. The primary only forwards signals and reports exits.
+ */
+function supervise(workers: number): void {
+  for (let i = 0; i < workers; i += 1) cluster.fork();
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      if (signal !== 'SIGHUP') stopping = true;
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+    });
+  }
+  cluster.on('exit', (worker, code) => {
+    if (!stopping) console.error(`worker ${worker.process.pid} exited with ${code}; stopping the service`);
+    const alive = Object.values(cluster.workers ?? {}).filter((w) => w && !w.isDead());
+    if (!stopping) for (const other of alive) other?.process.kill('SIGTERM');
+    if (alive.length === 0) process.exit(stopping ? 0 : 1);
+  });
+}
+
+function start(): void {
+  let workers = 1;
+  try {
+    workers = loadConfig().WORKERS;
+  } catch {
+    // main() reports the configuration error.
+  }
+  if (workers > 1 && cluster.isPrimary) {
+    supervise(workers);
+    return;
+  }
+  main().catch(fail);
+}
+
+function fail(error: unknown): void {
   if (error instanceof ConfigError) {
     console.error(error.message);
   } else {
     console.error(error);
   }
   process.exit(1);
-});
+}
+
+start();

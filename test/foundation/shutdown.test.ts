@@ -60,3 +60,26 @@ it('finishes an in-flight request after SIGTERM, refuses new ones, and exits 0',
   const [code] = await exited;
   expect(code).toBe(0);
 });
+
+it('runs WORKERS replicas behind one port and stops them all on SIGTERM', async () => {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  child = spawn(process.execPath, [path.join(dist, 'main.js')], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', POLICY_WATCH: 'false', WORKERS: '2' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => (output += String(chunk)));
+  const exited = once(child, 'exit');
+  await waitUntilReady(base);
+  // Both workers come up and listen (each logs it); the port answers.
+  for (let attempt = 0; attempt < 50 && (output.match(/"listening"/g) ?? []).length < 2; attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const pids = new Set([...output.matchAll(/"pid":(\d+)[^\n]*"msg":"listening"/g)].map((m) => m[1]));
+  expect(pids.size).toBe(2);
+  child.kill('SIGTERM');
+  const [code] = await exited;
+  expect(code).toBe(0);
+  for (const pid of pids) expect(() => process.kill(Number(pid), 0)).toThrow();
+});
