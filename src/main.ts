@@ -1,15 +1,14 @@
 import cluster from 'node:cluster';
-import { createServer } from 'node:http';
 import { ConfigError, loadConfig } from './config';
 import { createLogger } from './log';
+import { createHttpServer } from './http/server';
 import { buildService } from './service';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
   const service = await buildService(config, { logger: log });
-  const server = createServer(service.app.callback());
-  server.keepAliveTimeout = 65_000;
+  const server = createHttpServer(service.app);
   server.listen(config.PORT, config.HOST, () => log.info({ port: config.PORT, host: config.HOST, pid: process.pid }, 'listening'));
 
   let stopping = false;

@@ -3,20 +3,26 @@
 # description: |
 #   Decides one tool call through a grant (CONTRACT §5) before the budget is consulted.
 #   Input, as src/broker/policy-input.ts builds it:
-#     {"now_ms", "broker_id", "tool", "principal": {"kind": "user"|"agent", "id"},
+#     {"now_ms", "broker_id", "tool",
+#      "principal": {"kind": "user"|"agent", "id"} | null (a subjectToken that did not verify),
+#      "principal_source": "subject_token"|"asserted", "trust_asserted_principal": bool,
 #      "chain": [grant facts of lib.grants, plus broker_id; the grant first, its root last],
 #      "connection": {"status", "tools": {name: "read"|"write"}},
 #      "members": {pod_id: [the principal's id, when it is a current member of that pod]},
 #      "runtime": {"desired_state"} (agent principals only)}
 #   The decision also names the one `reason` the broker reports: the first of `precedence`.
+#   `not_found`, `subject_token_invalid` and `principal_assertion_refused` are refusals (404, 401,
+#   403: nothing is recorded); every other reason is a recorded deny.
 package broker.check
 
 import data.broker.ownership
 import data.lib.grants
 
-# Which reason a denial reports when several hold: the grant's own state first, then the tool,
-# then who is calling.
+# Which reason a denial reports when several hold: refusals of the request first, then the
+# grant's own state, then the tool, then who is calling.
 precedence := [
+	"subject_token_invalid",
+	"principal_assertion_refused",
 	"revoked",
 	"expired",
 	"connection_disconnected",
@@ -41,6 +47,15 @@ reason := "allowed" if count(reasons) == 0
 reason := [r | some r in precedence; r in reasons][0] if count(reasons) > 0
 
 chain_status := grants.status(input.chain, input.now_ms)
+
+# The forwarded subjectToken did not verify: there is nobody to check the call for.
+reasons contains "subject_token_invalid" if input.principal == null
+
+# A principal the broker merely asserts is taken only where the deployment trusts its brokers.
+reasons contains "principal_assertion_refused" if {
+	input.principal_source == "asserted"
+	not input.trust_asserted_principal
+}
 
 reasons contains "revoked" if chain_status == "revoked"
 

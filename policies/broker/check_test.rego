@@ -17,6 +17,8 @@ base := {
 	"broker_id": "brk_1",
 	"tool": "repos.read_file",
 	"principal": {"kind": "agent", "id": "agt_1"},
+	"principal_source": "subject_token",
+	"trust_asserted_principal": false,
 	"chain": [child, root],
 	"connection": {"status": "connected", "tools": {"repos.read_file": "read", "issues.comment": "write"}},
 	"members": {"pod_1": ["agt_1"]},
@@ -36,6 +38,24 @@ test_another_broker_learns_nothing if {
 test_unknown_grant_is_not_found if {
 	d := check.decision with input as object.union(base, {"chain": []})
 	d.reason == "not_found"
+}
+
+test_a_subject_token_that_did_not_verify_is_refused if {
+	d := check.decision with input as object.union(base, {"principal": null})
+	d.allow == false
+	d.reason == "subject_token_invalid"
+}
+
+test_another_broker_learns_nothing_even_with_a_bad_subject_token if {
+	d := check.decision with input as object.union(base, {"principal": null, "broker_id": "brk_2"})
+	d.reasons == ["not_found"]
+}
+
+test_an_asserted_principal_is_refused_unless_trusted if {
+	refused := check.decision with input as object.union(base, {"principal_source": "asserted"})
+	refused.reason == "principal_assertion_refused"
+	trusted := check.decision with input as object.union(base, {"principal_source": "asserted", "trust_asserted_principal": true})
+	trusted.allow == true
 }
 
 test_revoked_ancestor if {

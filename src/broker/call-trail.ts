@@ -1,4 +1,5 @@
 import type { Database } from '../db/database';
+import { isDependencyFailure } from '../http/dependency-failure';
 import type { CallRecordRow } from '../grants/repository';
 
 type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms';
@@ -41,16 +42,36 @@ export class CallTrailWriter {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, MAX_BATCH);
-        try {
-          await this.db('call_records').insert(batch.map((w) => w.row));
-          for (const waiting of batch) waiting.resolve();
-        } catch (error) {
-          for (const waiting of batch) waiting.reject(error);
-        }
+        await this.writeBatch(this.queue.splice(0, MAX_BATCH));
       }
     } finally {
       this.flushing = undefined;
+    }
+  }
+
+  /**
+   * One INSERT for the batch. Should Postgres refuse it for what a row holds (rather than for
+   * being away), every row is tried alone, so one tenant's bad row fails that check only and
+   * never its neighbours'.
+   */
+  private async writeBatch(batch: Waiting[]): Promise<void> {
+    try {
+      await this.db('call_records').insert(batch.map((w) => w.row));
+      for (const waiting of batch) waiting.resolve();
+      return;
+    } catch (error) {
+      if (batch.length === 1 || isDependencyFailure(error)) {
+        for (const waiting of batch) waiting.reject(error);
+        return;
+      }
+    }
+    for (const waiting of batch) {
+      try {
+        await this.db('call_records').insert(waiting.row);
+        waiting.resolve();
+      } catch (error) {
+        waiting.reject(error);
+      }
     }
   }
 }

@@ -8,7 +8,8 @@ import { newId } from '../ids';
 import type { SlidingWindowBudget, BudgetAnswer } from '../budget/sliding-window';
 import type { Chain, ChainCache } from './chain';
 import type { CallTrailWriter } from './call-trail';
-import { brokerOfToken, principalOfCall, type SubjectInput } from './credentials';
+import { verifyBroker, type CheckingBroker, type VerifiedBrokerTokens } from './authenticator';
+import { confirmBroker, subjectOfCall, type SubjectInput } from './credentials';
 import { checkInput } from './policy-input';
 import type { TreeFactsCache, TreeSnapshot } from './tree-facts';
 
@@ -17,12 +18,13 @@ export interface BrokerComponents {
   trees: TreeFactsCache;
   budget: SlidingWindowBudget;
   trail: CallTrailWriter;
+  brokerTokens: VerifiedBrokerTokens;
 }
 
 export interface CheckRequest extends SubjectInput {
   grantId: string;
   tool: string;
-  args: unknown;
+  args: Record<string, unknown>;
 }
 
 export interface CheckAnswer {
@@ -36,52 +38,61 @@ export interface CheckAnswer {
 const ENTRYPOINT = 'broker/check/decision';
 /** A tree whose facts change between every load and check is refused rather than looped on. */
 const MAX_ATTEMPTS = 4;
-
-function badBrokerToken(): ApiError {
-  return new ApiError('unauthenticated', 'the credential is invalid, expired or revoked', {}, { 'WWW-Authenticate': 'Bearer realm="grant-broker"' });
-}
+/** Policy reasons that refuse the request itself (a problem document, nothing recorded). */
+const REFUSALS = ['not_found', 'subject_token_invalid', 'principal_assertion_refused'] as const;
 
 /**
  * The broker pre-call check (CONTRACT §5). Warm, it costs one Redis round trip (the budget script,
  * which also confirms the cached facts are current) and one share of a group-committed INSERT.
+ *
+ * Order: the broker is authenticated (by the route), then the grant must be its own (404 for
+ * anything else, with a remembered token confirmed first), then the subject and the rest.
  */
-export async function checkCall(deps: Deps, broker: BrokerComponents, brokerToken: string, request: CheckRequest): Promise<CheckAnswer> {
+export async function checkCall(deps: Deps, broker: CheckingBroker, request: CheckRequest): Promise<CheckAnswer> {
+  const components = deps.broker;
   const requestedAt = new Date();
-  const argsDigest = digestOf(request.args);
-  const chain = await broker.chains.get(request.grantId);
+  const chain = await components.chains.get(request.grantId);
   if (!chain) {
-    const brokerId = await brokerOfToken(deps, undefined, brokerToken);
-    if (!brokerId) throw badBrokerToken();
+    // Only a broker whose token is valid right now learns that a grant does not exist.
+    if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
     throw new ApiError('not_found', 'no such grant');
   }
   const rootId = chain[0]!.root_id;
 
-  let snapshot = broker.trees.current(rootId, Date.now()) ?? (await freshSnapshot(broker, chain));
+  let snapshot = components.trees.current(rootId, Date.now()) ?? (await freshSnapshot(components, chain));
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
     const now = Date.now();
-    const brokerId = await brokerOfToken(deps, snapshot, brokerToken);
-    if (!brokerId) throw badBrokerToken();
-    const principal = await principalOfCall(deps, snapshot, request, now);
-    const facts = await broker.trees.factsFor(snapshot, chain, principal);
-    const decision = deps.policy.evaluate(ENTRYPOINT, checkInput({ brokerId, tool: request.tool, principal, now }, chain, facts));
-    if (decision.reasons.includes('not_found')) throw new ApiError('not_found', 'no such grant');
+    await confirmBroker(deps, snapshot, broker, chain[0]!.broker_id === broker.brokerId);
+    const subject = await subjectOfCall(deps, snapshot, request, now);
+    const facts = await components.trees.factsFor(snapshot, chain, subject.principal);
+    const input = checkInput(
+      { brokerId: broker.brokerId, tool: request.tool, subject, trustAssertedPrincipal: deps.config.BROKER_TRUST_ASSERTED_PRINCIPAL, now },
+      chain,
+      facts,
+    );
+    const decision = deps.policy.evaluate(ENTRYPOINT, input);
+    const refusal = REFUSALS.find((code) => decision.reasons.includes(code));
+    if (refusal) throw refusalError(refusal);
+    const principal = subject.principal;
+    if (!principal) throw new Error('broker/check went on without a verified principal');
 
     const callId = newId('call');
-    const answer = await broker.budget.run({
+    const levels = budgetLevels(chain);
+    const answer = await components.budget.run({
       rootId,
-      levels: budgetLevels(chain),
+      levels,
       expectedVersion: snapshot.version,
       mode: decision.allow ? 'consume' : 'probe',
       callId,
       freshVersion: randomUUID(),
     });
     if (answer.kind === 'stale') {
-      snapshot = broker.trees.renew(rootId, answer.version, Date.now());
+      snapshot = components.trees.renew(rootId, answer.version, Date.now());
       continue;
     }
     const result = answerOf(callId, String(decision.reason), answer);
     try {
-      await broker.trail.write({
+      await components.trail.write({
         id: callId,
         grant_id: chain[0]!.id,
         tool: request.tool,
@@ -90,13 +101,14 @@ export async function checkCall(deps: Deps, broker: BrokerComponents, brokerToke
         outcome: result.decision === 'allow' ? 'pending' : 'denied',
         reason: result.reason,
         approval_id: result.decision === 'allow' ? decision.decisionId : null,
-        args_digest: argsDigest,
+        args_digest: digestOf(request.args),
         requested_at: requestedAt,
       });
     } catch (error) {
-      // No record, no answer: the broker must not run a call the trail does not show. (An
-      // allowed call's unit stays consumed: the budget errs on the side of fewer calls.)
+      // No record, no answer: the broker must not run a call the trail does not show. The unit
+      // it took is given back, so every consumed unit has its record.
       deps.log.error({ err: { message: (error as Error).message }, callId }, 'call record not written');
+      if (result.decision === 'allow') await components.budget.refund(rootId, levels, callId).catch(() => undefined);
       throw new DependencyUnavailableError('the call trail could not be written');
     }
     brokerDecisions.labels(result.decision, result.reason).inc();
@@ -105,10 +117,21 @@ export async function checkCall(deps: Deps, broker: BrokerComponents, brokerToke
   throw new DependencyUnavailableError('the facts of this grant kept changing; try again');
 }
 
+function refusalError(code: (typeof REFUSALS)[number]): ApiError {
+  switch (code) {
+    case 'not_found':
+      return new ApiError('not_found', 'no such grant');
+    case 'subject_token_invalid':
+      return new ApiError('subject_token_invalid');
+    case 'principal_assertion_refused':
+      return new ApiError('principal_assertion_refused', "forward the caller's own credential as subjectToken");
+  }
+}
+
 /** Reads the tree's current version before any fact is loaded, so the facts are at least as new. */
-async function freshSnapshot(broker: BrokerComponents, chain: Chain): Promise<TreeSnapshot> {
+async function freshSnapshot(components: BrokerComponents, chain: Chain): Promise<TreeSnapshot> {
   const rootId = chain[0]!.root_id;
-  const answer = await broker.budget.run({
+  const answer = await components.budget.run({
     rootId,
     levels: [],
     expectedVersion: '',
@@ -117,7 +140,7 @@ async function freshSnapshot(broker: BrokerComponents, chain: Chain): Promise<Tr
     freshVersion: randomUUID(),
   });
   if (answer.kind !== 'stale') throw new DependencyUnavailableError('the budget script did not report the tree version');
-  return broker.trees.renew(rootId, answer.version, Date.now());
+  return components.trees.renew(rootId, answer.version, Date.now());
 }
 
 function budgetLevels(chain: Chain) {

@@ -6,6 +6,7 @@ import { ChainCache } from './chain';
 import { CallTrailWriter } from './call-trail';
 import type { BrokerComponents } from './check';
 import { TreeFactsCache } from './tree-facts';
+import { VerifiedBrokerTokens } from './authenticator';
 
 /** The per-replica state of the broker check: caches, the budget script and the trail writer. */
 export function createBrokerComponents(config: Config, db: Database, redis: Redis): BrokerComponents {
@@ -14,5 +15,6 @@ export function createBrokerComponents(config: Config, db: Database, redis: Redi
     trees: new TreeFactsCache(db, config.BROKER_FACT_MAX_AGE_MS),
     budget: new SlidingWindowBudget(redis),
     trail: new CallTrailWriter(db),
+    brokerTokens: new VerifiedBrokerTokens(config.BROKER_FACT_MAX_AGE_MS),
   };
 }

@@ -1,27 +1,28 @@
 import jwt from 'jsonwebtoken';
 import type { Deps } from '../deps';
-import { findBrokerByToken } from '../credentials/lookup';
 import { hashToken } from '../credentials/tokens';
 import { resolveCredential } from '../http/auth';
-import { ApiError } from '../http/problem';
+import { verifyBroker, type CheckingBroker } from './authenticator';
 import type { CallPrincipal, TreeSnapshot } from './tree-facts';
 
 /**
  * Credentials of a broker check, verified once per tree version and then remembered in the
- * tree's snapshot: deleting a runtime token or uninstalling an agent (touch 'agent'), or revoking
- * a broker's tokens (touch 'broker'), bumps the version of every tree they could reach, so the
+ * tree's snapshot: deleting a runtime token or uninstalling an agent (scope 'agent'), or revoking
+ * a broker's tokens (scope 'broker'), stamps the version of every tree they could reach, so the
  * next check verifies against Postgres again. Tokens are kept only as their SHA-256.
  */
 
-/** The broker behind a bkt_ token, or null (the caller answers 401). */
-export async function brokerOfToken(deps: Deps, snapshot: TreeSnapshot | undefined, token: string): Promise<string | null> {
-  const key = `broker:${hashToken(token)}`;
-  const cached = snapshot?.credentials.get(key);
-  if (cached?.kind === 'broker') return cached.brokerId;
-  const broker = await findBrokerByToken(deps.db, token);
-  if (!broker) return null;
-  snapshot?.remember(snapshot.credentials, key, { kind: 'broker', brokerId: broker.brokerId });
-  return broker.brokerId;
+/**
+ * Confirms the broker's token for this tree: remembered under the tree's version, or just looked
+ * up by the authenticator, or looked up now. A revoked token is a 401 here. A token is remembered
+ * only in its own broker's trees, the ones a revocation of its tokens stamps; elsewhere (the
+ * policy then answers 404) it is looked up every time.
+ */
+export async function confirmBroker(deps: Deps, snapshot: TreeSnapshot, broker: CheckingBroker, brokersTree: boolean): Promise<void> {
+  const key = `broker:${broker.tokenHash}`;
+  if (brokersTree && snapshot.credential(key)?.kind === 'broker') return;
+  if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
+  if (brokersTree) snapshot.rememberCredential(key, { kind: 'broker', brokerId: broker.brokerId });
 }
 
 export interface SubjectInput {
@@ -29,22 +30,25 @@ export interface SubjectInput {
   principal?: CallPrincipal;
 }
 
+export interface CallSubject {
+  /** Who the call is for; null when the forwarded subjectToken did not verify. */
+  principal: CallPrincipal | null;
+  source: 'subject_token' | 'asserted';
+}
+
 /**
  * Who the call is for. Preferred: the caller's own bearer credential, forwarded by the broker
- * and verified here, so a broker cannot act for an identity it does not hold. A principal the
- * broker merely asserts is refused unless BROKER_TRUST_ASSERTED_PRINCIPAL is on.
+ * and verified here, so a broker cannot act for an identity it does not hold. Whether an asserted
+ * principal, or none, may go on is the policy's call (broker/check).
  */
-export async function principalOfCall(deps: Deps, snapshot: TreeSnapshot, input: SubjectInput, now: number): Promise<CallPrincipal> {
-  if (input.principal) {
-    if (!deps.config.BROKER_TRUST_ASSERTED_PRINCIPAL) {
-      throw new ApiError('principal_assertion_refused', "forward the caller's own credential as subjectToken");
-    }
-    return input.principal;
-  }
+export async function subjectOfCall(deps: Deps, snapshot: TreeSnapshot, input: SubjectInput, now: number): Promise<CallSubject> {
+  if (input.principal) return { principal: input.principal, source: 'asserted' };
   const token = input.subjectToken ?? '';
   const key = `subject:${hashToken(token)}`;
-  const cached = snapshot.credentials.get(key);
-  if (cached?.kind === 'subject' && (cached.expiresAtMs === null || cached.expiresAtMs > now)) return cached.principal;
+  const cached = snapshot.credential(key);
+  if (cached?.kind === 'subject' && (cached.expiresAtMs === null || cached.expiresAtMs > now)) {
+    return { principal: cached.principal, source: 'subject_token' };
+  }
 
   const verified = await resolveCredential(deps, token);
   let principal: CallPrincipal;
@@ -59,8 +63,8 @@ export async function principalOfCall(deps: Deps, snapshot: TreeSnapshot, input:
     expiresAtMs = row?.expires_at ? row.expires_at.getTime() : null;
   } else {
     // Unknown, expired, deleted, or a broker token: nobody to check the call for.
-    throw new ApiError('subject_token_invalid');
+    return { principal: null, source: 'subject_token' };
   }
-  snapshot.remember(snapshot.credentials, key, { kind: 'subject', principal, expiresAtMs });
-  return principal;
+  snapshot.rememberCredential(key, { kind: 'subject', principal, expiresAtMs });
+  return { principal, source: 'subject_token' };
 }

@@ -1,9 +1,10 @@
+import { ToolName } from '../connections/schemas';
 import { idParam, z } from '../http/schema';
 
 export const CheckBody = z
   .strictObject({
     grantId: idParam('grt_01jd6x3c4vf8r9t2y5u7w0z1ab'),
-    tool: z.string().min(1).max(200).openapi({ example: 'repos.read_file' }),
+    tool: ToolName,
     subjectToken: z.string().min(1).max(8192).optional().openapi({
       description: "The caller's own bearer credential (human JWT or `art_` runtime token), forwarded and verified here",
     }),

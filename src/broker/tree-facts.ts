@@ -25,24 +25,49 @@ export type CachedCredential =
 
 const ENTRIES_PER_TREE = 2_000;
 
+/** A call whose subject did not verify is refused by the policy; its facts are moot. */
+const NO_PRINCIPAL_FACTS: MutableFacts = Object.freeze({
+  revokedIds: [],
+  connection: { status: 'disconnected', tools: {} },
+  memberOf: [],
+  desiredState: null,
+});
+
 /**
  * The cached mutable facts of one grant tree, valid while the tree's version key in Redis still
  * holds `version` (the budget script checks it on every call). Everything in here was loaded
  * after `version` was read, so it is at least as fresh as that version.
  */
 export class TreeSnapshot {
-  readonly facts = new Map<string, MutableFacts>();
-  readonly credentials = new Map<string, CachedCredential>();
+  private readonly facts = new Map<string, MutableFacts>();
+  private readonly credentials = new Map<string, CachedCredential>();
 
   constructor(
     readonly version: string,
     readonly loadedAt: number,
   ) {}
 
-  remember<V>(map: Map<string, V>, key: string, value: V): void {
-    if (map.size >= ENTRIES_PER_TREE) map.clear();
-    map.set(key, value);
+  credential(key: string): CachedCredential | undefined {
+    return this.credentials.get(key);
   }
+
+  rememberCredential(key: string, credential: CachedCredential): void {
+    remember(this.credentials, key, credential);
+  }
+
+  factsOf(key: string): MutableFacts | undefined {
+    return this.facts.get(key);
+  }
+
+  rememberFacts(key: string, facts: MutableFacts): void {
+    remember(this.facts, key, facts);
+  }
+}
+
+/** A tree's maps are bounded: past ENTRIES_PER_TREE they start over (a rare reload, never a leak). */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  if (map.size >= ENTRIES_PER_TREE) map.clear();
+  map.set(key, value);
 }
 
 // One round trip for everything; lists travel as JSON text (knex would expand a bound array).
@@ -94,10 +119,11 @@ export class TreeFactsCache {
     return snapshot;
   }
 
-  /** The facts of one call: one query on a miss, nothing on a hit. */
-  async factsFor(snapshot: TreeSnapshot, chain: Chain, principal: CallPrincipal): Promise<MutableFacts> {
+  /** The facts of one call: one query on a miss, nothing on a hit. No principal: nothing to know. */
+  async factsFor(snapshot: TreeSnapshot, chain: Chain, principal: CallPrincipal | null): Promise<MutableFacts> {
+    if (!principal) return NO_PRINCIPAL_FACTS;
     const key = `${chain[0]!.id}\u0000${principal.kind}\u0000${principal.id}`;
-    const cached = snapshot.facts.get(key);
+    const cached = snapshot.factsOf(key);
     if (cached) return cached;
     const connectionId = chain[0]!.connection_id;
     const podIds = [...new Set(chain.map((g) => g.target.pod_id))];
@@ -118,7 +144,7 @@ export class TreeFactsCache {
     };
     // Adding a member announces nothing (no touch), so a non-member is never remembered as such:
     // their next check reads membership again and a member added meanwhile is let in at once.
-    if (facts.memberOf.length === podIds.length) snapshot.remember(snapshot.facts, key, facts);
+    if (facts.memberOf.length === podIds.length) snapshot.rememberFacts(key, facts);
     return facts;
   }
 }

@@ -57,7 +57,7 @@ type ScriptCommand = (numberOfKeys: number, ...args: Array<string | number>) => 
 export class SlidingWindowBudget {
   private readonly command: ScriptCommand;
 
-  constructor(redis: Redis) {
+  constructor(private readonly redis: Redis) {
     if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: SCRIPT });
     this.command = (redis as unknown as Record<string, ScriptCommand>)[COMMAND]!.bind(redis);
   }
@@ -73,6 +73,13 @@ export class SlidingWindowBudget {
       throw new DependencyUnavailableError(`budget script failed: ${(error as Error).message}`);
     }
     return parseReply(reply);
+  }
+
+  /** Gives back the unit a call took at every level (its record could not be written). */
+  async refund(rootId: string, levels: readonly BudgetLevel[], callId: string): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const level of levels) pipeline.zrem(windowKey(rootId, level.grantId), callId);
+    await pipeline.exec();
   }
 }
 

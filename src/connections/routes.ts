@@ -1,3 +1,4 @@
+import { credentials } from '../http/auth';
 import { defineRoute, type Route } from '../http/route';
 import { ConnectionParams, ConnectionSchema, CreateConnectionBody, UpdateConnectionBody } from './schemas';
 import { createConnection, readConnection, setConnectionStatus } from './service';
@@ -12,7 +13,7 @@ export const connectionRoutes: Route[] = [
       tag,
       summary: 'Register a connector installation and its enabled tools; the caller owns it',
       description: 'Only `kind: code_hosting_app` can back a root grant; other kinds are stored but refused by grant creation.',
-      auth: ['human'],
+      auth: credentials('human'),
       body: CreateConnectionBody,
       success: { status: 201, description: 'The connection', schema: ConnectionSchema },
     },
@@ -24,7 +25,7 @@ export const connectionRoutes: Route[] = [
       path: '/api/connections/:connectionId',
       tag,
       summary: 'Read a connection with its tools (its owner only)',
-      auth: ['human'],
+      auth: credentials('human'),
       params: ConnectionParams,
       success: { status: 200, description: 'The connection', schema: ConnectionSchema },
     },
@@ -36,7 +37,7 @@ export const connectionRoutes: Route[] = [
       path: '/api/connections/:connectionId',
       tag,
       summary: 'Connect or disconnect; a disconnected connection backs no new grant and its calls are denied',
-      auth: ['human'],
+      auth: credentials('human'),
       params: ConnectionParams,
       body: UpdateConnectionBody,
       success: { status: 200, description: 'The connection', schema: ConnectionSchema },

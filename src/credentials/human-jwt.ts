@@ -11,9 +11,14 @@ export type HumanJwtVerifier = (token: string) => Promise<HumanIdentity | null>;
 
 const JWKS_TIMEOUT_MS = 5000;
 
-/** jwks-rsa names a failed or unusable key-set response `JwksError`; network errors keep their code. */
+/**
+ * The key set could not be consulted: jwks-rsa names a failed or unusable response `JwksError`
+ * and a fetch it holds back (at most 10 a minute, however many unseen kids arrive)
+ * `JwksRateLimitError`; network errors keep their code. A token then may well be good: 503.
+ */
 function keySetUnreachable(error: unknown): boolean {
-  return (error as { name?: unknown } | null)?.name === 'JwksError' || isDependencyFailure(error);
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === 'JwksError' || name === 'JwksRateLimitError' || isDependencyFailure(error);
 }
 
 /** Subjects that look like our own ids would be confused with seats and other records. */

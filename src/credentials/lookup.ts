@@ -10,6 +10,8 @@ export interface AgentIdentity {
 
 export interface BrokerIdentity {
   brokerId: string;
+  /** SHA-256 of the token: what caches key the verified credential by (never the token). */
+  tokenHash: string;
 }
 
 const LAST_USED_RESOLUTION = "interval '1 minute'";
@@ -38,8 +40,12 @@ export async function findAgentByRuntimeToken(db: Database, token: string): Prom
 
 export async function findBrokerByToken(db: Database, token: string): Promise<BrokerIdentity | null> {
   if (!hasValidShape(token, 'bkt')) return null;
-  const hash = hashToken(token);
+  return findBrokerByTokenHash(db, hashToken(token));
+}
+
+/** The broker whose unrevoked token has this SHA-256, or null. */
+export async function findBrokerByTokenHash(db: Database, hash: string): Promise<BrokerIdentity | null> {
   const row = await db('broker_tokens').where({ token_hash: hash }).whereNull('revoked_at').first('broker_id', 'token_hash');
   if (!row || !constantTimeEqual(row.token_hash, hash)) return null;
-  return { brokerId: row.broker_id };
+  return { brokerId: row.broker_id, tokenHash: hash };
 }

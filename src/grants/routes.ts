@@ -1,3 +1,4 @@
+import { credentials } from '../http/auth';
 import { defineRoute, type Route } from '../http/route';
 import { page } from '../http/schema';
 import { attenuateGrant } from './attenuate';
@@ -19,7 +20,7 @@ const tag = 'Grants';
 
 const revokeSpec = {
   tag,
-  auth: ['human'] as const,
+  auth: credentials('human'),
   params: GrantParams,
   description:
     'The grant and every descendant get the same `revokedAt` in one transaction. Revoking again is a 200 no-op. ' +
@@ -36,7 +37,7 @@ export const grantRoutes: Route[] = [
       tag,
       summary: 'List the grants of a pod (targeting it or one of its seats) that the caller can read',
       description: 'Pod members only (humans and installed agents); a non-member gets 404. Newest first; `status` filters.',
-      auth: ['human', 'agent'],
+      auth: credentials('human', 'agent'),
       params: PodParams,
       query: ListGrantsQuery,
       success: { status: 200, description: 'Readable grants, newest first', schema: page(GrantSchema) },
@@ -49,7 +50,7 @@ export const grantRoutes: Route[] = [
       path: '/api/grants',
       tag,
       summary: 'Create a root grant on a connection the caller owns',
-      auth: ['human'],
+      auth: credentials('human'),
       body: CreateGrantBody,
       success: { status: 201, description: 'The new grant', schema: GrantSchema },
       errors: [
@@ -74,7 +75,7 @@ export const grantRoutes: Route[] = [
       tag,
       summary: 'Read a grant: the connection owner, pod members for a pod grant, the seat for a seat grant',
       description: '`status` and `audience` are computed at read time. Outside the read scope a grant is a 404.',
-      auth: ['human', 'agent'],
+      auth: credentials('human', 'agent'),
       params: GrantParams,
       success: { status: 200, description: 'The grant', schema: GrantSchema },
     },
@@ -86,7 +87,7 @@ export const grantRoutes: Route[] = [
       path: '/api/grants/:grantId/calls',
       tag,
       summary: 'The call trail of a grant, newest first, with the read scope of the grant',
-      auth: ['human', 'agent'],
+      auth: credentials('human', 'agent'),
       params: GrantParams,
       query: ListCallsQuery,
       success: { status: 200, description: 'Call records, newest first', schema: page(CallRecordSchema) },
@@ -102,7 +103,7 @@ export const grantRoutes: Route[] = [
       description:
         'The calling seat must be in the parent effective audience; the parent active and its connection connected. ' +
         'A widening is a 422 `grant_widening` whose detail names every widening field.',
-      auth: ['agent'],
+      auth: credentials('agent'),
       params: GrantParams,
       body: AttenuateGrantBody,
       success: { status: 201, description: 'The child grant', schema: GrantSchema },

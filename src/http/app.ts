@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
-import { bodyParser } from '@koa/bodyparser';
 import type { Deps } from '../deps';
 import { PolicyUnavailableError } from '../policy/engine';
 import { ApiError, problemBody } from './problem';
@@ -10,14 +9,6 @@ import type { Route } from './route';
 import { httpMetrics } from './metrics';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-const BODY_LIMIT = '64kb';
-
-/** What the JSON body parser (co-body) throws, as the problem CONTRACT §1 asks for. */
-function bodyParserError(error: Error & { type?: string; status?: number }): ApiError {
-  if (error.type === 'entity.too.large' || error.status === 413) return new ApiError('payload_too_large');
-  if (error.type === 'encoding.unsupported' || error.status === 415) return new ApiError('unsupported_media_type');
-  return new ApiError('invalid_request', 'the body is not valid JSON', { errors: [{ path: 'body', message: 'malformed JSON' }] });
-}
 
 /** Maps anything thrown below to a problem document; unknown errors are logged, never echoed. */
 function toApiError(error: unknown, ctx: Context, deps: Deps): ApiError {
@@ -57,18 +48,6 @@ export function createApp(deps: Deps, routes: readonly Route[], extras: { openAp
       deps.log.debug({ requestId: ctx.state.requestId, method: ctx.method, route: routePath, status: ctx.status, ms: seconds * 1000 }, 'request');
     }
   });
-
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: BODY_LIMIT,
-      jsonStrict: true,
-      encoding: 'utf-8',
-      onError: (error) => {
-        throw bodyParserError(error);
-      },
-    }),
-  );
 
   for (const route of routes) {
     router[route.method](route.path, (ctx) => route.run(ctx, deps));

@@ -28,7 +28,7 @@ export const healthRoutes: Route[] = [
       path: '/healthz',
       tag,
       summary: 'Liveness: the process is up',
-      auth: [],
+      auth: null,
       success: { status: 200, description: 'Alive', schema: z.object({ status: z.literal('ok') }) },
     },
     async () => ({ body: { status: 'ok' } }),
@@ -39,7 +39,7 @@ export const healthRoutes: Route[] = [
       path: '/readyz',
       tag,
       summary: 'Readiness: Postgres and Redis answer and a policy module is loaded (503 otherwise)',
-      auth: [],
+      auth: null,
       success: { status: 200, description: 'Ready', schema: Readiness },
     },
     async ({ deps }) => {
@@ -61,7 +61,7 @@ export const healthRoutes: Route[] = [
       path: '/metrics',
       tag,
       summary: 'Prometheus metrics',
-      auth: [],
+      auth: null,
       success: { status: 200, description: 'Metrics in the Prometheus text format' },
     },
     async () => ({

@@ -29,7 +29,7 @@ function openApiPath(path: string): string {
 /** Codes any route can answer with, given what it declares. */
 function implicitErrors(route: Route): ProblemCode[] {
   const codes: ProblemCode[] = ['internal_error', 'dependency_unavailable'];
-  if (route.auth.length > 0) codes.push('unauthenticated', 'credential_not_accepted');
+  if (route.auth) codes.push('unauthenticated', 'credential_not_accepted');
   // Even a route without a query schema refuses unknown query parameters.
   codes.push('invalid_request');
   if (route.body) codes.push('payload_too_large', 'unsupported_media_type');
@@ -76,7 +76,7 @@ export function buildOpenApiDocument(routes: readonly Route[], decisions: string
       summary: route.summary,
       description: route.description,
       tags: [route.tag],
-      security: route.auth.map((kind) => ({ [SECURITY[kind]]: [] })),
+      security: (route.auth?.kinds ?? []).map((kind) => ({ [SECURITY[kind]]: [] })),
       request: {
         params: route.params as never,
         query: route.query as never,

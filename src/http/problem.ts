@@ -25,6 +25,7 @@ export const PROBLEMS = {
   last_owner: { status: 409, title: 'A pod must keep at least one owner' },
   payload_too_large: { status: 413, title: 'The request body is larger than 64 KiB' },
   unsupported_media_type: { status: 415, title: 'The request body must be application/json' },
+  headers_too_large: { status: 431, title: 'The request headers are larger than 16 KiB' },
   tool_not_enabled: { status: 422, title: 'A tool is not enabled for the connection' },
   target_not_allowed: { status: 422, title: 'The target is not allowed' },
   audience_not_member: { status: 422, title: 'An audience identity is not a current member of the pod' },

@@ -1,7 +1,9 @@
 import type { Context } from 'koa';
+import { bodyParser } from '@koa/bodyparser';
 import { z } from 'zod';
 import type { Deps } from '../deps';
-import { authenticate, type CredentialKind, type Principal } from './auth';
+import type { Authenticator, CredentialKind, Principal } from './auth';
+import { findHostileInput } from './input-guard';
 import { ApiError, type FieldError, type ProblemCode } from './problem';
 
 export type Method = 'get' | 'post' | 'patch' | 'delete';
@@ -17,8 +19,8 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   summary: string;
   description?: string;
   tag: string;
-  /** Credential kinds this route accepts; an empty list means a public route. */
-  auth: readonly A[];
+  /** Who may call: an authenticator, or null for a public route. */
+  auth: Authenticator<A> | null;
   params?: P;
   query?: Q;
   body?: B;
@@ -46,6 +48,31 @@ export interface Route extends RouteSpec<z.ZodType, z.ZodType, z.ZodType, Creden
   run(ctx: Context, deps: Deps): Promise<void>;
 }
 
+const BODY_LIMIT = '64kb';
+
+/** What the JSON body parser (co-body) throws, as the problem CONTRACT §1 asks for. */
+function bodyParserError(error: Error & { type?: string; status?: number }): ApiError {
+  if (error.type === 'entity.too.large' || error.status === 413) return new ApiError('payload_too_large');
+  if (error.type === 'encoding.unsupported' || error.status === 415) return new ApiError('unsupported_media_type');
+  return new ApiError('invalid_request', 'the body is not valid JSON', { errors: [{ path: 'body', message: 'malformed JSON' }] });
+}
+
+/**
+ * Parses a JSON body of any method (a DELETE or GET with a body is read, and refused, like any
+ * other). It runs inside the route, after authentication, so an unauthenticated caller learns
+ * nothing from how its body is judged.
+ */
+const parseJsonBody = bodyParser({
+  enableTypes: ['json'],
+  jsonLimit: BODY_LIMIT,
+  jsonStrict: true,
+  encoding: 'utf-8',
+  parsedMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+  onError: (error) => {
+    throw bodyParserError(error);
+  },
+});
+
 function fieldErrors(error: z.ZodError, prefix: string): FieldError[] {
   return error.issues.map((issue) => ({
     path: [prefix, ...issue.path.map(String)].filter(Boolean).join('.'),
@@ -54,6 +81,8 @@ function fieldErrors(error: z.ZodError, prefix: string): FieldError[] {
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
+  const hostile = findHostileInput(value, where);
+  if (hostile) throw new ApiError('invalid_request', `the ${where} is invalid`, { errors: [hostile] });
   const result = schema.safeParse(value);
   if (!result.success) {
     throw new ApiError('invalid_request', `the ${where} is invalid`, { errors: fieldErrors(result.error, where) });
@@ -67,11 +96,12 @@ function hasBody(ctx: Context): boolean {
 }
 
 /** Body rules of CONTRACT §1: JSON only (415 otherwise); a body-less route takes none or `{}`. */
-function readBody(ctx: Context, schema: z.ZodType | undefined): unknown {
+async function readBody(ctx: Context, schema: z.ZodType | undefined): Promise<unknown> {
   const sent = hasBody(ctx);
   if (sent && !ctx.is('application/json')) {
     throw new ApiError('unsupported_media_type', 'send the body as application/json');
   }
+  if (sent) await parseJsonBody(ctx as never, async () => undefined);
   const raw = (ctx.request as { body?: unknown }).body;
   if (!schema) {
     const empty = raw === undefined || (typeof raw === 'object' && raw !== null && Object.keys(raw).length === 0);
@@ -98,11 +128,12 @@ export function defineRoute<
   return {
     ...(spec as unknown as RouteSpec<z.ZodType, z.ZodType, z.ZodType, CredentialKind>),
     async run(ctx, deps) {
-      const principal = spec.auth.length > 0 ? await authenticate(ctx, deps, spec.auth) : undefined;
+      // Who calls comes first: nothing about the request is judged for an unauthenticated caller.
+      const principal = spec.auth ? await spec.auth.authenticate(ctx, deps) : undefined;
       const params = spec.params ? parse(spec.params, ctx.params, 'path') : {};
       // A route without a query schema takes no query parameters (an unknown one is a 400).
       const query = parse(spec.query ?? NO_QUERY, ctx.query, 'query');
-      const body = readBody(ctx, spec.body);
+      const body = await readBody(ctx, spec.body);
       const result = await handler({
         params,
         query,

@@ -1,3 +1,4 @@
+import { credentials } from '../http/auth';
 import { defineRoute, type Route } from '../http/route';
 import { page } from '../http/schema';
 import { authorizePodAction } from './access';
@@ -15,7 +16,7 @@ export const podRoutes: Route[] = [
       path: '/api/pods',
       tag,
       summary: 'Create a pod; the caller becomes its owner',
-      auth: ['human'],
+      auth: credentials('human'),
       body: CreatePodBody,
       success: { status: 201, description: 'The new pod', schema: PodSchema },
     },
@@ -27,7 +28,7 @@ export const podRoutes: Route[] = [
       path: '/api/pods/:podId',
       tag,
       summary: 'Read a pod (members only)',
-      auth: ['human'],
+      auth: credentials('human'),
       params: PodParams,
       success: { status: 200, description: 'The pod', schema: PodSchema },
     },
@@ -41,7 +42,7 @@ export const podRoutes: Route[] = [
       path: '/api/pods/:podId/members',
       tag,
       summary: 'List the members of a pod, humans and installed agents',
-      auth: ['human'],
+      auth: credentials('human'),
       params: PodParams,
       success: { status: 200, description: 'Every member, oldest first', schema: page(MemberSchema) },
     },
@@ -57,7 +58,7 @@ export const podRoutes: Route[] = [
       path: '/api/pods/:podId/members',
       tag,
       summary: 'Add a human member (owners and admins; only owners add owners)',
-      auth: ['human'],
+      auth: credentials('human'),
       params: PodParams,
       body: AddMemberBody,
       success: { status: 201, description: 'The new membership', schema: MemberSchema },
@@ -73,7 +74,7 @@ export const podRoutes: Route[] = [
       path: '/api/pods/:podId/members/:userId',
       tag,
       summary: 'Remove a human member; their pod-grant audience ends at once',
-      auth: ['human'],
+      auth: credentials('human'),
       params: MemberParams,
       success: { status: 204, description: 'Removed' },
       errors: ['not_pod_admin', 'owner_role_required', 'last_owner'],

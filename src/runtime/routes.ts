@@ -1,3 +1,4 @@
+import { credentials } from '../http/auth';
 import { defineRoute, type Route } from '../http/route';
 import { presentMember, presentPod } from '../pods/presenters';
 import { presentAgent, presentRuntime } from '../registry/presenters';
@@ -24,7 +25,7 @@ export const runtimeRoutes: Route[] = [
       path: '/api/agents/runtime/installations',
       tag,
       summary: "The calling agent's installation (one: a runtime token authenticates one seat)",
-      auth: ['agent'],
+      auth: credentials('agent'),
       success: { status: 200, description: 'Installations', schema: InstallationsPage },
     },
     async ({ deps, principal }) => {
@@ -45,7 +46,7 @@ export const runtimeRoutes: Route[] = [
       path: '/api/agents/runtime/pods',
       tag,
       summary: 'The pods the calling agent is installed in',
-      auth: ['agent'],
+      auth: credentials('agent'),
       success: { status: 200, description: 'Pods', schema: RuntimePodsPage },
     },
     async ({ deps, principal }) => {
@@ -59,7 +60,7 @@ export const runtimeRoutes: Route[] = [
       path: '/api/agents/runtime/pods/:podId/context',
       tag,
       summary: 'The context of a pod the agent is installed in: pod, agent, members, usable grants',
-      auth: ['agent'],
+      auth: credentials('agent'),
       params: RuntimePodParams,
       success: { status: 200, description: 'The pod context', schema: PodContextSchema },
     },
@@ -87,7 +88,7 @@ export const runtimeRoutes: Route[] = [
         'never get the same event under a live lease. `waitMs` long-polls until an event arrives. A poll also marks the ' +
         'runtime `running` when it was `starting`. A stopped agent can still poll. `nextCursor` is always null: polling ' +
         'again is how to get more.',
-      auth: ['agent'],
+      auth: credentials('agent'),
       query: EventsQuery,
       success: { status: 200, description: 'Leased events, oldest first', schema: EventsPage },
     },
@@ -105,7 +106,7 @@ export const runtimeRoutes: Route[] = [
       tag,
       summary: 'Acknowledge an event after persisting its result (idempotent)',
       description: 'Acking again is a 204. An event of another agent, or one deleted by retention, is a 404.',
-      auth: ['agent'],
+      auth: credentials('agent'),
       params: EventParams,
       success: { status: 204, description: 'Acknowledged' },
     },

@@ -188,8 +188,8 @@ describe('agent runtime tokens and broker tokens (CONTRACT §2)', () => {
 describe('wrong-kind credentials on every route (iterates allRoutes)', () => {
   const kinds = ['human', 'agent', 'broker'] as const;
   const cases = allRoutes
-    .filter((route) => route.auth.length > 0)
-    .flatMap((route) => kinds.filter((kind) => !route.auth.includes(kind)).map((kind) => [`${route.method.toUpperCase()} ${route.path}`, kind, route] as const));
+    .filter((route) => route.auth !== null)
+    .flatMap((route) => kinds.filter((kind) => !route.auth!.kinds.includes(kind)).map((kind) => [`${route.method.toUpperCase()} ${route.path}`, kind, route] as const));
   let credentials: Record<(typeof kinds)[number], string>;
 
   beforeAll(async () => {
@@ -207,7 +207,7 @@ describe('wrong-kind credentials on every route (iterates allRoutes)', () => {
     expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'credential_not_accepted' });
   });
 
-  it.each(allRoutes.filter((route) => route.auth.length > 0).map((route) => [`${route.method.toUpperCase()} ${route.path}`, route] as const))(
+  it.each(allRoutes.filter((route) => route.auth !== null).map((route) => [`${route.method.toUpperCase()} ${route.path}`, route] as const))(
     '%s refuses a request without credentials: 401',
     async (_label, route) => {
       expectUnauthenticated(await service.http[route.method](urlOf(route)).send({}));

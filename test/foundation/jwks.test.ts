@@ -115,3 +115,31 @@ describe('an identity provider that cannot be reached', () => {
     }
   });
 });
+
+describe('a key set that becomes unreachable after a first successful fetch', () => {
+  it('answers 503, not 401, for a token whose kid was never seen, and still takes the known key', async () => {
+    const jwk = { ...publicKey.export({ format: 'jwk' }), kid: KID, alg: 'RS256', use: 'sig' };
+    let up = true;
+    const flaky = createServer((_req, res) => {
+      if (!up) return void res.socket?.destroy();
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    const { port } = flaky.address() as AddressInfo;
+    const cut = await startService({ NODE_ENV: 'production', JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE });
+    try {
+      expect((await cut.http.post('/api/pods').set(bearer(rs256({}))).send({ name: 'x' })).status).toBe(201);
+      up = false;
+      const { privateKey: rotated } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      // A dozen unseen kids: past the JWKS client's own rate limit too, every one is a 503.
+      for (let i = 0; i < 12; i += 1) {
+        const unseen = await cut.http.post('/api/pods').set(bearer(rs256({}, { keyid: `rotated-${i}` }, rotated))).send({ name: 'x' });
+        expect({ i, status: unseen.status, code: unseen.body.code }).toEqual({ i, status: 503, code: 'dependency_unavailable' });
+      }
+      expect((await cut.http.post('/api/pods').set(bearer(rs256({}))).send({ name: 'x' })).status).toBe(201);
+    } finally {
+      await cut.close();
+      await new Promise((resolve) => flaky.close(resolve));
+    }
+  });
+});

@@ -1,12 +1,16 @@
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/log';
 import { buildService } from '../../src/service';
+import { createHttpServer } from '../../src/http/server';
 
 export interface TestService {
   http: ReturnType<typeof request>;
+  /** `http://127.0.0.1:<port>`: for clients other than supertest (raw sockets, fetch, SDKs). */
+  baseUrl: string;
   deps: Awaited<ReturnType<typeof buildService>>['deps'];
   config: Config;
   /** Every log line the service wrote, as raw JSON text (for "nothing secret is logged" tests). */
@@ -28,10 +32,12 @@ export async function startService(overrides: Record<string, string> = {}): Prom
     },
   });
   const service = await buildService(config, { logger: createLogger(config.LOG_LEVEL, sink) });
-  const server = service.app.listen(0, '127.0.0.1');
+  const server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
   return {
     http: request(server),
+    baseUrl: `http://127.0.0.1:${port}`,
     deps: service.deps,
     config,
     logs,

@@ -1,0 +1,76 @@
+import { CallTrailWriter } from '../../src/broker/call-trail';
+import { windowKey } from '../../src/budget/keys';
+import { newId } from '../../src/ids';
+import { startService, type TestService } from '../support/service';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+
+/**
+ * One broker's bad requests must never fail another broker's checks. Before issue 8, a check whose
+ * tool held a NUL reached the batched INSERT of the call trail and made Postgres refuse the whole
+ * batch: the other tenant's checks answered 503 and their budget lost units no record showed.
+ */
+let service: TestService;
+let hostile: BrokerWorld;
+let victim: BrokerWorld;
+
+beforeAll(async () => {
+  service = await startService();
+  hostile = await brokerWorld(service);
+  victim = await brokerWorld(service);
+});
+afterAll(() => service.close());
+
+describe('a hostile tenant beside a legitimate one', () => {
+  it('floods bad checks while every legitimate concurrent check is allowed and every consumed unit has its record', async () => {
+    const bad = await chainOf(service, hostile, 0, { budget: { calls: 1000, windowMs: 3_600_000 } });
+    const good = await chainOf(service, victim, 1, { budget: { calls: 1000, windowMs: 3_600_000 } });
+    // Interleaved, so that bad and good checks land in the same batches of the call trail.
+    const answers = await Promise.all(
+      Array.from({ length: 400 }, (_, i) =>
+        i % 2 ? checkAs(service, victim, good.leafId, victim.agent) : checkAs(service, hostile, bad.rootId, hostile.agent, { tool: 'x\u0000' }),
+      ),
+    );
+    const floodAnswers = answers.filter((_, i) => i % 2 === 0);
+    const legitAnswers = answers.filter((_, i) => i % 2 === 1);
+
+    const tally = (answers: Array<{ status: number; body: { decision?: string } }>) =>
+      answers.reduce<Record<string, number>>((acc, res) => {
+        const key = `${res.status} ${res.body.decision ?? ''}`.trim();
+        return { ...acc, [key]: (acc[key] ?? 0) + 1 };
+      }, {});
+    expect(tally(legitAnswers)).toEqual({ '200 allow': 200 });
+    expect(tally(floodAnswers)).toEqual({ '400': 200 });
+
+    // Every unit the budget took, at every level of the chain, belongs to a pending call record.
+    const records = await service.deps.db('call_records').where('grant_id', good.leafId).select('id', 'outcome');
+    expect(records).toHaveLength(200);
+    for (const grantId of good.ids) {
+      const consumed = await service.deps.redis.zrange(windowKey(good.rootId, grantId), 0, -1);
+      expect(consumed.sort()).toEqual(records.map((r) => r.id).sort());
+    }
+  });
+});
+
+describe('the call-trail writer', () => {
+  it('writes the good rows of a batch that Postgres refuses for one bad row, and fails only that one', async () => {
+    const { rootId } = await chainOf(service, victim, 0);
+    const writer = new CallTrailWriter(service.deps.db);
+    const row = (tool: string) => ({
+      id: newId('call'),
+      grant_id: rootId,
+      tool,
+      principal_kind: 'agent' as const,
+      principal_id: victim.agent.agentId,
+      outcome: 'pending' as const,
+      reason: 'allowed',
+      args_digest: 'sha256:00',
+      requested_at: new Date(),
+    });
+    // Queued together, so they share one INSERT; the NUL makes Postgres refuse that statement.
+    const rows = [row('repos.read_file'), row('bad\u0000tool'), row('pulls.list'), row('repos.read_file')];
+    const settled = await Promise.allSettled(rows.map((r) => writer.write(r)));
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    const stored = await service.deps.db('call_records').whereIn('id', rows.map((r) => r.id)).pluck('id');
+    expect(stored.sort()).toEqual([rows[0]!.id, rows[2]!.id, rows[3]!.id].sort());
+  });
+});
