@@ -38,6 +38,9 @@ const environmentSchema = z
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
     // Backstop for cross-replica invalidation: cached broker facts are reloaded at least this often.
     BROKER_FACT_MAX_AGE_MS: int(0, 3_600_000).default(60_000),
+    // A change that forbids calls answers 2xx only once every replica is told (see src/cache/invalidation.ts).
+    INVALIDATION_CONFIRM_TIMEOUT_MS: int(100, 30_000).default(1000),
+    INVALIDATION_RELAY_INTERVAL_MS: int(50, 60_000).default(250),
     SHUTDOWN_TIMEOUT_MS: int(0, 120_000).default(10_000),
     WORKERS: int(1, 64).default(1),
   })

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Invalidation } from './cache/invalidation';
+import type { CacheInvalidation } from './cache/invalidation';
 import type { BrokerComponents } from './broker/check';
 import type { Config } from './config';
 import type { Database } from './db/database';
@@ -16,7 +16,7 @@ export interface Deps {
   policy: PolicyEngine;
   log: Logger;
   verifyHumanJwt: HumanJwtVerifier;
-  invalidation: Invalidation;
+  invalidation: CacheInvalidation;
   /** The process's one LISTEN connection that wakes long polls of agent events. */
   eventWaker: EventWaker;
   /** Per-replica caches, budget script and call-trail writer of the broker check. */

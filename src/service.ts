@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Config } from './config';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
 import { createHumanJwtVerifier } from './credentials/human-jwt';
-import { createRedisInvalidation } from './cache/invalidation';
+import { CacheInvalidation } from './cache/invalidation';
 import { createBrokerComponents } from './broker/components';
 import type { Deps } from './deps';
 import { createApp } from './http/app';
@@ -41,7 +41,11 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();
 
-  const invalidation = createRedisInvalidation(redis, db, log.child({ component: 'invalidation' }));
+  const invalidation = new CacheInvalidation(db, redis, log.child({ component: 'invalidation' }), {
+    confirmTimeoutMs: config.INVALIDATION_CONFIRM_TIMEOUT_MS,
+    relayIntervalMs: config.INVALIDATION_RELAY_INTERVAL_MS,
+  });
+  invalidation.startRelay();
   const deps: Deps = {
     config,
     db,

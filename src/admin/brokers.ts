@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Database } from '../db/database';
 import { hashToken, mintToken } from '../credentials/tokens';
 import { newId } from '../ids';
@@ -14,6 +15,6 @@ export async function registerBroker(db: Database, name: string): Promise<{ id: 
 }
 
 /** Revokes every token of a broker (a leaked token); the next check with it is a 401. */
-export async function revokeBrokerTokens(db: Database, brokerId: string): Promise<number> {
+export async function revokeBrokerTokens(db: Database | Knex.Transaction, brokerId: string): Promise<number> {
   return db('broker_tokens').where({ broker_id: brokerId }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
 }

@@ -31,9 +31,12 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'broker' && sub === 'revoke' && values.id) {
-      const revoked = await revokeBrokerTokens(service.deps.db, values.id);
       // Brokers' tokens are cached with the broker check's facts: make every replica re-verify.
-      await service.deps.invalidation.touch('broker', values.id);
+      const brokerId = values.id;
+      const revoked = await service.deps.invalidation.change(async (trx, touch) => {
+        await touch('broker', brokerId);
+        return revokeBrokerTokens(trx, brokerId);
+      });
       console.log(JSON.stringify({ revoked }));
       return 0;
     }

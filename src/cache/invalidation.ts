@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Database } from '../db/database';
 import type { Logger } from '../log';
 import { treeVersionKey } from '../budget/keys';
+import { ApiError } from '../http/problem';
 
 /**
  * Cross-replica invalidation of the broker's cached facts.
@@ -11,22 +13,39 @@ import { treeVersionKey } from '../budget/keys';
  * holding a random value. A replica caches the mutable facts of a tree (revocation, connection
  * status and tools, membership, runtime state, verified tokens) under the version it read
  * before loading them, and the budget script compares that version on every check: a mismatch
- * answers 'stale' without consuming, and the replica reloads. A change to any of those records
- * calls `touch` after it commits; touch maps the record to the trees it can affect and stamps a
- * fresh random version on each, so the very next check on every replica reloads.
+ * answers 'stale' without consuming, and the replica reloads.
+ *
+ * The promise: once a change that forbids calls (revoke, runtime stop, member removal, token
+ * deletion, disconnection, broker revoke) answers 2xx, no replica allows a call it forbids.
+ * So a change runs in `change()`: every `touch` inside writes the trees it affects to the
+ * `cache_invalidations` outbox in the change's own transaction; after commit the request stamps
+ * a fresh random version on each of those trees and answers only once the stamps landed, or
+ * 503 `invalidation_pending` (the change stays committed; repeating the request re-confirms).
+ * A relay on every replica stamps what is left in the outbox (Redis was cut off from the
+ * requesting replica, or it died between commit and stamp), so nothing committed is lost.
  *
  * Random values, not counters: after a Redis restart the key is missing, the script stores a new
  * random value, and no replica's cached version can equal it.
  */
 export type InvalidationScope = 'pod' | 'agent' | 'connection' | 'grant-tree' | 'broker';
 
-export interface Invalidation {
-  touch(scope: InvalidationScope, id: string): Promise<void>;
+export type Touch = (scope: InvalidationScope, id: string) => Promise<void>;
+
+interface OutboxRow {
+  id: string;
+  root_id: string;
+}
+
+export interface InvalidationOptions {
+  /** How long a request keeps trying to stamp before it answers 503 invalidation_pending. */
+  confirmTimeoutMs: number;
+  /** How often each replica's relay looks at the outbox. */
+  relayIntervalMs: number;
 }
 
 /** The roots of the trees whose cached facts a change to (scope, id) can make wrong. */
-function affectedRoots(db: Database, scope: InvalidationScope, id: string) {
-  const grants = db('grants').distinct('root_id');
+function affectedRoots(trx: Knex.Transaction, scope: InvalidationScope, id: string) {
+  const grants = trx('grants').distinct('root_id');
   switch (scope) {
     case 'grant-tree': // any grant of the tree names it
       return grants.where('id', id);
@@ -38,59 +57,148 @@ function affectedRoots(db: Database, scope: InvalidationScope, id: string) {
       return grants.where('target_pod_id', id);
     case 'agent': // an agent is a principal only in its own pod; seat grants name it as target
       return grants
-        .whereIn('target_pod_id', db('agents').select('pod_id').where('id', id))
+        .whereIn('target_pod_id', trx('agents').select('pod_id').where('id', id))
         .orWhere((q) => q.where('target_kind', 'seat').andWhere('target_id', id));
   }
 }
 
-const RETRY_MS = 500;
+const RETRY_GAP_MS = 50;
+/** The relay leaves a request this long to confirm its own rows before stamping them itself. */
+const RELAY_GRACE_MS = 300;
+const RELAY_BATCH = 500;
+const RELAY_MAX_BACKOFF_MS = 5000;
 
-export function createRedisInvalidation(redis: Redis, db: Database, log: Logger): Invalidation & { close(): void } {
-  // A touch that could not reach Redis is retried until it lands: the change it announces has
-  // already committed. Cached facts also have a maximum age (see src/broker/tree-facts.ts).
-  const pending = new Map<string, InvalidationScope>();
-  let timer: NodeJS.Timeout | undefined;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  async function stamp(scope: InvalidationScope, id: string): Promise<void> {
-    const rows = (await affectedRoots(db, scope, id)) as Array<{ root_id: string }>;
+export class CacheInvalidation {
+  private relayTimer: NodeJS.Timeout | undefined;
+  private relaying = false;
+  private relayFailing = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly redis: Redis,
+    private readonly log: Logger,
+    private readonly options: InvalidationOptions,
+  ) {}
+
+  /**
+   * Runs `work` in a transaction; each `touch` in it is written to the outbox with the change.
+   * Resolves once the change committed and every touched tree is stamped in Redis.
+   */
+  async change<T>(work: (trx: Knex.Transaction, touch: Touch) => Promise<T>): Promise<T> {
+    const pending: OutboxRow[] = [];
+    const result = await this.db.transaction(async (trx) => {
+      const touch: Touch = async (scope, id) => {
+        pending.push(...(await this.record(trx, scope, id)));
+      };
+      return work(trx, touch);
+    });
+    await this.confirm(pending);
+    return result;
+  }
+
+  /** A change of its own: only the stamp (a repeat, an operator's command). */
+  touch(scope: InvalidationScope, id: string): Promise<void> {
+    return this.change((_trx, touch) => touch(scope, id));
+  }
+
+  /** Writes the trees a change to (scope, id) affects into the outbox, in the change's transaction. */
+  async record(trx: Knex.Transaction, scope: InvalidationScope, id: string): Promise<OutboxRow[]> {
+    return trx
+      .into(trx.raw('?? (??)', ['cache_invalidations', 'root_id']))
+      .insert(affectedRoots(trx, scope, id))
+      .returning(['id', 'root_id']);
+  }
+
+  /** Stamps the touched trees, retrying until the deadline; then the outbox rows go. */
+  private async confirm(rows: readonly OutboxRow[]): Promise<void> {
     if (rows.length === 0) return;
-    const pipeline = redis.pipeline();
-    for (const { root_id: rootId } of rows) pipeline.set(treeVersionKey(rootId), randomUUID());
+    const deadline = Date.now() + this.options.confirmTimeoutMs;
+    for (;;) {
+      try {
+        await this.stamp(rows);
+        break;
+      } catch (error) {
+        if (Date.now() + RETRY_GAP_MS >= deadline) {
+          this.log.error({ err: { message: (error as Error).message }, trees: rows.length }, 'invalidation not confirmed; the relay will stamp it');
+          throw new ApiError(
+            'invalidation_pending',
+            'the change is committed, but not every replica could be told yet; repeat the request to confirm it',
+            {},
+            { 'Retry-After': '1' },
+          );
+        }
+        await sleep(RETRY_GAP_MS);
+      }
+    }
+    // The relay deletes them should this fail; stamping twice costs one extra reload, no more.
+    await this.db('cache_invalidations')
+      .whereIn(
+        'id',
+        rows.map((row) => row.id),
+      )
+      .delete()
+      .catch(() => undefined);
+  }
+
+  private async stamp(rows: readonly OutboxRow[]): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const rootId of new Set(rows.map((row) => row.root_id))) pipeline.set(treeVersionKey(rootId), randomUUID());
     const results = (await pipeline.exec()) ?? [];
     const failed = results.find(([error]) => error);
     if (failed) throw failed[0];
   }
 
-  function retryLater(scope: InvalidationScope, id: string): void {
-    pending.set(`${scope}\u0000${id}`, scope);
-    timer ??= setInterval(() => {
-      for (const [key, retryScope] of [...pending]) {
-        const retryId = key.slice(key.indexOf('\u0000') + 1);
-        stamp(retryScope, retryId).then(
-          () => pending.delete(key),
-          () => undefined,
-        );
-      }
-      if (pending.size === 0 && timer) {
-        clearInterval(timer);
-        timer = undefined;
-      }
-    }, RETRY_MS);
-    timer.unref();
+  /** Starts this replica's relay; every replica runs one (double stamps are harmless). */
+  startRelay(): void {
+    if (this.relayTimer) return;
+    this.scheduleRelay(this.options.relayIntervalMs);
   }
 
-  return {
-    async touch(scope, id) {
-      try {
-        await stamp(scope, id);
-      } catch (error) {
-        log.error({ err: { message: (error as Error).message }, scope, id }, 'invalidation failed; retrying in the background');
-        retryLater(scope, id);
+  close(): void {
+    if (this.relayTimer) clearTimeout(this.relayTimer);
+    this.relayTimer = undefined;
+  }
+
+  private scheduleRelay(delayMs: number): void {
+    this.relayTimer = setTimeout(() => void this.relayOnce(), delayMs);
+    this.relayTimer.unref();
+  }
+
+  /** Stamps what requests left in the outbox; backs off while Postgres or Redis is away. */
+  async relayOnce(): Promise<number> {
+    if (this.relaying) return 0;
+    this.relaying = true;
+    let stamped = 0;
+    let delay = this.options.relayIntervalMs;
+    try {
+      const rows: OutboxRow[] = await this.db('cache_invalidations')
+        .whereRaw('created_at < now() - ?::int * interval \'1 millisecond\'', [RELAY_GRACE_MS])
+        .orderBy('id')
+        .limit(RELAY_BATCH)
+        .select('id', 'root_id');
+      if (rows.length > 0) {
+        await this.stamp(rows);
+        await this.db('cache_invalidations')
+          .whereIn(
+            'id',
+            rows.map((row) => row.id),
+          )
+          .delete();
+        stamped = rows.length;
+        this.log.info({ trees: new Set(rows.map((row) => row.root_id)).size }, 'relay stamped invalidations a request could not confirm');
       }
-    },
-    close() {
-      if (timer) clearInterval(timer);
-      timer = undefined;
-    },
-  };
+      if (this.relayFailing) this.log.info('invalidation relay recovered');
+      this.relayFailing = false;
+    } catch (error) {
+      if (!this.relayFailing) this.log.warn({ err: { message: (error as Error).message } }, 'invalidation relay failing; backing off');
+      this.relayFailing = true;
+      delay = Math.min(RELAY_MAX_BACKOFF_MS, this.options.relayIntervalMs * 4);
+    } finally {
+      this.relaying = false;
+      if (this.relayTimer) this.scheduleRelay(delay);
+    }
+    return stamped;
+  }
 }

@@ -75,7 +75,10 @@ export async function readConnection(deps: Deps, caller: HumanPrincipal, id: str
 /** Disconnecting stops new grants on it and makes the broker deny calls on its grants at once. */
 export async function setConnectionStatus(deps: Deps, caller: HumanPrincipal, id: string, status: ConnectionRow['status']) {
   await authorized(deps, caller, id, 'connection.update');
-  const row = await updateConnectionStatus(deps.db, id, status);
-  await deps.invalidation.touch('connection', id);
+  const row = await deps.invalidation.change(async (trx, touch) => {
+    const updated = await updateConnectionStatus(trx, id, status);
+    await touch('connection', id);
+    return updated;
+  });
   return present(row, await listConnectionTools(deps.db, id));
 }

@@ -16,7 +16,9 @@ import { lockTree, revokeSubtree, rootIdOf } from './repository';
 export async function revokeGrant(deps: Deps, principal: HumanPrincipal, grantId: string) {
   const rootId = await rootIdOf(deps.db, grantId);
   const caller = callerFact(principal);
-  const { facts, members, revokedCount } = await deps.db.transaction(async (trx) => {
+  // A repeat changes no row but stamps the tree again: that is how a client re-confirms a revoke
+  // that answered 503 invalidation_pending.
+  const { facts, members } = await deps.invalidation.change(async (trx, touch) => {
     if (rootId) await lockTree(trx, rootId);
     const found = await loadGrantFacts(trx, grantId);
     const members = found ? await currentMemberIds(trx, found.grant.target_pod_id) : [];
@@ -33,9 +35,9 @@ export async function revokeGrant(deps: Deps, principal: HumanPrincipal, grantId
         cascadedFrom: row.id === grantId ? null : grantId,
       });
     }
-    return { facts: await loadGrantFacts(trx, grantId), members, revokedCount: revoked.length };
+    await touch('grant-tree', grantId);
+    return { facts: await loadGrantFacts(trx, grantId), members };
   });
-  if (revokedCount > 0 && rootId) await deps.invalidation.touch('grant-tree', rootId);
   const current = facts as GrantFacts;
   const view = viewOf(readDecision(deps, caller, policyFacts(current, members)));
   return presentGrant(current.grant, view);

@@ -37,6 +37,10 @@ export const PROBLEMS = {
   expiry_out_of_range: { status: 422, title: 'expiresAt must be in the future and at most 365 days away' },
   internal_error: { status: 500, title: 'Internal server error' },
   dependency_unavailable: { status: 503, title: 'A dependency is unavailable; nothing was allowed' },
+  invalidation_pending: {
+    status: 503,
+    title: 'The change is committed but not yet confirmed on every replica; repeat the request to confirm it',
+  },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemCode = keyof typeof PROBLEMS;

@@ -32,15 +32,17 @@ export async function addMember(deps: Deps, caller: HumanPrincipal, podId: strin
 
 /**
  * Removes a human member. Membership decides the effective audience of pod grants, so the
- * removal also invalidates cached broker facts for grants in this pod.
+ * removal also invalidates cached broker facts for grants in this pod; a repeat (the member is
+ * gone: 404) stamps them again, which re-confirms a removal that answered 503.
  */
 export async function removeMember(deps: Deps, caller: HumanPrincipal, podId: string, userId: string): Promise<void> {
-  await deps.db.transaction(async (trx) => {
+  const removed = await deps.invalidation.change(async (trx, touch) => {
     // Lock the member row so two removals cannot both pass the last-owner rule.
     await trx.raw('select 1 from pod_members where pod_id = ? and role = ? for update', [podId, 'owner']);
     const member = await findMember(trx, podId, userId);
     await authorizePodAction(deps, caller, podId, 'members.remove', { member: member && { role: member.role } }, trx);
-    if (!member || member.member_kind !== 'human') throw new ApiError('not_found', 'no such human member in the pod');
+    await touch('pod', podId);
+    if (!member || member.member_kind !== 'human') return false;
     await deleteMember(trx, podId, userId);
     await emitEvent(trx, {
       type: 'pod.member_removed',
@@ -48,6 +50,7 @@ export async function removeMember(deps: Deps, caller: HumanPrincipal, podId: st
       data: { podId, memberId: userId, kind: 'human' },
       agentIds: await agentIdsOfPod(trx, podId),
     });
+    return true;
   });
-  await deps.invalidation.touch('pod', podId);
+  if (!removed) throw new ApiError('not_found', 'no such human member in the pod');
 }

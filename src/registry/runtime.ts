@@ -63,14 +63,15 @@ const STOP: Transition = { desired: 'stopped', action: 'runtime.stop', event: 'r
 
 /**
  * Moves the desired state, idempotently: when it already is the requested one nothing is written
- * and no event is sent. The broker's cached facts are invalidated after commit every time, a
- * repeat included, so repeating a stop is always a way to push the kill switch to every replica
- * (say the process that made the change died before its invalidation landed).
+ * and no event is sent. The broker's cached facts are invalidated every time, a repeat included,
+ * so repeating a stop re-confirms the kill switch on every replica (say it answered 503
+ * invalidation_pending while this replica was cut off from Redis).
  */
 async function transition(deps: Deps, caller: HumanPrincipal, podId: string, name: string, to: Transition): Promise<AgentRow> {
   const agent = await agentForAction(deps, caller, podId, name, to.action);
-  const result = await deps.db.transaction(async (trx) => {
+  return deps.invalidation.change(async (trx, touch) => {
     const current = await lockInstalled(trx, agent);
+    await touch('agent', agent.id);
     if (current.desired_state === to.desired) return current;
     const updated = await setDesiredState(trx, current.id, to.desired);
     await emitEvent(trx, {
@@ -87,8 +88,6 @@ async function transition(deps: Deps, caller: HumanPrincipal, podId: string, nam
     });
     return updated;
   });
-  await deps.invalidation.touch('agent', agent.id);
-  return result;
 }
 
 export function startRuntime(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {

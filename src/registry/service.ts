@@ -62,7 +62,10 @@ export async function installAgent(
 /** Uninstalling ends the seat: its tokens stop working at once and it leaves every audience. */
 export async function uninstallAgent(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<void> {
   const agent = await agentForAction(deps, caller, podId, name, 'agents.uninstall');
-  await deps.db.transaction(async (trx) => {
+  await deps.invalidation.change(async (trx, touch) => {
+    // Touched first: which trees the agent reaches is read from its row, deleted below.
+    await touch('agent', agent.id);
+    await touch('pod', podId);
     await deleteAgent(trx, agent);
     await emitEvent(trx, {
       type: 'pod.member_removed',
@@ -71,8 +74,6 @@ export async function uninstallAgent(deps: Deps, caller: HumanPrincipal, podId: 
       agentIds: await agentIdsOfPod(trx, podId),
     });
   });
-  await deps.invalidation.touch('pod', podId);
-  await deps.invalidation.touch('agent', agent.id);
 }
 
 export async function createRuntimeToken(
@@ -107,6 +108,10 @@ export async function listTokens(deps: Deps, caller: HumanPrincipal, podId: stri
 
 export async function removeToken(deps: Deps, caller: HumanPrincipal, podId: string, name: string, tokenId: string): Promise<void> {
   const agent = await agentForAction(deps, caller, podId, name, 'tokens.delete');
-  if (!(await deleteRuntimeToken(deps.db, agent.id, tokenId))) throw new ApiError('not_found', 'no such runtime token');
-  await deps.invalidation.touch('agent', agent.id);
+  // A token already gone still stamps: a repeat re-confirms a deletion that answered 503.
+  const deleted = await deps.invalidation.change(async (trx, touch) => {
+    await touch('agent', agent.id);
+    return deleteRuntimeToken(trx, agent.id, tokenId);
+  });
+  if (!deleted) throw new ApiError('not_found', 'no such runtime token');
 }

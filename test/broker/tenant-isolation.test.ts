@@ -45,7 +45,7 @@ describe('a hostile tenant beside a legitimate one', () => {
     const records = await service.deps.db('call_records').where('grant_id', good.leafId).select('id', 'outcome');
     expect(records).toHaveLength(200);
     for (const grantId of good.ids) {
-      const consumed = await service.deps.redis.zrange(windowKey(good.rootId, grantId), 0, -1);
+      const consumed = await service.deps.redis.zrange(windowKey(good.rootId, grantId), '0', '-1');
       expect(consumed.sort()).toEqual(records.map((r) => r.id).sort());
     }
   });

@@ -34,11 +34,11 @@ describe('runtime status, start and stop', () => {
   });
 
   it('stop is immediate, announced once, idempotent, and invalidates the broker cache on every replica', async () => {
-    const touch = jest.spyOn(service.deps.invalidation, 'touch');
+    const touch = jest.spyOn(service.deps.invalidation, 'record');
     try {
       const stopped = await stop().expect(200);
       expect(stopped.body).toMatchObject({ desiredState: 'stopped', state: 'stopped' });
-      expect(touch).toHaveBeenCalledWith('agent', agent.agentId);
+      expect(touch).toHaveBeenCalledWith(expect.anything(), 'agent', agent.agentId);
       const again = await stop(owner).expect(200);
       expect(again.body).toEqual(stopped.body); // nothing changed, not even changedAt
       expect(await status()).toEqual(stopped.body);
