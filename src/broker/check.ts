@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps';
 import { digestOf } from '../digest';
 import { DependencyUnavailableError } from '../http/dependency-failure';
@@ -6,6 +5,7 @@ import { brokerDecisions } from '../http/metrics';
 import { ApiError } from '../http/problem';
 import { newId } from '../ids';
 import type { SlidingWindowBudget, BudgetAnswer } from '../budget/sliding-window';
+import { rebuildTreeWindows } from '../budget/rebuild';
 import type { Chain, ChainCache } from './chain';
 import type { CallTrailWriter } from './call-trail';
 import { verifyBroker, type CheckingBroker, type VerifiedBrokerTokens } from './authenticator';
@@ -59,7 +59,7 @@ export async function checkCall(deps: Deps, broker: CheckingBroker, request: Che
   }
   const rootId = chain[0]!.root_id;
 
-  let snapshot = components.trees.current(rootId, Date.now()) ?? (await freshSnapshot(components, chain));
+  let snapshot = components.trees.current(rootId, Date.now()) ?? (await freshSnapshot(deps, rootId));
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
     const now = Date.now();
     await confirmBroker(deps, snapshot, broker, chain[0]!.broker_id === broker.brokerId);
@@ -78,16 +78,10 @@ export async function checkCall(deps: Deps, broker: CheckingBroker, request: Che
 
     const callId = newId('call');
     const levels = budgetLevels(chain);
-    const answer = await components.budget.run({
-      rootId,
-      levels,
-      expectedVersion: snapshot.version,
-      mode: decision.allow ? 'consume' : 'probe',
-      callId,
-      freshVersion: randomUUID(),
-    });
-    if (answer.kind === 'stale') {
-      snapshot = components.trees.renew(rootId, answer.version, Date.now());
+    const answer = await components.budget.run({ rootId, levels, expectedVersion: snapshot.version, mode: decision.allow ? 'consume' : 'probe' });
+    if (answer.kind === 'stale' || answer.kind === 'missing') {
+      const version = answer.kind === 'stale' ? answer.version : await rebuildTreeWindows(deps.db, components.budget, rootId);
+      snapshot = components.trees.renew(rootId, version, Date.now());
       continue;
     }
     const result = answerOf(callId, String(decision.reason), answer);
@@ -108,7 +102,7 @@ export async function checkCall(deps: Deps, broker: CheckingBroker, request: Che
       // No record, no answer: the broker must not run a call the trail does not show. The unit
       // it took is given back, so every consumed unit has its record.
       deps.log.error({ err: { message: (error as Error).message }, callId }, 'call record not written');
-      if (result.decision === 'allow') await components.budget.refund(rootId, levels, callId).catch(() => undefined);
+      if (answer.kind === 'allowed') await components.budget.refund(rootId, levels, answer.atMs).catch(() => undefined);
       throw new DependencyUnavailableError('the call trail could not be written');
     }
     brokerDecisions.labels(result.decision, result.reason).inc();
@@ -128,26 +122,23 @@ function refusalError(code: (typeof REFUSALS)[number]): ApiError {
   }
 }
 
-/** Reads the tree's current version before any fact is loaded, so the facts are at least as new. */
-async function freshSnapshot(components: BrokerComponents, chain: Chain): Promise<TreeSnapshot> {
-  const rootId = chain[0]!.root_id;
-  const answer = await components.budget.run({
-    rootId,
-    levels: [],
-    expectedVersion: '',
-    mode: 'probe',
-    callId: '',
-    freshVersion: randomUUID(),
-  });
+/**
+ * Reads the tree's current version before any fact is loaded, so the facts are at least as new.
+ * No version at all: Redis lost the tree, whose windows are rebuilt from the call trail first.
+ */
+async function freshSnapshot(deps: Deps, rootId: string): Promise<TreeSnapshot> {
+  const { budget, trees } = deps.broker;
+  const answer = await budget.run({ rootId, levels: [], expectedVersion: '', mode: 'probe' });
+  if (answer.kind === 'missing') return trees.renew(rootId, await rebuildTreeWindows(deps.db, budget, rootId), Date.now());
   if (answer.kind !== 'stale') throw new DependencyUnavailableError('the budget script did not report the tree version');
-  return components.trees.renew(rootId, answer.version, Date.now());
+  return trees.renew(rootId, answer.version, Date.now());
 }
 
 function budgetLevels(chain: Chain) {
   return chain.map((grant) => ({ grantId: grant.id, calls: grant.budget.calls, windowMs: grant.budget.window_ms }));
 }
 
-function answerOf(callId: string, policyReason: string, answer: Exclude<BudgetAnswer, { kind: 'stale' }>): CheckAnswer {
+function answerOf(callId: string, policyReason: string, answer: Exclude<BudgetAnswer, { kind: 'stale' | 'missing' }>): CheckAnswer {
   switch (answer.kind) {
     case 'allowed':
       return { decision: 'allow', callId, reason: 'allowed', budget: { remaining: answer.remaining, resetMs: answer.resetMs } };

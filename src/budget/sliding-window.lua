@@ -1,61 +1,107 @@
--- Exact sliding-window call budget over a whole grant chain, decided atomically.
+-- Sliding-window call budget over a whole grant chain, decided atomically.
 --
 -- KEYS[1]        version key of the grant tree (cached broker facts are valid only under it)
--- KEYS[2..n+1]   one sorted set per grant of the chain (the grant first, its root last);
---                members are call ids, scores are Redis time in ms
+-- KEYS[2..n+1]   one window per grant of the chain (the grant first, its root last)
 -- ARGV[1]        the version the caller's cached facts were loaded under
--- ARGV[2]        a fresh random version, stored if the key is missing (first use, Redis restart)
--- ARGV[3]        'consume' (policy allowed: take one unit everywhere) or 'probe' (only report)
--- ARGV[4]        the call id, the member added at every level
--- ARGV[3+2i], ARGV[4+2i]   calls and windowMs of level i
+-- ARGV[2]        'consume' (policy allowed: take one unit everywhere) or 'probe' (only report)
+-- ARGV[3]        '' to use Redis TIME, or a time in ms (tests of the window against a model)
+-- ARGV[4+3i-3], ARGV[5+3i-3], ARGV[6+3i-3]   calls, windowMs and bucketMs of level i
 --
--- Replies: {'stale', currentVersion}                  nothing consumed; reload facts and retry
---          {'allowed', remaining, resetMs}            one unit taken at every level
---          {'exhausted', retryAfterMs, resetMs}       a level is full; nothing taken
---          {'probed', remaining, resetMs}             nothing taken
--- All keys share the root's hash tag, so the script runs on Redis Cluster.
+-- A window is exact (bucketMs 0): a list of the allowed calls' times, oldest first, about
+-- 11 bytes a call. A large budget is bucketed (bucketMs > 0): a hash of bucket start -> count,
+-- bounded whatever the budget. A bucket counts in full until its end leaves the window, so a
+-- bucketed window never admits more than the exact one would; it may admit fewer, for at most
+-- one bucket's time.
+--
+-- Replies: {'missing'}                               no version: rebuild the tree's windows first
+--          {'stale', currentVersion}                 nothing consumed; reload facts and retry
+--          {'allowed', remaining, resetMs, atMs}     one unit taken at every level, at atMs
+--          {'exhausted', retryAfterMs, resetMs}      a level is full; nothing taken
+--          {'probed', remaining, resetMs}            nothing taken
+-- All keys share the root's hash tag, so the script runs on one Redis Cluster slot.
 
 local current = redis.call('GET', KEYS[1])
 if not current then
-  redis.call('SET', KEYS[1], ARGV[2])
-  current = ARGV[2]
+  return {'missing'}
 end
 if current ~= ARGV[1] then
   return {'stale', current}
 end
 
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local consume = ARGV[3] == 'consume'
+local now
+if ARGV[3] ~= '' then
+  now = tonumber(ARGV[3])
+else
+  local clock = redis.call('TIME')
+  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+local consume = ARGV[2] == 'consume'
+
+-- Exact: drops the calls that left the window; answers the count, when the oldest leaves, and
+-- when room returns once the window is full (the (count - calls + 1)-th oldest leaves).
+local function exact_window(key, calls, window)
+  while true do
+    local head = redis.call('LINDEX', key, 0)
+    if not head or tonumber(head) > now - window then break end
+    redis.call('LPOP', key)
+  end
+  local count = redis.call('LLEN', key)
+  local reset, wait = window, 0
+  if count > 0 then reset = tonumber(redis.call('LINDEX', key, 0)) + window - now end
+  if count >= calls then wait = tonumber(redis.call('LINDEX', key, count - calls)) + window - now end
+  return count, reset, wait
+end
+
+-- Bucketed: the same answers, each bucket counted until its end leaves the window.
+local function bucketed_window(key, calls, window, bucket)
+  local fields = redis.call('HGETALL', key)
+  local live, count = {}, 0
+  for j = 1, #fields, 2 do
+    local start, n = tonumber(fields[j]), tonumber(fields[j + 1])
+    if start + bucket + window <= now or n <= 0 then
+      redis.call('HDEL', key, fields[j])
+    else
+      count = count + n
+      live[#live + 1] = {start, n}
+    end
+  end
+  table.sort(live, function(a, b) return a[1] < b[1] end)
+  local reset, wait = window, 0
+  if #live > 0 then reset = live[1][1] + bucket + window - now end
+  if count >= calls then
+    local freed = 0
+    for _, b in ipairs(live) do
+      freed = freed + b[2]
+      if count - freed < calls then
+        wait = b[1] + bucket + window - now
+        break
+      end
+    end
+  end
+  return count, reset, wait
+end
+
 local levels = #KEYS - 1
-
-local remaining = nil
-local reset_ms = 0
-local retry_after = 0
-local used = {}
-
+local remaining, reset_ms, retry_after = nil, 0, 0
 for i = 1, levels do
   local key = KEYS[i + 1]
-  local calls = tonumber(ARGV[3 + 2 * i])
-  local window = tonumber(ARGV[4 + 2 * i])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-  local count = redis.call('ZCARD', key)
-  used[i] = count
-  if count >= calls then
-    -- Room returns when the (count - calls + 1)-th oldest call leaves the window.
-    local freeing = redis.call('ZRANGE', key, count - calls, count - calls, 'WITHSCORES')
-    local wait = window
-    if freeing[2] then wait = tonumber(freeing[2]) + window - now end
-    if wait > retry_after then retry_after = wait end
+  local calls = tonumber(ARGV[1 + 3 * i])
+  local window = tonumber(ARGV[2 + 3 * i])
+  local bucket = tonumber(ARGV[3 + 3 * i])
+  local count, reset, wait
+  if bucket == 0 then
+    count, reset, wait = exact_window(key, calls, window)
+  else
+    count, reset, wait = bucketed_window(key, calls, window, bucket)
   end
+  if wait > retry_after then retry_after = wait end
   local left = calls - count
   if consume then left = left - 1 end
   if left < 0 then left = 0 end
   if remaining == nil or left < remaining then
     remaining = left
-    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    if oldest[2] then reset_ms = tonumber(oldest[2]) + window - now else reset_ms = window end
-    if consume and count == 0 then reset_ms = window end
+    reset_ms = reset
+    if consume and count == 0 then reset_ms = window + bucket end
   end
 end
 
@@ -68,8 +114,15 @@ end
 
 for i = 1, levels do
   local key = KEYS[i + 1]
-  local window = tonumber(ARGV[4 + 2 * i])
-  redis.call('ZADD', key, now, ARGV[4])
-  redis.call('PEXPIRE', key, window)
+  local window = tonumber(ARGV[2 + 3 * i])
+  local bucket = tonumber(ARGV[3 + 3 * i])
+  if bucket == 0 then
+    -- Should the clock step back, a time out of order stays until those before it leave: the
+    -- window then counts it longer than needed, never shorter.
+    redis.call('RPUSH', key, now)
+  else
+    redis.call('HINCRBY', key, now - now % bucket, 1)
+  end
+  redis.call('PEXPIRE', key, window + bucket)
 end
-return {'allowed', remaining, reset_ms}
+return {'allowed', remaining, reset_ms, now}

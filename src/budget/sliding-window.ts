@@ -18,32 +18,47 @@ export interface BudgetRequest {
   expectedVersion: string;
   /** consume: the policy allowed, take one unit everywhere; probe: only report. */
   mode: 'consume' | 'probe';
-  /** Unique per call: the member added to every level's window. */
-  callId: string;
-  /** Stored as the tree's version when the key is missing (first use, Redis restart). */
-  freshVersion: string;
+  /** Tests of the window against a model only: decide at this time instead of Redis TIME. */
+  atMs?: number;
 }
 
 export type BudgetAnswer =
+  | { kind: 'missing' }
   | { kind: 'stale'; version: string }
-  | { kind: 'allowed'; remaining: number; resetMs: number }
+  | { kind: 'allowed'; remaining: number; resetMs: number; atMs: number }
   | { kind: 'exhausted'; retryAfterMs: number; resetMs: number }
   | { kind: 'probed'; remaining: number; resetMs: number };
 
-const COMMAND = 'grantBudgetWindow';
+/** A grant's window as the trail rebuilds it: [time, how many calls at that time] still counting. */
+export interface RestoredWindow extends BudgetLevel {
+  counted: ReadonlyArray<readonly [number, number]>;
+}
 
-/** The script ships as a .lua file beside this module in src/ (tsc does not copy it into dist/). */
-function loadScript(): string {
-  const candidates = [
-    path.join(__dirname, 'sliding-window.lua'),
-    path.join(__dirname, '..', '..', '..', 'src', 'budget', 'sliding-window.lua'),
-  ];
+/**
+ * Budgets up to this many calls keep the exact time of every allowed call (about 11 bytes each);
+ * larger ones count per bucket, WINDOW_BUCKETS buckets a window, so no grant holds more than
+ * about that many entries whatever its budget.
+ */
+export const EXACT_MAX_CALLS = 1000;
+export const WINDOW_BUCKETS = 100;
+
+/** 0 for an exact window, else the bucket length in ms. */
+export function bucketMsOf(level: Pick<BudgetLevel, 'calls' | 'windowMs'>): number {
+  return level.calls <= EXACT_MAX_CALLS ? 0 : Math.max(1, Math.ceil(level.windowMs / WINDOW_BUCKETS));
+}
+
+/** The scripts ship as .lua files beside this module in src/ (tsc does not copy them into dist/). */
+function loadScript(name: string): string {
+  const candidates = [path.join(__dirname, name), path.join(__dirname, '..', '..', '..', 'src', 'budget', name)];
   const found = candidates.find((file) => existsSync(file));
-  if (!found) throw new Error(`sliding-window.lua not found (looked in ${candidates.join(', ')})`);
+  if (!found) throw new Error(`${name} not found (looked in ${candidates.join(', ')})`);
   return readFileSync(found, 'utf8');
 }
 
-const SCRIPT = loadScript();
+const SCRIPTS = {
+  grantBudgetWindow: loadScript('sliding-window.lua'),
+  grantBudgetRestore: loadScript('restore-windows.lua'),
+};
 
 type ScriptCommand = (numberOfKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
@@ -55,42 +70,88 @@ type ScriptCommand = (numberOfKeys: number, ...args: Array<string | number>) => 
  * DependencyUnavailableError: the caller answers 503 and nothing is allowed.
  */
 export class SlidingWindowBudget {
-  private readonly command: ScriptCommand;
+  private readonly commands: Record<keyof typeof SCRIPTS, ScriptCommand>;
 
   constructor(private readonly redis: Redis) {
-    if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: SCRIPT });
-    this.command = (redis as unknown as Record<string, ScriptCommand>)[COMMAND]!.bind(redis);
+    const commands = {} as Record<keyof typeof SCRIPTS, ScriptCommand>;
+    for (const [name, lua] of Object.entries(SCRIPTS) as Array<[keyof typeof SCRIPTS, string]>) {
+      if (!(name in redis)) redis.defineCommand(name, { lua });
+      commands[name] = (redis as unknown as Record<string, ScriptCommand>)[name]!.bind(redis);
+    }
+    this.commands = commands;
   }
 
   async run(request: BudgetRequest): Promise<BudgetAnswer> {
     const keys = [treeVersionKey(request.rootId), ...request.levels.map((l) => windowKey(request.rootId, l.grantId))];
-    const args = [request.expectedVersion, request.freshVersion, request.mode, request.callId];
-    for (const level of request.levels) args.push(String(level.calls), String(level.windowMs));
-    let reply: unknown;
+    const args: Array<string | number> = [request.expectedVersion, request.mode, request.atMs ?? ''];
+    for (const level of request.levels) args.push(level.calls, level.windowMs, bucketMsOf(level));
+    return parseReply(await this.call('grantBudgetWindow', keys, args));
+  }
+
+  /** Gives back the unit a call took at every level at `atMs` (its record could not be written). */
+  async refund(rootId: string, levels: readonly BudgetLevel[], atMs: number): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const level of levels) {
+      const bucketMs = bucketMsOf(level);
+      const key = windowKey(rootId, level.grantId);
+      if (bucketMs === 0) pipeline.lrem(key, -1, String(atMs));
+      else pipeline.hincrby(key, String(atMs - (atMs % bucketMs)), -1);
+    }
+    await pipeline.exec();
+  }
+
+  /**
+   * Puts back every window of a tree whose version key is gone, then the version: one script, so
+   * no check consumes in between. Answers the version now in force.
+   */
+  async restore(rootId: string, windows: readonly RestoredWindow[], freshVersion: string): Promise<string> {
+    const keys = [treeVersionKey(rootId), ...windows.map((w) => windowKey(rootId, w.grantId))];
+    const args: Array<string | number> = [freshVersion];
+    for (const window of windows) {
+      const bucketMs = bucketMsOf(window);
+      const values = bucketMs === 0 ? callTimes(window.counted) : bucketCounts(window.counted, bucketMs);
+      args.push(bucketMs, window.windowMs, values.length, ...values);
+    }
+    const reply = await this.call('grantBudgetRestore', keys, args);
+    if (!Array.isArray(reply) || typeof reply[1] !== 'string') throw new DependencyUnavailableError('restore script gave no version');
+    return reply[1];
+  }
+
+  private async call(name: keyof typeof SCRIPTS, keys: string[], args: Array<string | number>): Promise<unknown> {
     try {
-      reply = await this.command(keys.length, ...keys, ...args);
+      return await this.commands[name](keys.length, ...keys, ...args);
     } catch (error) {
       throw new DependencyUnavailableError(`budget script failed: ${(error as Error).message}`);
     }
-    return parseReply(reply);
   }
+}
 
-  /** Gives back the unit a call took at every level (its record could not be written). */
-  async refund(rootId: string, levels: readonly BudgetLevel[], callId: string): Promise<void> {
-    const pipeline = this.redis.pipeline();
-    for (const level of levels) pipeline.zrem(windowKey(rootId, level.grantId), callId);
-    await pipeline.exec();
+/** Every call's time, oldest first (an exact window). */
+function callTimes(counted: RestoredWindow['counted']): number[] {
+  return counted.flatMap(([at, n]) => Array<number>(n).fill(at)).sort((a, b) => a - b);
+}
+
+/** Flattened bucket start, count pairs (a bucketed window). */
+function bucketCounts(counted: RestoredWindow['counted'], bucketMs: number): number[] {
+  const counts = new Map<number, number>();
+  for (const [at, n] of counted) {
+    const start = at - (at % bucketMs);
+    counts.set(start, (counts.get(start) ?? 0) + n);
   }
+  return [...counts].flat();
 }
 
 function parseReply(reply: unknown): BudgetAnswer {
   if (!Array.isArray(reply)) throw new DependencyUnavailableError('budget script gave no list');
-  const [kind, first, second] = reply as [string, unknown, unknown];
+  const [kind, first, second, third] = reply as [string, unknown, unknown, unknown];
   const number = (value: unknown) => Math.max(0, Number(value));
   switch (kind) {
+    case 'missing':
+      return { kind };
     case 'stale':
       return { kind, version: String(first) };
     case 'allowed':
+      return { kind, remaining: number(first), resetMs: number(second), atMs: Number(third) };
     case 'probed':
       return { kind, remaining: number(first), resetMs: number(second) };
     case 'exhausted':

@@ -41,9 +41,31 @@ describe('broker check when Redis fails', () => {
 
     await own.start();
     await redisReady();
-    // The restart lost every window (no persistence): the budget starts over, the facts reload.
+    // The restart lost every window (no persistence): they are rebuilt from the call trail, so the
+    // one call allowed before the restart still counts and two units are left, not three.
     const after = await Promise.all(Array.from({ length: 5 }, () => checkAs(service, world, leafId, world.agent)));
-    expect(after.filter((r) => r.body.decision === 'allow')).toHaveLength(3);
+    expect(after.filter((r) => r.body.decision === 'allow')).toHaveLength(2);
+  });
+
+  it('keeps a used-up budget used up across a Redis restart, exact and bucketed windows alike', async () => {
+    await redisReady();
+    const exact = await chainOf(service, world, 1, { budget: { calls: 20, windowMs: 3_600_000 } });
+    // Above 1 000 calls a window counts per bucket: rebuilt per bucket too.
+    const bucketed = await chainOf(service, world, 0, { budget: { calls: 1500, windowMs: 3_600_000 } });
+    const spend = (grantId: string, n: number) => Promise.all(Array.from({ length: n }, () => checkAs(service, world, grantId, world.agent)));
+    const allowed = (answers: Array<{ body: { decision: string } }>) => answers.filter((r) => r.body.decision === 'allow').length;
+    expect(allowed(await spend(exact.leafId, 25))).toBe(20);
+    expect(allowed(await spend(bucketed.rootId, 40))).toBe(40);
+
+    await own.stop();
+    await own.start();
+    await redisReady();
+
+    expect(allowed(await spend(exact.leafId, 5))).toBe(0);
+    // The root of the exact chain took those 20 units too: its own window was rebuilt as well.
+    expect(allowed(await spend(exact.rootId, 5))).toBe(0);
+    const after = await checkAs(service, world, bucketed.rootId, world.agent);
+    expect(after.body).toMatchObject({ decision: 'allow', budget: { remaining: 1500 - 41 } });
   });
 
   it('survives SCRIPT FLUSH mid-run', async () => {

@@ -26,7 +26,7 @@ export async function chainOf(service: TestService, world: BrokerWorld, depth: n
 }
 
 export function checkAs(
-  service: TestService,
+  service: Pick<TestService, 'http'>,
   world: { broker: { auth: { Authorization: string } } },
   grantId: string,
   who: Human | InstalledAgent,

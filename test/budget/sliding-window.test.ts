@@ -30,7 +30,7 @@ async function tree(r = redis, b = budget) {
   const version = randomUUID();
   await r.set(treeVersionKey(rootId), version);
   const spend = (levels: BudgetLevel[], mode: BudgetRequest['mode'] = 'consume') =>
-    b.run({ rootId, levels, expectedVersion: version, mode, callId: `call_${randomUUID()}`, freshVersion: randomUUID() });
+    b.run({ rootId, levels, expectedVersion: version, mode });
   return { rootId, version, spend };
 }
 
@@ -85,17 +85,25 @@ describe('sliding-window budget script', () => {
   it('answers stale, consuming nothing, when the cached version is not current', async () => {
     const { rootId, version, spend } = await tree();
     await redis.set(treeVersionKey(rootId), 'someone-changed-it');
-    const answer = await budget.run({ rootId, levels: [level('grt_s', 1)], expectedVersion: version, mode: 'consume', callId: 'c1', freshVersion: 'x' });
+    const answer = await budget.run({ rootId, levels: [level('grt_s', 1)], expectedVersion: version, mode: 'consume' });
     expect(answer).toEqual({ kind: 'stale', version: 'someone-changed-it' });
     await redis.set(treeVersionKey(rootId), version);
     expect((await spend([level('grt_s', 1)])).kind).toBe('allowed');
   });
 
-  it('stores a fresh random version when the key is gone, so no cached version matches it', async () => {
+  it('answers missing, consuming nothing, when the version key is gone; a restore puts the windows back first', async () => {
     const rootId = `grt_${randomUUID()}`;
-    const answer = await budget.run({ rootId, levels: [], expectedVersion: 'old', mode: 'probe', callId: '', freshVersion: 'new-random' });
-    expect(answer).toEqual({ kind: 'stale', version: 'new-random' });
+    const chain = [level('grt_m', 3)];
+    expect(await budget.run({ rootId, levels: chain, expectedVersion: 'old', mode: 'consume' })).toEqual({ kind: 'missing' });
+    const now = Date.now();
+    const version = await budget.restore(rootId, [{ ...chain[0]!, counted: [[now - 10, 1], [now - 5, 1]] }], 'new-random');
+    expect(version).toBe('new-random');
     expect(await redis.get(treeVersionKey(rootId))).toBe('new-random');
+    // Two calls came back from the trail: one unit is left.
+    expect(await budget.run({ rootId, levels: chain, expectedVersion: version, mode: 'consume' })).toMatchObject({ kind: 'allowed', remaining: 0 });
+    // Another replica restoring later finds the version in place and changes nothing.
+    expect(await budget.restore(rootId, [{ ...chain[0]!, counted: [] }], 'too-late')).toBe('new-random');
+    expect(await budget.run({ rootId, levels: chain, expectedVersion: version, mode: 'probe' })).toMatchObject({ remaining: 0 });
   });
 
   it('keeps every key of a tree in one Redis Cluster slot (hash tag of the root id)', async () => {
@@ -126,10 +134,10 @@ describe('budget script under Redis failures (a throwaway redis-server)', () => 
 
       await own.start();
       await waitUntil(() => ownClient.status === 'ready');
-      // The restart lost the version (and the script cache): the first call reports a fresh
-      // version instead of allowing on facts cached before the restart.
+      // The restart lost the version (and the script cache): the first call asks for the windows
+      // to be rebuilt instead of allowing on facts cached before the restart.
       const after = await spend(chain);
-      expect(after.kind).toBe('stale');
+      expect(after.kind).toBe('missing');
     } finally {
       ownClient.disconnect();
       await own.stop();
