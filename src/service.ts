@@ -14,6 +14,15 @@ import { REQUIRED_ENTRYPOINTS } from './policy/entrypoints';
 import { API_DECISIONS } from './http/decisions';
 import { EventWaker } from './events/waker';
 import { startEventRetention } from './events/retention';
+import { readRedisDurability } from './budget/durability';
+
+/** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
+async function warnOnEvictingRedis(redis: Redis, log: Logger): Promise<void> {
+  const durability = await readRedisDurability(redis).catch(() => null);
+  if (durability?.evictionPolicy && durability.evictionPolicy !== 'noeviction') {
+    log.warn({ evictionPolicy: durability.evictionPolicy }, 'Redis may evict budget windows under memory pressure; set maxmemory-policy noeviction');
+  }
+}
 
 export interface ServiceOptions {
   logger?: Logger;
@@ -37,6 +46,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
+  void warnOnEvictingRedis(redis, log);
   const policy = new PolicyEngine(config.POLICY_WASM_PATH, log.child({ component: 'policy' }), config.DECISION_LOG, REQUIRED_ENTRYPOINTS);
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();

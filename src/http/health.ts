@@ -1,6 +1,7 @@
 import { defineRoute, type Route } from './route';
 import { z } from './schema';
 import { metricsRegistry } from './metrics';
+import { readRedisDurability } from '../budget/durability';
 
 const tag = 'Operations';
 
@@ -9,6 +10,17 @@ const Readiness = z
     status: z.enum(['ready', 'unavailable']),
     checks: z.object({ postgres: z.boolean(), redis: z.boolean(), policy: z.boolean() }),
     policyRevision: z.string().nullable(),
+    redisDurability: z
+      .object({
+        persistence: z.enum(['aof', 'rdb', 'none', 'unknown']),
+        evictionPolicy: z.string().nullable(),
+      })
+      .nullable()
+      .openapi({
+        description:
+          'How Redis keeps budgets. Budgets survive a restart either way (windows are rebuilt from the call trail); ' +
+          'an eviction policy other than `noeviction` may drop a window under memory pressure and admit calls early.',
+      }),
   })
   .openapi('Readiness');
 
@@ -49,9 +61,10 @@ export const healthRoutes: Route[] = [
       ]);
       const checks = { postgres, redis, policy: deps.policy.ready };
       const ready = postgres && redis && checks.policy;
+      const redisDurability = redis ? await readRedisDurability(deps.redis).catch(() => null) : null;
       return {
         status: ready ? 200 : 503,
-        body: { status: ready ? 'ready' : 'unavailable', checks, policyRevision: deps.policy.revision ?? null },
+        body: { status: ready ? 'ready' : 'unavailable', checks, policyRevision: deps.policy.revision ?? null, redisDurability },
       };
     },
   ),

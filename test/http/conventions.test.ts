@@ -62,5 +62,7 @@ describe('HTTP conventions (CONTRACT §1)', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'ready', checks: { postgres: true, redis: true, policy: true } });
     expect(res.body.policyRevision).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // Read from the Redis itself (the shared test Redis is usually started with no persistence).
+    expect(res.body.redisDurability).toEqual({ persistence: expect.stringMatching(/^(aof|rdb|none)$/), evictionPolicy: expect.any(String) });
   });
 });
