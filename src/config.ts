@@ -42,6 +42,10 @@ const environmentSchema = z
     INVALIDATION_CONFIRM_TIMEOUT_MS: int(100, 30_000).default(1000),
     INVALIDATION_RELAY_INTERVAL_MS: int(50, 60_000).default(250),
     SHUTDOWN_TIMEOUT_MS: int(0, 120_000).default(10_000),
+    // /metrics: a bearer token that reads it, and/or a port of its own (then not on PORT at all).
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    METRICS_PORT: int(1, 65535).optional(),
+    METRICS_HOST: z.string().default('127.0.0.1'),
     WORKERS: int(1, 64).default(1),
   })
   .superRefine((env, ctx) => {

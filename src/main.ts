@@ -10,6 +10,10 @@ async function main(): Promise<void> {
   const service = await buildService(config, { logger: log });
   const server = createHttpServer(service.app);
   server.listen(config.PORT, config.HOST, () => log.info({ port: config.PORT, host: config.HOST, pid: process.pid }, 'listening'));
+  const metricsServer = service.metricsApp && createHttpServer(service.metricsApp);
+  metricsServer?.listen(config.METRICS_PORT, config.METRICS_HOST, () =>
+    log.info({ port: config.METRICS_PORT, host: config.METRICS_HOST }, 'metrics listening'),
+  );
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -21,6 +25,7 @@ async function main(): Promise<void> {
       server.closeAllConnections();
     }, config.SHUTDOWN_TIMEOUT_MS);
     deadline.unref();
+    metricsServer?.close();
     server.close(async () => {
       await service.close();
       log.info('stopped');

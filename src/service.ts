@@ -8,6 +8,7 @@ import type { Deps } from './deps';
 import { createApp } from './http/app';
 import { buildOpenApiDocument } from './http/openapi';
 import { allRoutes } from './http/routes';
+import { metricsRoute } from './http/health';
 import { createLogger, type Logger } from './log';
 import { PolicyEngine } from './policy/engine';
 import { REQUIRED_ENTRYPOINTS } from './policy/entrypoints';
@@ -47,7 +48,13 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
-  const policy = new PolicyEngine(config.POLICY_WASM_PATH, log.child({ component: 'policy' }), config.DECISION_LOG, REQUIRED_ENTRYPOINTS);
+  const policy = new PolicyEngine(
+    config.POLICY_WASM_PATH,
+    log.child({ component: 'policy' }),
+    config.DECISION_LOG,
+    REQUIRED_ENTRYPOINTS,
+    config.NODE_ENV === 'production',
+  );
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();
 
@@ -69,9 +76,15 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   let openApi: unknown;
-  const app = createApp(deps, allRoutes, {
+  // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
+  const metricsApart = config.METRICS_PORT !== undefined;
+  const app = createApp(deps, metricsApart ? allRoutes.filter((route) => route !== metricsRoute) : allRoutes, {
     openApi: () => (openApi ??= buildOpenApiDocument(allRoutes, API_DECISIONS)),
   });
+  const metricsApp = metricsApart ? createApp(deps, [metricsRoute]) : undefined;
+  if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
+    log.warn('/metrics is open to anyone who reaches the API port: set METRICS_TOKEN or METRICS_PORT');
+  }
 
   async function close(): Promise<void> {
     policy.close();
@@ -83,5 +96,5 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     await db.destroy();
   }
 
-  return { app, deps, close };
+  return { app, metricsApp, deps, close };
 }

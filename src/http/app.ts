@@ -22,7 +22,7 @@ function toApiError(error: unknown, ctx: Context, deps: Deps): ApiError {
   return new ApiError('internal_error', 'an unexpected error occurred; quote the request id to an operator');
 }
 
-export function createApp(deps: Deps, routes: readonly Route[], extras: { openApi: () => unknown }): Koa {
+export function createApp(deps: Deps, routes: readonly Route[], extras: { openApi?: () => unknown } = {}): Koa {
   const app = new Koa({ proxy: false });
   const router = new Router();
 
@@ -52,9 +52,12 @@ export function createApp(deps: Deps, routes: readonly Route[], extras: { openAp
   for (const route of routes) {
     router[route.method](route.path, (ctx) => route.run(ctx, deps));
   }
-  router.get('/api/openapi.json', (ctx) => {
-    ctx.body = extras.openApi();
-  });
+  const { openApi } = extras;
+  if (openApi) {
+    router.get('/api/openapi.json', (ctx) => {
+      ctx.body = openApi();
+    });
+  }
 
   app.use(router.routes());
   app.use(async (ctx) => {

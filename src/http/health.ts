@@ -2,6 +2,8 @@ import { defineRoute, type Route } from './route';
 import { z } from './schema';
 import { metricsRegistry } from './metrics';
 import { readRedisDurability } from '../budget/durability';
+import { constantTimeEqual } from '../credentials/tokens';
+import { bearerToken, unauthenticated } from './auth';
 
 const tag = 'Operations';
 
@@ -68,18 +70,25 @@ export const healthRoutes: Route[] = [
       };
     },
   ),
-  defineRoute(
-    {
-      method: 'get',
-      path: '/metrics',
-      tag,
-      summary: 'Prometheus metrics',
-      auth: null,
-      success: { status: 200, description: 'Metrics in the Prometheus text format' },
-    },
-    async () => ({
-      body: await metricsRegistry.metrics(),
-      headers: { 'Content-Type': metricsRegistry.contentType },
-    }),
-  ),
 ];
+
+/**
+ * Prometheus metrics. With METRICS_TOKEN set, only a bearer of that token reads them (compared in
+ * constant time); with METRICS_PORT set they are served there and not on the API port at all.
+ */
+export const metricsRoute: Route = defineRoute(
+  {
+    method: 'get',
+    path: '/metrics',
+    tag,
+    summary: 'Prometheus metrics (METRICS_TOKEN bearer when set; on METRICS_PORT instead when set)',
+    auth: null,
+    success: { status: 200, description: 'Metrics in the Prometheus text format' },
+    errors: ['unauthenticated'],
+  },
+  async ({ deps, ctx }) => {
+    const expected = deps.config.METRICS_TOKEN;
+    if (expected && !constantTimeEqual(bearerToken(ctx), expected)) throw unauthenticated();
+    return { body: await metricsRegistry.metrics(), headers: { 'Content-Type': metricsRegistry.contentType } };
+  },
+);

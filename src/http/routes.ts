@@ -4,7 +4,7 @@ import { grantRoutes } from '../grants/routes';
 import { podRoutes } from '../pods/routes';
 import { registryRoutes } from '../registry/routes';
 import { runtimeRoutes } from '../runtime/routes';
-import { healthRoutes } from './health';
+import { healthRoutes, metricsRoute } from './health';
 import type { Route } from './route';
 
 /** Every route of the service, in the order of the spec; the OpenAPI document lists the same. */
@@ -16,4 +16,5 @@ export const allRoutes: Route[] = [
   ...podRoutes,
   ...connectionRoutes,
   ...healthRoutes,
+  metricsRoute,
 ];

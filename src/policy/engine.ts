@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { watchFile, unwatchFile } from 'node:fs';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import type { Logger } from '../log';
@@ -41,6 +41,8 @@ export class PolicyEngine {
     private readonly log: Logger,
     private readonly decisionLog: DecisionLogMode = 'all',
     private readonly requiredEntrypoints: readonly string[] = [],
+    /** Production: load only a file owned by root or this process's user and writable by no one else. */
+    private readonly requireTrustedFile = false,
   ) {}
 
   get revision(): string | undefined {
@@ -78,9 +80,11 @@ export class PolicyEngine {
 
   private async load(): Promise<boolean> {
     let candidate: LoadedModule;
+    let revision: string | undefined;
     try {
+      if (this.requireTrustedFile) await assertTrustedFile(this.wasmPath);
       const bytes = await readFile(this.wasmPath);
-      const revision = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+      revision = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
       if (revision === this.current?.revision) return true;
       const policy = await loadPolicy(bytes);
       const entrypoints = new Set(Object.keys(policy.entrypoints));
@@ -92,7 +96,7 @@ export class PolicyEngine {
       candidate = { policy, revision, entrypoints };
     } catch (error) {
       this.log.error(
-        { err: error, path: this.wasmPath, keptRevision: this.current?.revision ?? null },
+        { err: error, path: this.wasmPath, refusedRevision: revision ?? null, keptRevision: this.current?.revision ?? null },
         'policy module refused; the module already loaded keeps serving',
       );
       return false;
@@ -154,6 +158,18 @@ export class PolicyEngine {
       'policy decision',
     );
   }
+}
+
+/**
+ * Until policies arrive signed, the module file is trusted by who may write it: owned by root or
+ * by this process's user, and writable by no group and no one else. Anyone else able to write it
+ * could swap in a module that allows everything.
+ */
+async function assertTrustedFile(file: string): Promise<void> {
+  const info = await stat(file);
+  const ownUid = process.getuid?.();
+  if (info.uid !== 0 && info.uid !== ownUid) throw new Error(`module file is owned by uid ${info.uid}, neither root nor this process (${ownUid})`);
+  if ((info.mode & 0o022) !== 0) throw new Error(`module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`);
 }
 
 function asDecision(value: unknown): Decision {

@@ -13,6 +13,8 @@ export interface TestService {
   baseUrl: string;
   deps: Awaited<ReturnType<typeof buildService>>['deps'];
   config: Config;
+  /** The metrics app of METRICS_PORT, when configured (listening on a port of its own). */
+  metricsHttp?: ReturnType<typeof request>;
   /** Every log line the service wrote, as raw JSON text (for "nothing secret is logged" tests). */
   logs: string[];
   close(): Promise<void>;
@@ -35,13 +37,16 @@ export async function startService(overrides: Record<string, string> = {}): Prom
   const server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
+  const metricsServer = service.metricsApp && createHttpServer(service.metricsApp).listen(0, '127.0.0.1');
   return {
     http: request(server),
     baseUrl: `http://127.0.0.1:${port}`,
+    metricsHttp: metricsServer && request(metricsServer),
     deps: service.deps,
     config,
     logs,
     async close() {
+      if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
       await new Promise((resolve) => server.close(resolve));
       await service.close();
     },
