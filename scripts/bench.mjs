@@ -146,6 +146,39 @@ async function checkInputFor(db, leafId, agentId, brokerId) {
   };
 }
 
+/**
+ * Redis bytes per allowed call per chain level: a fresh chain of depth 3 (4 levels) with an exact
+ * window (calls <= 1000) takes CALLS allowed calls; MEMORY USAGE of every level's window, less the
+ * same keys' size after one call, divided by the calls after the first and the levels.
+ */
+async function redisBytesPerCall(base, db, world) {
+  const CALLS = 1000;
+  const owner = jwt.sign({}, DEVELOPMENT_JWT_SECRET, { algorithm: 'HS256', subject: `bench-owner-${run}`, expiresIn: '2h' });
+  const podId = (await db('pods').first('id')).id;
+  const connectionId = (await db('connections').first('id')).id;
+  const budget = { calls: CALLS, windowMs: 3_600_000 };
+  const chain = [await api(base, 'POST', '/api/grants', owner, { connectionId, target: { kind: 'pod', id: podId }, tools: ['repos.read_file'], budget })];
+  for (let depth = 1; depth <= 3; depth += 1) chain.push(await api(base, 'POST', `/api/grants/${chain.at(-1).id}/attenuate`, world.agentToken, {}));
+  const check = () => api(base, 'POST', '/api/broker/check', world.brokerToken, {
+    grantId: chain.at(-1).id, tool: 'repos.read_file', subjectToken: world.agentToken, args: {},
+  });
+  const redis = new Redis(REDIS_URL, { keyPrefix: REDIS_KEY_PREFIX });
+  const usage = async () => {
+    let bytes = 0;
+    for (const grant of chain) bytes += Number(await redis.memory('USAGE', `{${chain[0].id}}:win:${grant.id}`, 'SAMPLES', '0'));
+    return bytes;
+  };
+  try {
+    await check();
+    const one = await usage();
+    for (let i = 1; i < CALLS; i += 50) await Promise.all(Array.from({ length: Math.min(50, CALLS - i) }, check));
+    const all = await usage();
+    return { calls: CALLS, levels: chain.length, bytesPerCallPerLevel: +((all - one) / ((CALLS - 1) * chain.length)).toFixed(1), totalBytes: all };
+  } finally {
+    redis.disconnect();
+  }
+}
+
 async function wasmEvaluationsPerSec(input) {
   const policy = await loadPolicy(readFileSync(path.join(root, 'build/policy/policy.wasm')));
   const check = policy.evaluate(input, 'broker/check/decision')[0].result;
@@ -186,6 +219,8 @@ async function main() {
     const byOutcome = Object.fromEntries(records.map((r) => [r.outcome, Number(r.n)]));
     results.recorded = { ...byOutcome, before };
 
+    results.redisMemory = await redisBytesPerCall(base, db, world);
+
     const agentId = (await db('agents').first('id')).id;
     const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
     const input = await checkInputFor(db, world.leafId, agentId, brokerId);
@@ -225,6 +260,8 @@ function report(r) {
     `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
     `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}`);
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
+  const m = r.redisMemory;
+  console.log(`redis memory: ${m.bytesPerCallPerLevel} bytes per allowed call per chain level (${m.calls} calls through ${m.levels} levels, exact windows: ${m.totalBytes} bytes)`);
   // A check answers only once its record is durable, so records >= answers; the difference is
   // the calls still in flight when autocannon stopped counting (at most one per connection).
   const complete = allowed >= r.service.ok2xx && allowed - r.service.ok2xx <= CONNECTIONS && !r.recorded.denied;
