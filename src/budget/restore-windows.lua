@@ -25,10 +25,15 @@ for i = 2, #KEYS do
     for j = 0, k - 1, 500 do
       redis.call('RPUSH', key, unpack(ARGV, p + j, p + math.min(j + 499, k - 1)))
     end
-  else
+  elseif k > 0 then
+    local n, h = 0, nil
     for j = 0, k - 1, 2 do
-      redis.call('HINCRBY', key, ARGV[p + j], ARGV[p + j + 1])
+      local start, count = tonumber(ARGV[p + j]), tonumber(ARGV[p + j + 1])
+      redis.call('HINCRBY', key, start, count)
+      n = n + count
+      if not h or start < h then h = start end
     end
+    redis.call('HSET', key, 'n', n, 'h', h)
   end
   if k > 0 then redis.call('PEXPIRE', key, window + bucket) end
   p = p + k

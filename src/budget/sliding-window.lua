@@ -9,7 +9,7 @@
 --
 -- A window is exact (bucketMs 0): a list of the allowed calls' times, oldest first, about
 -- 11 bytes a call. A large budget is bucketed (bucketMs > 0): a hash of bucket start -> count,
--- bounded whatever the budget. A bucket counts in full until its end leaves the window, so a
+-- at most windowMs / bucketMs + 1 buckets whatever the budget. A bucket counts in full until its end leaves the window, so a
 -- bucketed window never admits more than the exact one would; it may admit fewer, for at most
 -- one bucket's time.
 --
@@ -52,30 +52,37 @@ local function exact_window(key, calls, window)
   return count, reset, wait
 end
 
--- Bucketed: the same answers, each bucket counted until its end leaves the window.
+-- Bucketed: a hash of bucket start -> count, with `n` the total counted and `h` the start of the
+-- oldest bucket still counted. Buckets leave from `h` on, one bucket length apart, so a check
+-- touches O(1) fields; a window idle for longer than itself is simply dropped.
 local function bucketed_window(key, calls, window, bucket)
-  local fields = redis.call('HGETALL', key)
-  local live, count = {}, 0
-  for j = 1, #fields, 2 do
-    local start, n = tonumber(fields[j]), tonumber(fields[j + 1])
-    if start + bucket + window <= now or n <= 0 then
-      redis.call('HDEL', key, fields[j])
+  local h = tonumber(redis.call('HGET', key, 'h'))
+  if h and h + bucket + window <= now then
+    if now - (h + bucket + window) >= window + bucket then
+      redis.call('DEL', key)
+      h = nil
     else
-      count = count + n
-      live[#live + 1] = {start, n}
+      local n = tonumber(redis.call('HGET', key, 'n')) or 0
+      while h + bucket + window <= now do
+        n = n - (tonumber(redis.call('HGET', key, h)) or 0)
+        redis.call('HDEL', key, h)
+        h = h + bucket
+      end
+      redis.call('HSET', key, 'n', n, 'h', h)
     end
   end
-  table.sort(live, function(a, b) return a[1] < b[1] end)
-  local reset, wait = window, 0
-  if #live > 0 then reset = live[1][1] + bucket + window - now end
+  local count = tonumber(redis.call('HGET', key, 'n')) or 0
+  if count <= 0 or not h then return 0, window + bucket, 0 end
+  local reset, wait = h + bucket + window - now, 0
   if count >= calls then
-    local freed = 0
-    for _, b in ipairs(live) do
-      freed = freed + b[2]
+    local freed, start = 0, h
+    while start <= now do
+      freed = freed + (tonumber(redis.call('HGET', key, start)) or 0)
       if count - freed < calls then
-        wait = b[1] + bucket + window - now
+        wait = start + bucket + window - now
         break
       end
+      start = start + bucket
     end
   end
   return count, reset, wait
@@ -121,7 +128,10 @@ for i = 1, levels do
     -- window then counts it longer than needed, never shorter.
     redis.call('RPUSH', key, now)
   else
-    redis.call('HINCRBY', key, now - now % bucket, 1)
+    local start = now - now % bucket
+    redis.call('HINCRBY', key, start, 1)
+    redis.call('HINCRBY', key, 'n', 1)
+    if not redis.call('HGET', key, 'h') then redis.call('HSET', key, 'h', start) end
   end
   redis.call('PEXPIRE', key, window + bucket)
 end

@@ -95,7 +95,7 @@ export class SlidingWindowBudget {
       const bucketMs = bucketMsOf(level);
       const key = windowKey(rootId, level.grantId);
       if (bucketMs === 0) pipeline.lrem(key, -1, String(atMs));
-      else pipeline.hincrby(key, String(atMs - (atMs % bucketMs)), -1);
+      else pipeline.hincrby(key, String(atMs - (atMs % bucketMs)), -1).hincrby(key, 'n', -1);
     }
     await pipeline.exec();
   }
