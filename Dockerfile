@@ -6,7 +6,7 @@ COPY tools/opa/go.mod tools/opa/go.sum ./
 RUN GOBIN=/out go install tool
 
 # Stage 2: TypeScript and the policy module.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -21,7 +21,7 @@ COPY tools/opa/capabilities.json tools/opa/capabilities.json
 RUN TOOLS_PREINSTALLED=1 npm run build
 
 # Stage 3: what runs.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
