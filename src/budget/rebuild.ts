@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database';
-import { bucketMsOf, type SlidingWindowBudget } from './sliding-window';
+import type { SlidingWindowBudget } from './sliding-window';
 
 /**
  * A call counts in a rebuilt window from its `requested_at` plus this margin: the replica's clock
@@ -54,7 +54,7 @@ export async function rebuildTreeWindows(db: Database, budget: SlidingWindowBudg
     .select('id', 'parent_id', 'budget_calls', 'budget_window_ms');
   const tree: TreeGrant[] = rows.map((row) => {
     const level = { calls: row.budget_calls, windowMs: Number(row.budget_window_ms) };
-    return { id: row.id, parent_id: row.parent_id, calls: level.calls, window_ms: level.windowMs, bucket_ms: bucketMsOf(level) };
+    return { id: row.id, parent_id: row.parent_id, calls: level.calls, window_ms: level.windowMs, bucket_ms: budget.bucketMsOf(level) };
   });
   const result = await db.raw<{ rows: Array<{ level_id: string; at_ms: string; n: string }> }>(TRAIL_SQL, [
     JSON.stringify(tree),

@@ -35,17 +35,16 @@ export interface RestoredWindow extends BudgetLevel {
 }
 
 /**
- * Budgets up to this many calls keep the exact time of every allowed call (about 11 bytes each);
- * larger ones count per bucket, WINDOW_BUCKETS buckets a window, so no grant holds more than
- * about that many entries whatever its budget.
+ * The shape of windows. Budgets up to `exactMaxCalls` calls keep the exact time of every allowed
+ * call (about 11 bytes each); larger ones count per bucket, `buckets` a window, so no grant holds
+ * more than that many entries whatever its budget.
  */
-export const EXACT_MAX_CALLS = 1000;
-export const WINDOW_BUCKETS = 100;
-
-/** 0 for an exact window, else the bucket length in ms. */
-export function bucketMsOf(level: Pick<BudgetLevel, 'calls' | 'windowMs'>): number {
-  return level.calls <= EXACT_MAX_CALLS ? 0 : Math.max(1, Math.ceil(level.windowMs / WINDOW_BUCKETS));
+export interface WindowShape {
+  exactMaxCalls: number;
+  buckets: number;
 }
+
+export const DEFAULT_WINDOW_SHAPE: WindowShape = { exactMaxCalls: 1000, buckets: 100 };
 
 /** The scripts ship as .lua files beside this module in src/ (tsc does not copy them into dist/). */
 function loadScript(name: string): string {
@@ -72,7 +71,10 @@ type ScriptCommand = (numberOfKeys: number, ...args: Array<string | number>) => 
 export class SlidingWindowBudget {
   private readonly commands: Record<keyof typeof SCRIPTS, ScriptCommand>;
 
-  constructor(private readonly redis: Redis) {
+  constructor(
+    private readonly redis: Redis,
+    private readonly shape: WindowShape = DEFAULT_WINDOW_SHAPE,
+  ) {
     const commands = {} as Record<keyof typeof SCRIPTS, ScriptCommand>;
     for (const [name, lua] of Object.entries(SCRIPTS) as Array<[keyof typeof SCRIPTS, string]>) {
       if (!(name in redis)) redis.defineCommand(name, { lua });
@@ -81,10 +83,15 @@ export class SlidingWindowBudget {
     this.commands = commands;
   }
 
+  /** 0 for an exact window, else the bucket length in ms. */
+  bucketMsOf(level: Pick<BudgetLevel, 'calls' | 'windowMs'>): number {
+    return level.calls <= this.shape.exactMaxCalls ? 0 : Math.max(1, Math.ceil(level.windowMs / this.shape.buckets));
+  }
+
   async run(request: BudgetRequest): Promise<BudgetAnswer> {
     const keys = [treeVersionKey(request.rootId), ...request.levels.map((l) => windowKey(request.rootId, l.grantId))];
     const args: Array<string | number> = [request.expectedVersion, request.mode, request.atMs ?? ''];
-    for (const level of request.levels) args.push(level.calls, level.windowMs, bucketMsOf(level));
+    for (const level of request.levels) args.push(level.calls, level.windowMs, this.bucketMsOf(level));
     return parseReply(await this.call('grantBudgetWindow', keys, args));
   }
 
@@ -92,7 +99,7 @@ export class SlidingWindowBudget {
   async refund(rootId: string, levels: readonly BudgetLevel[], atMs: number): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const level of levels) {
-      const bucketMs = bucketMsOf(level);
+      const bucketMs = this.bucketMsOf(level);
       const key = windowKey(rootId, level.grantId);
       if (bucketMs === 0) pipeline.lrem(key, -1, String(atMs));
       else pipeline.hincrby(key, String(atMs - (atMs % bucketMs)), -1).hincrby(key, 'n', -1);
@@ -108,7 +115,7 @@ export class SlidingWindowBudget {
     const keys = [treeVersionKey(rootId), ...windows.map((w) => windowKey(rootId, w.grantId))];
     const args: Array<string | number> = [freshVersion];
     for (const window of windows) {
-      const bucketMs = bucketMsOf(window);
+      const bucketMs = this.bucketMsOf(window);
       const values = bucketMs === 0 ? callTimes(window.counted) : bucketCounts(window.counted, bucketMs);
       args.push(bucketMs, window.windowMs, values.length, ...values);
     }
