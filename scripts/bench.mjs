@@ -6,84 +6,24 @@
 //   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load.
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (off),
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL.
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
-import { cpus } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import {
+  REDIS_KEY_PREFIX, REDIS_URL, api, benchDatabase, finish, freePort, humanToken, killChildren, machine, registerBroker, require, root,
+  run, start, startService, waitFor,
+} from './bench-harness.mjs';
 
-const root = path.resolve(import.meta.dirname, '..');
-const require = createRequire(import.meta.url);
 const autocannon = require('autocannon');
-const jwt = require('jsonwebtoken');
 const { Redis } = require('ioredis');
 const { loadPolicy } = require('@open-policy-agent/opa-wasm');
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
 const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
-const DB_BASE = process.env.BENCH_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432/';
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
-const run = randomBytes(4).toString('hex');
-const DATABASE_URL = `${DB_BASE}gb_bench_${run}`;
-const REDIS_KEY_PREFIX = `gbbench:${run}:`;
-
-if (!existsSync(path.join(root, 'dist/src/main.js')) || !existsSync(path.join(root, 'build/policy/policy.wasm'))) {
-  console.log('building (dist/ or build/policy/ missing)...');
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
-}
-const { createDatabase, ensureDatabaseExists, migrateToLatest } = require(path.join(root, 'dist/src/db/database.js'));
-const { registerBroker } = require(path.join(root, 'dist/src/admin/brokers.js'));
-const { DEVELOPMENT_JWT_SECRET } = require(path.join(root, 'dist/src/config.js'));
-
-const children = [];
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(url) {
-  for (let i = 0; i < 200; i += 1) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-function start(command, args, env = {}) {
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
-  children.push(child);
-  return child;
-}
-
-async function api(base, method, url, token, body) {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = res.status === 204 ? null : await res.json();
-  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 /** Pod, member agent, broker, connection, and a depth-3 chain of grants, through the API. */
 async function seed(base, db) {
-  const owner = jwt.sign({}, DEVELOPMENT_JWT_SECRET, { algorithm: 'HS256', subject: `bench-owner-${run}`, expiresIn: '2h' });
+  const owner = humanToken(`bench-owner-${run}`);
   const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Bench pod' });
   await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
   const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' })).token;
@@ -153,7 +93,7 @@ async function checkInputFor(db, leafId, agentId, brokerId) {
  */
 async function redisBytesPerCall(base, db, world) {
   const CALLS = 1000;
-  const owner = jwt.sign({}, DEVELOPMENT_JWT_SECRET, { algorithm: 'HS256', subject: `bench-owner-${run}`, expiresIn: '2h' });
+  const owner = humanToken(`bench-owner-${run}`);
   const podId = (await db('pods').first('id')).id;
   const connectionId = (await db('connections').first('id')).id;
   const budget = { calls: CALLS, windowMs: 3_600_000 };
@@ -194,18 +134,10 @@ async function wasmEvaluationsPerSec(input) {
 }
 
 async function main() {
-  await ensureDatabaseExists(DATABASE_URL);
-  const db = createDatabase(DATABASE_URL, 4);
+  const db = await benchDatabase();
   const results = {};
   try {
-    await migrateToLatest(db);
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    start('node', [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), 'dist/src/main.js'], {
-      PORT: String(port), HOST: '127.0.0.1', DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX, NODE_ENV: 'development',
-      LOG_LEVEL: 'warn', POLICY_WATCH: 'false', DECISION_LOG: process.env.BENCH_DECISION_LOG ?? 'off',
-    });
-    await waitFor(`${base}/healthz`);
+    const base = await startService({ DECISION_LOG: process.env.BENCH_DECISION_LOG ?? 'off' });
     const world = await seed(base, db);
     const body = JSON.stringify({ grantId: world.leafId, tool: 'repos.read_file', subjectToken: world.agentToken, args: { path: 'README.md', ref: 'main' } });
     const before = Number((await db('call_records').count({ n: '*' }))[0].n);
@@ -238,10 +170,7 @@ async function main() {
     });
     results.opaRest = summary(opa);
   } finally {
-    for (const child of children) child.kill('SIGTERM');
-    await sleep(300);
-    await db.destroy();
-    await cleanUp();
+    await finish(db);
   }
   report(results);
 }
@@ -269,36 +198,8 @@ function report(r) {
   if (!complete) process.exitCode = 1;
 }
 
-function machine() {
-  const cores = cpus();
-  return `${cores.length} x ${cores[0]?.model ?? 'cpu'}, node ${process.version}`;
-}
-
-async function cleanUp() {
-  const url = new URL(DATABASE_URL);
-  url.pathname = '/postgres';
-  const knex = require('knex');
-  const admin = knex({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 1 } });
-  try {
-    await admin.raw('drop database if exists ?? with (force)', [`gb_bench_${run}`]);
-  } finally {
-    await admin.destroy();
-  }
-  const redis = new Redis(REDIS_URL);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_KEY_PREFIX}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
-
 main().catch(async (error) => {
   console.error(error);
-  for (const child of children) child.kill('SIGTERM');
+  killChildren();
   process.exit(1);
 });

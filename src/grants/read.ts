@@ -4,7 +4,7 @@ import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } fro
 import { decodeCursor, encodeCursor } from './cursor';
 import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
 import { presentCallRecord, presentGrant, type GrantView } from './presenters';
-import { callRecordsAfter, podGrantsAfter } from './repository';
+import { callRecordsAfter, readCandidatesAfter } from './repository';
 
 export async function readGrant(deps: Deps, principal: GrantCaller, grantId: string) {
   const { facts, view } = await readableGrant(deps, principal, grantId);
@@ -13,8 +13,9 @@ export async function readGrant(deps: Deps, principal: GrantCaller, grantId: str
 
 /**
  * The grants of a pod (targeting it or one of its seats) that the caller can read, newest first.
- * Readability and status are decided per grant by `grants/read`, so the page is filled by
- * scanning batches until it holds one more readable grant than asked (which proves a next page).
+ * Postgres narrows the rows to those the caller could read at all; readability and status are
+ * then decided per grant by `grants/read`, so the page is filled by scanning batches until it
+ * holds one more readable grant than asked (which proves a next page).
  */
 export async function listPodGrants(
   deps: Deps,
@@ -26,10 +27,11 @@ export async function listPodGrants(
   let after = decodeCursor(query.cursor);
   const members = await currentMemberIds(deps.db, podId);
   enforce(deps.policy.evaluate('grants/list/decision', { caller, pod: members.length > 0 ? { members } : null }));
-  const batchSize = Math.max(query.limit + 1, 50);
+  // One more than the page proves a next page; later batches grow, should the policy refuse rows.
+  let batchSize = query.limit + 1;
   const found: Array<ReturnType<typeof presentGrant>> = [];
   while (found.length <= query.limit) {
-    const rows = await podGrantsAfter(deps.db, podId, after, batchSize);
+    const rows = await readCandidatesAfter(deps.db, podId, caller, after, batchSize);
     const facts = await loadGrantFactsMany(deps.db, rows.map((row) => row.id));
     for (const row of rows) {
       const grant = facts.get(row.id);
@@ -42,6 +44,7 @@ export async function listPodGrants(
     }
     const last = rows.at(-1);
     if (!last || rows.length < batchSize) break;
+    batchSize = Math.min(batchSize * 2, 400);
     after = { at: last.created_at, id: last.id };
   }
   const items = found.slice(0, query.limit);

@@ -92,9 +92,28 @@ export async function revokeSubtree(trx: Knex.Transaction, grantId: string, revo
   return result.rows as GrantRow[];
 }
 
-/** Grants whose target is the pod or one of its seats, newest first, after a position. */
-export function podGrantsAfter(db: Queryable, podId: string, after: ListPosition | null, size: number): Promise<GrantRow[]> {
-  const query = db<GrantRow>('grants').where({ target_pod_id: podId });
+/**
+ * The pod's grants (targeting it or one of its seats) that this caller could possibly read,
+ * newest first, after a position. A pre-filter, not the rule: it keeps a superset of what
+ * policies/grants/scope.rego lets a caller read (every pod grant; a seat's own grants; any
+ * grant on a connection the caller owns), so that a member among thousands of seat grants of
+ * other seats is not asked about each of them; `grants/read` still decides every row returned.
+ * test/grants/list-prefilter.test.ts holds the two to the same answers.
+ */
+export function readCandidatesAfter(
+  db: Queryable,
+  podId: string,
+  caller: { kind: 'human' | 'agent'; id: string },
+  after: ListPosition | null,
+  size: number,
+): Promise<GrantRow[]> {
+  const query = db<GrantRow>('grants')
+    .where({ target_pod_id: podId })
+    .andWhere((scope) => {
+      scope.where('target_kind', 'pod');
+      if (caller.kind === 'agent') scope.orWhere((seat) => seat.where('target_kind', 'seat').andWhere('target_id', caller.id));
+      else scope.orWhereIn('connection_id', db('connections').select('id').where('owner_id', caller.id));
+    });
   if (after) query.whereRaw('(created_at, id) < (?, ?)', [after.at, after.id]);
   return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(size);
 }

@@ -1,0 +1,136 @@
+// What every benchmark script shares: a throwaway database and Redis key prefix, the built service
+// started on a free port, an API helper, and clean-up. Env: BENCH_DATABASE_BASE_URL
+// (postgres://postgres@127.0.0.1:5432/), REDIS_URL (redis://127.0.0.1:6379/0).
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { cpus } from 'node:os';
+import path from 'node:path';
+
+export const root = path.resolve(import.meta.dirname, '..');
+export const require = createRequire(import.meta.url);
+const jwt = require('jsonwebtoken');
+const { Redis } = require('ioredis');
+
+const DB_BASE = process.env.BENCH_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432/';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+export const run = randomBytes(4).toString('hex');
+export const DATABASE_URL = `${DB_BASE}gb_bench_${run}`;
+export const REDIS_KEY_PREFIX = `gbbench:${run}:`;
+
+if (!existsSync(path.join(root, 'dist/src/main.js')) || !existsSync(path.join(root, 'build/policy/policy.wasm'))) {
+  console.log('building (dist/ or build/policy/ missing)...');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
+}
+const { createDatabase, ensureDatabaseExists, migrateToLatest } = require(path.join(root, 'dist/src/db/database.js'));
+export const { registerBroker } = require(path.join(root, 'dist/src/admin/brokers.js'));
+const { DEVELOPMENT_JWT_SECRET } = require(path.join(root, 'dist/src/config.js'));
+
+const children = [];
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor(url) {
+  for (let i = 0; i < 200; i += 1) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+export function start(command, args, env = {}) {
+  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return child;
+}
+
+/** The throwaway database, migrated; the caller destroys it through `finish`. */
+export async function benchDatabase() {
+  await ensureDatabaseExists(DATABASE_URL);
+  const db = createDatabase(DATABASE_URL, 4);
+  await migrateToLatest(db);
+  return db;
+}
+
+/** The built service on a free port, on the throwaway database and Redis prefix. */
+export async function startService(env = {}) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  start('node', [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), 'dist/src/main.js'], {
+    PORT: String(port), HOST: '127.0.0.1', DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX, NODE_ENV: 'development',
+    LOG_LEVEL: 'warn', POLICY_WATCH: 'false', ...env,
+  });
+  await waitFor(`${base}/healthz`);
+  return base;
+}
+
+export function humanToken(subject) {
+  return jwt.sign({}, DEVELOPMENT_JWT_SECRET, { algorithm: 'HS256', subject, expiresIn: '2h' });
+}
+
+export async function api(base, method, url, token, body) {
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = res.status === 204 ? null : await res.json();
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+export function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export function machine() {
+  const cores = cpus();
+  return `${cores.length} x ${cores[0]?.model ?? 'cpu'}, node ${process.version}`;
+}
+
+/** Stops what was started, drops the database and the Redis keys of this run. */
+export async function finish(db) {
+  for (const child of children) child.kill('SIGTERM');
+  await sleep(300);
+  await db?.destroy();
+  const url = new URL(DATABASE_URL);
+  url.pathname = '/postgres';
+  const knex = require('knex');
+  const admin = knex({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 1 } });
+  try {
+    await admin.raw('drop database if exists ?? with (force)', [`gb_bench_${run}`]);
+  } finally {
+    await admin.destroy();
+  }
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_KEY_PREFIX}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export function killChildren() {
+  for (const child of children) child.kill('SIGTERM');
+}
