@@ -31,6 +31,10 @@ const environmentSchema = z
     DECISION_LOG: z.enum(['off', 'deny', 'all']).default('all'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     MAX_DELEGATION_DEPTH: int(1, 64).default(8),
+    // What one agent can make: live children of one grant, and attenuations per agent per window.
+    MAX_LIVE_CHILDREN_PER_GRANT: int(1, 100_000).default(100),
+    ATTENUATION_RATE_LIMIT: int(1, 1_000_000).default(60),
+    ATTENUATION_RATE_WINDOW_MS: int(1000, 86_400_000).default(60_000),
     EVENT_VISIBILITY_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
     EVENT_RETENTION_MS: int(60_000, 90 * 86_400_000).default(7 * 86_400_000),
     // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RateLimit } from './budget/rate-limit';
 import type { CacheInvalidation } from './cache/invalidation';
 import type { BrokerComponents } from './broker/check';
 import type { Config } from './config';
@@ -19,6 +20,8 @@ export interface Deps {
   invalidation: CacheInvalidation;
   /** The process's one LISTEN connection that wakes long polls of agent events. */
   eventWaker: EventWaker;
+  /** At most ATTENUATION_RATE_LIMIT attenuations per agent per ATTENUATION_RATE_WINDOW_MS. */
+  attenuationLimit: RateLimit;
   /** Per-replica caches, budget script and call-trail writer of the broker check. */
   broker: BrokerComponents;
 }

@@ -16,6 +16,7 @@ import { API_DECISIONS } from './http/decisions';
 import { EventWaker } from './events/waker';
 import { startEventRetention } from './events/retention';
 import { readRedisDurability } from './budget/durability';
+import { RateLimit } from './budget/rate-limit';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: Redis, log: Logger): Promise<void> {
@@ -72,6 +73,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     verifyHumanJwt: createHumanJwtVerifier(config),
     invalidation,
     broker: createBrokerComponents(config, db, redis),
+    attenuationLimit: new RateLimit(redis, 'attenuations', config.ATTENUATION_RATE_LIMIT, config.ATTENUATION_RATE_WINDOW_MS),
     eventWaker: new EventWaker(config.DATABASE_URL, log.child({ component: 'events' })),
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));

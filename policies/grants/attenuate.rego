@@ -6,7 +6,8 @@
 #   active with its connection connected, and the chain not too deep. The child may not widen
 #   anything; `widened` names every field that would (in request-body spelling).
 #   Input:
-#     {"now_ms", "max_depth",
+#     {"now_ms", "max_depth", "max_live_children",
+#      "live_children": children of the parent neither revoked nor expired,
 #      "caller": {"kind": "agent", "id", "pod_id", "desired_state": "running"|"stopped"},
 #      "grant": facts of data.grants.scope for the parent | null,
 #      "child": {"target": {"kind", "id", "pod_id"}, "audience_mode", "audience",
@@ -50,6 +51,9 @@ reasons contains "principal_not_in_audience" if not input.caller.id in parent_au
 reasons contains "runtime_stopped" if input.caller.desired_state == "stopped"
 
 reasons contains "grant_not_usable" if not parent_usable
+
+# An agent may not fan a grant out without bound: live children of one grant are capped.
+reasons contains "too_many_children" if input.live_children >= input.max_live_children
 
 # The chain holds the parent and its ancestors, so its length is the child's depth.
 reasons contains "delegation_too_deep" if count(input.grant.chain) > input.max_depth

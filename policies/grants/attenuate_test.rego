@@ -46,6 +46,8 @@ child := {
 base := {
 	"now_ms": now,
 	"max_depth": 8,
+	"max_live_children": 3,
+	"live_children": 0,
 	"caller": {"kind": "agent", "id": "agt_1", "pod_id": "pod_1", "desired_state": "running"},
 	"grant": facts,
 	"child": child,
@@ -209,4 +211,10 @@ test_listed_non_member if {
 	req := with_child(base, listed(["agt_1", "carol"]))
 	attenuate.decision.reasons == ["audience_not_member"] with input as req
 	attenuate.decision.widened == [] with input as req
+}
+
+test_live_children_are_capped if {
+	attenuate.decision.allow with input as object.union(base, {"live_children": 2})
+	refused := attenuate.decision with input as object.union(base, {"live_children": 3})
+	refused.reasons == ["too_many_children"]
 }

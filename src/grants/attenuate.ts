@@ -9,7 +9,7 @@ import { callerFact } from './access';
 import { emitGrantEvent } from './events';
 import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type GrantFacts } from './facts';
 import { presentGrant, type GrantView } from './presenters';
-import { insertGrant, lockTree, rootIdOf, type GrantRow } from './repository';
+import { countLiveChildren, insertGrant, lockTree, rootIdOf, type GrantRow } from './repository';
 import type { AttenuateGrantInput } from './schemas';
 
 /**
@@ -65,6 +65,7 @@ function enforceNaming(decision: ReturnType<Deps['policy']['evaluate']>): void {
  * after (and revokes this child too): never an active child under a revoked parent.
  */
 export async function attenuateGrant(deps: Deps, principal: AgentPrincipal, grantId: string, body: AttenuateGrantInput) {
+  await deps.attenuationLimit.take(principal.agentId);
   const rootId = await rootIdOf(deps.db, grantId);
   return deps.db.transaction(async (trx) => {
     if (rootId) await lockTree(trx, rootId);
@@ -76,6 +77,8 @@ export async function attenuateGrant(deps: Deps, principal: AgentPrincipal, gran
     const decision = deps.policy.evaluate('grants/attenuate/decision', {
       now_ms: now,
       max_depth: deps.config.MAX_DELEGATION_DEPTH,
+      max_live_children: deps.config.MAX_LIVE_CHILDREN_PER_GRANT,
+      live_children: parent ? await countLiveChildren(trx, grantId, now) : 0,
       caller: { ...callerFact(principal), pod_id: principal.podId, desired_state: agent?.desired_state ?? 'stopped' },
       grant: parent ? policyFacts(parent, members) : null,
       child: child ? toGrantFact(child) : null,

@@ -76,6 +76,16 @@ export async function lockTree(trx: Knex.Transaction, rootId: string): Promise<v
   await trx.raw('select id from grants where id = ? for update', [rootId]);
 }
 
+/** Children of a grant that still count: neither revoked nor expired (under the tree's lock). */
+export async function countLiveChildren(trx: Knex.Transaction, parentId: string, nowMs: number): Promise<number> {
+  const [row] = await trx('grants')
+    .where({ parent_id: parentId })
+    .whereNull('revoked_at')
+    .andWhere('expires_at', '>', new Date(nowMs))
+    .count<Array<{ count: string }>>('* as count');
+  return Number(row?.count ?? 0);
+}
+
 /** Revokes the grant and every descendant not revoked yet, all with the one timestamp. */
 export async function revokeSubtree(trx: Knex.Transaction, grantId: string, revokedAt: Date): Promise<GrantRow[]> {
   const result = await trx.raw(

@@ -116,6 +116,8 @@ export const grantRoutes: Route[] = [
         'grant_widening',
         'audience_not_member',
         'delegation_too_deep',
+        'too_many_children',
+        'rate_limited',
         'expiry_out_of_range',
       ],
     },

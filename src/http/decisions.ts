@@ -62,7 +62,11 @@ CONTRACT.md; where both are silent the decisions below apply.
   \`audience\`, \`target\`); a write tool under \`writeMode: read\` counts as widening \`tools\`.
   \`budget\` fields may be given one at a time (the other is inherited). Narrowing to a seat makes
   the audience \`[seatId]\`. Depth: the root is 0 and a child's depth may not exceed
-  \`MAX_DELEGATION_DEPTH\` (default 8), else 422 \`delegation_too_deep\`. The 201 shows the child
+  \`MAX_DELEGATION_DEPTH\` (default 8), else 422 \`delegation_too_deep\`. A grant has at most
+  \`MAX_LIVE_CHILDREN_PER_GRANT\` (default 100) children neither revoked nor expired, else 422
+  \`too_many_children\`; an agent makes at most \`ATTENUATION_RATE_LIMIT\` (default 60) attenuation
+  requests per \`ATTENUATION_RATE_WINDOW_MS\` (default 60 s), counted whatever their outcome,
+  else 429 \`rate_limited\` with \`Retry-After\` (seconds). The 201 shows the child
   even when its maker cannot read it afterwards (a seat grant for another seat).
 - Grants, revoke: a member who can read the grant but does not own its connection gets 403
   \`not_connection_owner\`; anyone else 404. Already-revoked descendants keep their earlier
