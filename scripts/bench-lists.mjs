@@ -10,7 +10,7 @@ import {
 
 const UNREADABLE = Number(process.env.BENCH_UNREADABLE ?? 10_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
-const { newId } = require('../dist/src/ids.js');
+const { newId } = require('../dist/src/kernel/ids.js');
 
 async function seed(base, db) {
   const owner = humanToken(`lists-owner-${run}`);

@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config';
-import { createLogger } from './log';
+import { createLogger } from './kernel/log';
 import { createHttpServer } from './http/server';
-import { buildService } from './service';
+import { buildService } from './composition';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', () => void service.deps.policy.reload());
+  process.on('SIGHUP', () => void service.infrastructure.policy.reload());
 }
 
 /**

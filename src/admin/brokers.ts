@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
 import { hashToken, mintToken } from '../credentials/tokens';
-import { newId } from '../ids';
+import { newId } from '../kernel/ids';
 
 /** Registers a broker and returns its token: the only time the secret exists outside a hash. */
 export async function registerBroker(db: Database, name: string): Promise<{ id: string; token: string }> {

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from '../config';
-import { createLogger } from '../log';
-import { buildService } from '../service';
+import { createLogger } from '../kernel/log';
+import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
 import { demoCurlLines, seedDemoWorld } from './demo';
 
@@ -26,14 +26,14 @@ async function main(argv: string[]): Promise<number> {
   try {
     const [command, sub] = positionals;
     if (command === 'broker' && sub === 'register' && values.name) {
-      const broker = await registerBroker(service.deps.db, values.name);
+      const broker = await registerBroker(service.infrastructure.db, values.name);
       console.log(JSON.stringify(broker));
       return 0;
     }
     if (command === 'broker' && sub === 'revoke' && values.id) {
       // Brokers' tokens are cached with the broker check's facts: make every replica re-verify.
       const brokerId = values.id;
-      const revoked = await service.deps.invalidation.change(async (trx, touch) => {
+      const revoked = await service.infrastructure.invalidation.change(async (trx, touch) => {
         await touch('broker', brokerId);
         return revokeBrokerTokens(trx, brokerId);
       });
@@ -41,7 +41,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'demo') {
-      const world = await seedDemoWorld(service.deps);
+      const world = await seedDemoWorld(service.services, service.infrastructure.db, config);
       if (values.json) {
         console.log(JSON.stringify(world));
       } else {

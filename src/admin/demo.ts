@@ -1,9 +1,8 @@
 import jwt from 'jsonwebtoken';
-import type { Deps } from '../deps';
-import type { HumanPrincipal } from '../http/auth';
-import { createConnection } from '../connections/service';
-import { addMember, createPod } from '../pods/service';
-import { createRuntimeToken, installAgent } from '../registry/service';
+import type { HumanPrincipal } from '../kernel/principals';
+import type { Config } from '../config';
+import type { Database } from '../db/database';
+import type { Services } from '../routes';
 import { registerBroker } from './brokers';
 
 export interface DemoWorld {
@@ -25,25 +24,25 @@ const DEMO_TOOLS = [
  * Seeds a small world through the same service functions the API uses: a pod with an owner and a
  * member, a broker, a code-hosting connection, and an installed agent with a runtime token.
  */
-export async function seedDemoWorld(deps: Deps): Promise<DemoWorld> {
-  if (deps.config.JWT_JWKS_URI) throw new Error('the demo signs human tokens with JWT_SECRET; unset JWT_JWKS_URI');
+export async function seedDemoWorld(services: Services, db: Database, config: Config): Promise<DemoWorld> {
+  if (config.JWT_JWKS_URI) throw new Error('the demo signs human tokens with JWT_SECRET; unset JWT_JWKS_URI');
   const suffix = Date.now().toString(36);
   const ownerId = `alice-${suffix}`;
   const memberId = `bob-${suffix}`;
   const owner: HumanPrincipal = { kind: 'human', userId: ownerId };
-  const sign = (sub: string) => jwt.sign({}, deps.config.JWT_SECRET, { algorithm: 'HS256', subject: sub, expiresIn: '12h' });
+  const sign = (sub: string) => jwt.sign({}, config.JWT_SECRET, { algorithm: 'HS256', subject: sub, expiresIn: '12h' });
 
-  const pod = await createPod(deps, owner, 'Demo pod');
-  await addMember(deps, owner, pod.id, memberId, 'member');
-  const broker = await registerBroker(deps.db, 'demo-broker');
-  const connection = await createConnection(deps, owner, {
+  const pod = await services.pods.create(owner, 'Demo pod');
+  await services.pods.addMember(owner, pod.id, memberId, 'member');
+  const broker = await registerBroker(db, 'demo-broker');
+  const connection = await services.connections.create(owner, {
     kind: 'code_hosting_app',
     brokerId: broker.id,
     externalInstallationId: `gh-install-${suffix}`,
     tools: DEMO_TOOLS,
   });
-  const agent = await installAgent(deps, owner, pod.id, { name: 'review-bot', displayName: 'Review bot' });
-  const { token: agentToken } = await createRuntimeToken(deps, owner, pod.id, agent.name, { name: 'demo' });
+  const agent = await services.registry.install(owner, pod.id, { name: 'review-bot', displayName: 'Review bot' });
+  const { token: agentToken } = await services.registry.createToken(owner, pod.id, agent.name, { name: 'demo' });
 
   return {
     pod: { id: pod.id },

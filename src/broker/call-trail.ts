@@ -1,5 +1,5 @@
 import type { Database } from '../db/database';
-import { isDependencyFailure } from '../http/dependency-failure';
+import { isDependencyFailure } from '../kernel/dependency';
 import type { CallRecordRow } from '../grants/repository';
 
 type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms';

@@ -1,25 +1,16 @@
-import type { Deps } from '../deps';
-import { digestOf } from '../digest';
-import { DependencyUnavailableError } from '../http/dependency-failure';
-import { brokerDecisions } from '../http/metrics';
-import { ApiError } from '../http/problem';
-import { newId } from '../ids';
-import type { SlidingWindowBudget, BudgetAnswer } from '../budget/sliding-window';
+import { digestOf } from '../kernel/digest';
+import { DependencyUnavailableError } from '../kernel/dependency';
+import { brokerDecisions } from './metrics';
+import { ApiError } from '../kernel/errors';
+import { newId } from '../kernel/ids';
+import type { BudgetAnswer } from '../budget/sliding-window';
 import { rebuildTreeWindows } from '../budget/rebuild';
-import type { Chain, ChainCache } from './chain';
-import type { CallTrailWriter } from './call-trail';
-import { verifyBroker, type CheckingBroker, type VerifiedBrokerTokens } from './authenticator';
+import type { Chain } from './chain';
+import { verifyBroker, type CheckingBroker } from './authenticator';
 import { confirmBroker, subjectOfCall, type SubjectInput } from './credentials';
 import { checkInput } from './policy-input';
-import type { TreeFactsCache, TreeSnapshot } from './tree-facts';
-
-export interface BrokerComponents {
-  chains: ChainCache;
-  trees: TreeFactsCache;
-  budget: SlidingWindowBudget;
-  trail: CallTrailWriter;
-  brokerTokens: VerifiedBrokerTokens;
-}
+import type { BrokerDeps } from './deps';
+import type { TreeSnapshot } from './tree-facts';
 
 export interface CheckRequest extends SubjectInput {
   grantId: string;
@@ -48,9 +39,9 @@ const REFUSALS = ['not_found', 'subject_token_invalid', 'principal_assertion_ref
  * Order: the broker is authenticated (by the route), then the grant must be its own (404 for
  * anything else, with a remembered token confirmed first), then the subject and the rest.
  */
-export async function checkCall(deps: Deps, broker: CheckingBroker, request: CheckRequest): Promise<CheckAnswer> {
-  const components = deps.broker;
-  const requestedAt = new Date();
+export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: CheckRequest): Promise<CheckAnswer> {
+  const components = deps;
+  const requestedAt = new Date(deps.clock.now());
   const chain = await components.chains.get(request.grantId);
   if (!chain) {
     // Only a broker whose token is valid right now learns that a grant does not exist.
@@ -59,14 +50,14 @@ export async function checkCall(deps: Deps, broker: CheckingBroker, request: Che
   }
   const rootId = chain[0]!.root_id;
 
-  let snapshot = components.trees.current(rootId, Date.now()) ?? (await freshSnapshot(deps, rootId));
+  let snapshot = components.trees.current(rootId, deps.clock.now()) ?? (await freshSnapshot(deps, rootId));
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
-    const now = Date.now();
+    const now = deps.clock.now();
     await confirmBroker(deps, snapshot, broker, chain[0]!.broker_id === broker.brokerId);
     const subject = await subjectOfCall(deps, snapshot, request, now);
     const facts = await components.trees.factsFor(snapshot, chain, subject.principal);
     const input = checkInput(
-      { brokerId: broker.brokerId, tool: request.tool, subject, trustAssertedPrincipal: deps.config.BROKER_TRUST_ASSERTED_PRINCIPAL, now },
+      { brokerId: broker.brokerId, tool: request.tool, subject, trustAssertedPrincipal: deps.trustAssertedPrincipal, now },
       chain,
       facts,
     );
@@ -81,7 +72,7 @@ export async function checkCall(deps: Deps, broker: CheckingBroker, request: Che
     const answer = await components.budget.run({ rootId, levels, expectedVersion: snapshot.version, mode: decision.allow ? 'consume' : 'probe' });
     if (answer.kind === 'stale' || answer.kind === 'missing') {
       const version = answer.kind === 'stale' ? answer.version : await rebuildTreeWindows(deps.db, components.budget, rootId);
-      snapshot = components.trees.renew(rootId, version, Date.now());
+      snapshot = components.trees.renew(rootId, version, deps.clock.now());
       continue;
     }
     const result = answerOf(callId, String(decision.reason), answer);
@@ -126,12 +117,12 @@ function refusalError(code: (typeof REFUSALS)[number]): ApiError {
  * Reads the tree's current version before any fact is loaded, so the facts are at least as new.
  * No version at all: Redis lost the tree, whose windows are rebuilt from the call trail first.
  */
-async function freshSnapshot(deps: Deps, rootId: string): Promise<TreeSnapshot> {
-  const { budget, trees } = deps.broker;
+async function freshSnapshot(deps: BrokerDeps, rootId: string): Promise<TreeSnapshot> {
+  const { budget, trees } = deps;
   const answer = await budget.run({ rootId, levels: [], expectedVersion: '', mode: 'probe' });
-  if (answer.kind === 'missing') return trees.renew(rootId, await rebuildTreeWindows(deps.db, budget, rootId), Date.now());
+  if (answer.kind === 'missing') return trees.renew(rootId, await rebuildTreeWindows(deps.db, budget, rootId), deps.clock.now());
   if (answer.kind !== 'stale') throw new DependencyUnavailableError('the budget script did not report the tree version');
-  return trees.renew(rootId, answer.version, Date.now());
+  return trees.renew(rootId, answer.version, deps.clock.now());
 }
 
 function budgetLevels(chain: Chain) {

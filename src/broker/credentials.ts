@@ -1,9 +1,9 @@
 import jwt from 'jsonwebtoken';
-import type { Deps } from '../deps';
 import { hashToken } from '../credentials/tokens';
-import { resolveCredential } from '../http/auth';
 import { verifyBroker, type CheckingBroker } from './authenticator';
-import type { CallPrincipal, TreeSnapshot } from './tree-facts';
+import type { BrokerDeps } from './deps';
+import type { TreeSnapshot } from './tree-facts';
+import type { CallPrincipal } from '../kernel/principals';
 
 /**
  * Credentials of a broker check, verified once per tree version and then remembered in the
@@ -18,7 +18,7 @@ import type { CallPrincipal, TreeSnapshot } from './tree-facts';
  * only in its own broker's trees, the ones a revocation of its tokens stamps; elsewhere (the
  * policy then answers 404) it is looked up every time.
  */
-export async function confirmBroker(deps: Deps, snapshot: TreeSnapshot, broker: CheckingBroker, brokersTree: boolean): Promise<void> {
+export async function confirmBroker(deps: BrokerDeps, snapshot: TreeSnapshot, broker: CheckingBroker, brokersTree: boolean): Promise<void> {
   const key = `broker:${broker.tokenHash}`;
   if (brokersTree && snapshot.credential(key)?.kind === 'broker') return;
   if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
@@ -41,7 +41,7 @@ export interface CallSubject {
  * and verified here, so a broker cannot act for an identity it does not hold. Whether an asserted
  * principal, or none, may go on is the policy's call (broker/check).
  */
-export async function subjectOfCall(deps: Deps, snapshot: TreeSnapshot, input: SubjectInput, now: number): Promise<CallSubject> {
+export async function subjectOfCall(deps: BrokerDeps, snapshot: TreeSnapshot, input: SubjectInput, now: number): Promise<CallSubject> {
   if (input.principal) return { principal: input.principal, source: 'asserted' };
   const token = input.subjectToken ?? '';
   const key = `subject:${hashToken(token)}`;
@@ -50,7 +50,7 @@ export async function subjectOfCall(deps: Deps, snapshot: TreeSnapshot, input: S
     return { principal: cached.principal, source: 'subject_token' };
   }
 
-  const verified = await resolveCredential(deps, token);
+  const verified = await deps.resolveCredential(token);
   let principal: CallPrincipal;
   let expiresAtMs: number | null;
   if (verified?.kind === 'human') {

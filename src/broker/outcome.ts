@@ -1,7 +1,7 @@
-import type { Deps } from '../deps';
-import { ApiError } from '../http/problem';
+import { ApiError } from '../kernel/errors';
 import { enforce } from '../policy/enforce';
 import type { CallRecordRow } from '../grants/repository';
+import type { BrokerDeps } from './deps';
 
 export interface OutcomeReport {
   outcome: 'succeeded' | 'failed';
@@ -13,7 +13,7 @@ export interface OutcomeReport {
  * Completes a pending call record, once, for the grant's own broker (policies/broker/outcome.rego
  * decides). The conditional UPDATE settles a race between two reports of the same call.
  */
-export async function recordOutcome(deps: Deps, brokerId: string, callId: string, report: OutcomeReport): Promise<CallRecordRow> {
+export async function recordOutcome(deps: Pick<BrokerDeps, 'db' | 'policy'>, brokerId: string, callId: string, report: OutcomeReport): Promise<CallRecordRow> {
   const found = await deps.db('call_records as c')
     .join('grants as g', 'g.id', 'c.grant_id')
     .where('c.id', callId)

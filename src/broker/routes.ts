@@ -1,19 +1,18 @@
-import { credentials } from '../http/auth';
-import { defineRoute, type Route } from '../http/route';
+import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
 import { presentCallRecord } from '../grants/presenters';
 import { CallRecordSchema } from '../grants/schemas';
-import { brokerCheckCredentials, type CheckingBroker } from './authenticator';
-import { checkCall, type CheckRequest } from './check';
-import { recordOutcome } from './outcome';
+import type { BrokerService } from './service';
 import { CallParams, CheckBody, CheckResult, OutcomeBody } from './schemas';
 
 const tag = 'Broker';
 
-export const brokerRoutes: Route[] = [
+export function brokerRoutes(broker: BrokerService, auth: CredentialAuthenticators): Route[] {
+  return [
   defineRoute(
     {
       method: 'post',
       path: '/api/broker/check',
+      operationId: 'checkCall',
       tag,
       summary: 'Check one tool call through a grant before the broker makes it',
       description:
@@ -24,13 +23,13 @@ export const brokerRoutes: Route[] = [
         '404), then the principal from the forwarded `subjectToken` (401 `subject_token_invalid` when it does not ' +
         'verify; an asserted `principal` is refused with 403 unless the deployment sets ' +
         'BROKER_TRUST_ASSERTED_PRINCIPAL), then the policy and the budget. Redis or Postgres unavailable: 503, never an allow.',
-      auth: brokerCheckCredentials,
+      auth: broker.credentials,
       body: CheckBody,
       success: { status: 200, description: 'The decision', schema: CheckResult },
       errors: ['not_found', 'subject_token_invalid', 'principal_assertion_refused'],
     },
-    async ({ deps, body, principal }) => {
-      const result = await checkCall(deps, principal as CheckingBroker, body as CheckRequest);
+    async ({ body, principal }) => {
+      const result = await broker.check(principal, body);
       const headers: Record<string, string> = {};
       if (result.retryAfterMs !== undefined) headers['Retry-After'] = String(Math.ceil(result.retryAfterMs / 1000));
       return { body: result, headers };
@@ -40,17 +39,19 @@ export const brokerRoutes: Route[] = [
     {
       method: 'post',
       path: '/api/broker/calls/:callId/outcome',
+      operationId: 'recordCallOutcome',
       tag,
       summary: 'Record the outcome of an allowed call, once',
       description: 'Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`.',
-      auth: credentials('broker'),
+      auth: auth.credentials('broker'),
       params: CallParams,
       body: OutcomeBody,
       success: { status: 200, description: 'The completed call record', schema: CallRecordSchema },
       errors: ['outcome_already_recorded', 'call_denied'],
     },
-    async ({ deps, principal, params, body }) => ({
-      body: presentCallRecord(await recordOutcome(deps, principal.brokerId, params.callId, body)),
+    async ({ principal, params, body }) => ({
+      body: presentCallRecord(await broker.recordOutcome(principal.brokerId, params.callId, body)),
     }),
   ),
 ];
+}

@@ -1,5 +1,5 @@
 import { ToolName } from '../connections/schemas';
-import { idParam, z } from '../http/schema';
+import { idParam, z } from '../kernel/schema';
 
 export const CheckBody = z
   .strictObject({

@@ -2,11 +2,8 @@ import type { Database } from '../db/database';
 import { LruCache } from '../cache/lru';
 import type { Chain } from './chain';
 
-/** The identity a call is made for: a human user (JWT `sub`) or an installed agent (its seat). */
-export interface CallPrincipal {
-  kind: 'user' | 'agent';
-  id: string;
-}
+import type { CallPrincipal } from '../kernel/principals';
+
 
 /** What can change about a call's chain: exactly what the broker/check policy needs besides the chain. */
 export interface MutableFacts {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { ApiError } from '../http/problem';
-import { DependencyUnavailableError } from '../http/dependency-failure';
+import { ApiError } from '../kernel/errors';
+import { DependencyUnavailableError } from '../kernel/dependency';
 
 // One count per key and window, started by the first request of the window (Redis time).
 const FIXED_WINDOW = `

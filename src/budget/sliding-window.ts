@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
-import { DependencyUnavailableError } from '../http/dependency-failure';
+import { DependencyUnavailableError } from '../kernel/dependency';
 import { treeVersionKey, windowKey } from './keys';
 
 export interface BudgetLevel {

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Database } from '../db/database';
-import type { Logger } from '../log';
+import type { Logger } from '../kernel/log';
 import { treeVersionKey } from '../budget/keys';
-import { ApiError } from '../http/problem';
+import { ApiError } from '../kernel/errors';
 
 /**
  * Cross-replica invalidation of the broker's cached facts.

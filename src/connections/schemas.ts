@@ -1,4 +1,4 @@
-import { idParam, timestamp, z } from '../http/schema';
+import { idParam, timestamp, z } from '../kernel/schema';
 
 export const ToolName = z
   .string()

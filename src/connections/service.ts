@@ -1,8 +1,10 @@
-import type { Deps } from '../deps';
-import type { HumanPrincipal } from '../http/auth';
-import { ApiError } from '../http/problem';
-import { iso } from '../http/schema';
-import { newId } from '../ids';
+import type { CacheInvalidation } from '../cache/invalidation';
+import type { Database } from '../db/database';
+import type { PolicyEngine } from '../policy/engine';
+import type { HumanPrincipal } from '../kernel/principals';
+import { ApiError } from '../kernel/errors';
+import { iso } from '../kernel/schema';
+import { newId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
 import {
   brokerExists,
@@ -13,6 +15,24 @@ import {
   type ConnectionRow,
   type ConnectionTool,
 } from './repository';
+
+/** What the connections domain uses, and nothing more. */
+export interface ConnectionsDeps {
+  db: Database;
+  policy: PolicyEngine;
+  invalidation: CacheInvalidation;
+}
+
+/** Connector installations and their tools (CONTRACT §3), visible to their owner alone. */
+export function createConnectionsService(deps: ConnectionsDeps) {
+  return {
+    create: createConnection.bind(null, deps),
+    read: readConnection.bind(null, deps),
+    setStatus: setConnectionStatus.bind(null, deps),
+  };
+}
+
+export type ConnectionsService = ReturnType<typeof createConnectionsService>;
 
 function present(row: ConnectionRow, tools: ConnectionTool[]) {
   return {
@@ -29,7 +49,7 @@ function present(row: ConnectionRow, tools: ConnectionTool[]) {
   };
 }
 
-async function authorized(deps: Deps, caller: HumanPrincipal, id: string, action: 'connection.read' | 'connection.update') {
+async function authorized(deps: ConnectionsDeps, caller: HumanPrincipal, id: string, action: 'connection.read' | 'connection.update') {
   const connection = await findConnection(deps.db, id);
   enforce(
     deps.policy.evaluate('connections/access/decision', {
@@ -42,7 +62,7 @@ async function authorized(deps: Deps, caller: HumanPrincipal, id: string, action
 }
 
 export async function createConnection(
-  deps: Deps,
+  deps: ConnectionsDeps,
   caller: HumanPrincipal,
   input: { kind: string; brokerId: string; externalInstallationId: string; tools: ConnectionTool[] },
 ) {
@@ -67,13 +87,13 @@ export async function createConnection(
   return present(row, await listConnectionTools(deps.db, row.id));
 }
 
-export async function readConnection(deps: Deps, caller: HumanPrincipal, id: string) {
+export async function readConnection(deps: ConnectionsDeps, caller: HumanPrincipal, id: string) {
   const row = await authorized(deps, caller, id, 'connection.read');
   return present(row, await listConnectionTools(deps.db, id));
 }
 
 /** Disconnecting stops new grants on it and makes the broker deny calls on its grants at once. */
-export async function setConnectionStatus(deps: Deps, caller: HumanPrincipal, id: string, status: ConnectionRow['status']) {
+export async function setConnectionStatus(deps: ConnectionsDeps, caller: HumanPrincipal, id: string, status: ConnectionRow['status']) {
   await authorized(deps, caller, id, 'connection.update');
   const row = await deps.invalidation.change(async (trx, touch) => {
     const updated = await updateConnectionStatus(trx, id, status);

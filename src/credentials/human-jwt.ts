@@ -1,7 +1,6 @@
 import koaJwt from 'koa-jwt';
 import jwksRsa from 'jwks-rsa';
-import type { Config } from '../config';
-import { DependencyUnavailableError, isDependencyFailure } from '../http/dependency-failure';
+import { DependencyUnavailableError, isDependencyFailure } from '../kernel/dependency';
 
 export interface HumanIdentity {
   userId: string;
@@ -30,7 +29,15 @@ const RESERVED_SUBJECT = /^(agt|pod|grt|con|ins|brk|evt|rtk|btk|call)_/;
  * JWT_JWKS_URI, asymmetric algorithms only, so an HMAC token signed with a public key
  * (algorithm confusion) and `alg: none` are both refused.
  */
-export function createHumanJwtVerifier(config: Config): HumanJwtVerifier {
+/** JWT_SECRET, or JWT_JWKS_URI with JWT_ISSUER and JWT_AUDIENCE (CONTRACT §2). */
+export interface HumanJwtSettings {
+  JWT_SECRET: string;
+  JWT_JWKS_URI?: string;
+  JWT_ISSUER?: string;
+  JWT_AUDIENCE?: string;
+}
+
+export function createHumanJwtVerifier(config: HumanJwtSettings): HumanJwtVerifier {
   const options = config.JWT_JWKS_URI
     ? {
         secret: jwksRsa.koaJwtSecret({ jwksUri: config.JWT_JWKS_URI, cache: true, rateLimit: true, timeout: JWKS_TIMEOUT_MS }),

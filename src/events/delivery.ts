@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import type { EventType } from './outbox';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -7,7 +8,7 @@ export interface EventRow {
   id: string;
   agent_id: string;
   pod_id: string;
-  type: string;
+  type: EventType;
   data: Record<string, unknown>;
   occurred_at: Date;
   delivery_count: number;
@@ -16,25 +17,27 @@ export interface EventRow {
 }
 
 /**
- * Leases up to `limit` of the agent's deliverable events (never acked, and not under a live lease)
- * for `visibilityMs`, oldest first, counting the delivery. One statement: SKIP LOCKED lets two
- * concurrent polls of the same agent split the pending events instead of both taking them, and
- * the lease (not the row lock) keeps them apart once the statement commits.
+ * Leases up to `limit` of the agent's deliverable events (never acked, and not under a live lease
+ * at `nowMs`) for `visibilityMs`, oldest first, counting the delivery. One statement: SKIP LOCKED
+ * lets two concurrent polls of the same agent split the pending events instead of both taking
+ * them, and the lease (not the row lock) keeps them apart once the statement commits. Time is the
+ * service's clock, so a lease ends when the clock says, in tests too.
  */
-export async function leaseEvents(db: Queryable, agentId: string, limit: number, visibilityMs: number): Promise<EventRow[]> {
+export async function leaseEvents(db: Queryable, agentId: string, limit: number, visibilityMs: number, nowMs: number): Promise<EventRow[]> {
+  const now = new Date(nowMs);
   const result = await db.raw<{ rows: EventRow[] }>(
     `update events
         set delivery_count = delivery_count + 1,
-            leased_until = now() + ?::bigint * interval '1 millisecond'
+            leased_until = ?::timestamptz + ?::bigint * interval '1 millisecond'
       where id in (
         select id from events
-         where agent_id = ? and acked_at is null and (leased_until is null or leased_until <= now())
+         where agent_id = ? and acked_at is null and (leased_until is null or leased_until <= ?::timestamptz)
          order by id
          limit ?
          for update skip locked
       )
       returning *`,
-    [visibilityMs, agentId, limit],
+    [now, visibilityMs, agentId, now, limit],
   );
   // RETURNING follows no order; ids are time-sortable (UUIDv7 TypeIDs), so sorting by id is by age.
   return result.rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

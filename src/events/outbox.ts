@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { newId } from '../ids';
+import { newId } from '../kernel/ids';
 
 export type EventType =
   | 'grant.created'
@@ -23,12 +23,11 @@ export interface NewEvent {
 
 /**
  * Writes events inside the caller's transaction, so an event exists exactly when the change that
- * caused it commits. The NOTIFY is delivered at commit too; pollers use it only as a wake-up hint.
+ * caused it commits (and occurred when that transaction began: Postgres's now()). The NOTIFY is delivered at commit too; pollers use it only as a wake-up hint.
  */
 export async function emitEvent(trx: Knex.Transaction, event: NewEvent): Promise<void> {
   const recipients = [...new Set(event.agentIds)];
   if (recipients.length === 0) return;
-  const occurredAt = new Date();
   await trx('events').insert(
     recipients.map((agentId) => ({
       id: newId('event'),
@@ -36,7 +35,6 @@ export async function emitEvent(trx: Knex.Transaction, event: NewEvent): Promise
       pod_id: event.podId,
       type: event.type,
       data: event.data,
-      occurred_at: occurredAt,
     })),
   );
   for (const agentId of recipients) {

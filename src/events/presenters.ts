@@ -1,4 +1,4 @@
-import { iso } from '../http/schema';
+import { iso } from '../kernel/schema';
 import type { EventRow } from './delivery';
 
 export function presentEvent(event: EventRow) {

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database';
-import type { Logger } from '../log';
+import type { Logger } from '../kernel/log';
 import { deleteAckedEvents } from './delivery';
 
 export interface RetentionTimer {

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import type { Logger } from '../log';
+import type { Logger } from '../kernel/log';
 import { EVENTS_CHANNEL } from './outbox';
 
 /** A registration for one wake-up: made before the re-check so a NOTIFY in between is not lost. */

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
-import type { Deps } from '../deps';
-import type { AgentPrincipal, HumanPrincipal } from '../http/auth';
+import type { GrantsDeps } from './deps';
+import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import type { Decision } from '../policy/engine';
 import { enforce } from '../policy/enforce';
 import { currentMemberIds, loadGrantFacts, policyFacts, type GrantFacts, type PolicyGrantFacts } from './facts';
 import type { GrantView } from './presenters';
 
-type Queryable = Deps['db'] | Knex.Transaction;
+type Queryable = GrantsDeps['db'] | Knex.Transaction;
 
 export type GrantCaller = HumanPrincipal | AgentPrincipal;
 
@@ -16,8 +16,8 @@ export function callerFact(principal: GrantCaller): { kind: 'human' | 'agent'; i
 }
 
 /** Asks `grants/read` about one grant; the answer carries the status and effective audience. */
-export function readDecision(deps: Deps, caller: { kind: string; id: string }, grant: PolicyGrantFacts | null): Decision {
-  return deps.policy.evaluate('grants/read/decision', { now_ms: Date.now(), caller, grant });
+export function readDecision(deps: GrantsDeps, caller: { kind: string; id: string }, grant: PolicyGrantFacts | null): Decision {
+  return deps.policy.evaluate('grants/read/decision', { now_ms: deps.clock.now(), caller, grant });
 }
 
 export function viewOf(decision: Decision): GrantView {
@@ -31,7 +31,7 @@ export interface ReadableGrant {
 }
 
 /** Loads a grant the caller may read, or refuses with a 404 that says nothing more. */
-export async function readableGrant(deps: Deps, principal: GrantCaller, grantId: string, db: Queryable = deps.db): Promise<ReadableGrant> {
+export async function readableGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string, db: Queryable = deps.db): Promise<ReadableGrant> {
   const facts = await loadGrantFacts(db, grantId);
   const members = facts ? await currentMemberIds(db, facts.grant.target_pod_id) : [];
   const decision = readDecision(deps, callerFact(principal), facts ? policyFacts(facts, members) : null);

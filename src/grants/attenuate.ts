@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
-import type { Deps } from '../deps';
-import type { AgentPrincipal } from '../http/auth';
-import { ApiError } from '../http/problem';
-import { newId } from '../ids';
+import type { GrantsDeps } from './deps';
+import type { AgentPrincipal } from '../kernel/principals';
+import { ApiError } from '../kernel/errors';
+import { newId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
 import { findAgentById } from '../registry/repository';
 import { callerFact } from './access';
@@ -47,7 +47,7 @@ async function childOf(trx: Knex.Transaction, parent: GrantRow, body: AttenuateG
   };
 }
 
-function enforceNaming(decision: ReturnType<Deps['policy']['evaluate']>): void {
+function enforceNaming(decision: ReturnType<GrantsDeps['policy']['evaluate']>): void {
   try {
     enforce(decision);
   } catch (error) {
@@ -64,20 +64,20 @@ function enforceNaming(decision: ReturnType<Deps['policy']['evaluate']>): void {
  * first, so a revocation of the same tree either lands before (and the parent is not usable) or
  * after (and revokes this child too): never an active child under a revoked parent.
  */
-export async function attenuateGrant(deps: Deps, principal: AgentPrincipal, grantId: string, body: AttenuateGrantInput) {
+export async function attenuateGrant(deps: GrantsDeps, principal: AgentPrincipal, grantId: string, body: AttenuateGrantInput) {
   await deps.attenuationLimit.take(principal.agentId);
   const rootId = await rootIdOf(deps.db, grantId);
   return deps.db.transaction(async (trx) => {
     if (rootId) await lockTree(trx, rootId);
-    const now = Date.now();
+    const now = deps.clock.now();
     const parent = await loadGrantFacts(trx, grantId);
     const members = parent ? await currentMemberIds(trx, parent.grant.target_pod_id) : [];
     const agent = await findAgentById(trx, principal.agentId);
     const child = parent ? await childOf(trx, parent.grant, body, principal.agentId, now) : undefined;
     const decision = deps.policy.evaluate('grants/attenuate/decision', {
       now_ms: now,
-      max_depth: deps.config.MAX_DELEGATION_DEPTH,
-      max_live_children: deps.config.MAX_LIVE_CHILDREN_PER_GRANT,
+      max_depth: deps.limits.maxDelegationDepth,
+      max_live_children: deps.limits.maxLiveChildrenPerGrant,
       live_children: parent ? await countLiveChildren(trx, grantId, now) : 0,
       caller: { ...callerFact(principal), pod_id: principal.podId, desired_state: agent?.desired_state ?? 'stopped' },
       grant: parent ? policyFacts(parent, members) : null,

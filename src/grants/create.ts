@@ -1,7 +1,7 @@
-import type { Deps } from '../deps';
+import type { GrantsDeps } from './deps';
 import { findConnection, listConnectionTools, type ConnectionRow } from '../connections/repository';
-import type { HumanPrincipal } from '../http/auth';
-import { newId } from '../ids';
+import type { HumanPrincipal } from '../kernel/principals';
+import { newId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
 import { findPod } from '../pods/repository';
 import { findAgentById } from '../registry/repository';
@@ -19,7 +19,7 @@ export const GRANT_DEFAULTS = {
   lifetimeMs: 30 * 86_400_000,
 } as const;
 
-async function connectionFact(deps: Deps, row: ConnectionRow | undefined): Promise<ConnectionFact | null> {
+async function connectionFact(deps: GrantsDeps, row: ConnectionRow | undefined): Promise<ConnectionFact | null> {
   if (!row) return null;
   const tools = await listConnectionTools(deps.db, row.id);
   return {
@@ -32,7 +32,7 @@ async function connectionFact(deps: Deps, row: ConnectionRow | undefined): Promi
 }
 
 /** The target pod (a seat's own pod for a seat) with its members, and the seat if it is one. */
-async function targetFacts(deps: Deps, target: { kind: string; id: string }) {
+async function targetFacts(deps: GrantsDeps, target: { kind: string; id: string }) {
   const seat = target.kind === 'seat' ? await findAgentById(deps.db, target.id) : undefined;
   const podId = target.kind === 'pod' ? target.id : seat?.pod_id;
   const pod = podId ? await findPod(deps.db, podId) : undefined;
@@ -46,8 +46,8 @@ async function targetFacts(deps: Deps, target: { kind: string; id: string }) {
  * Creates a root grant. The facts are gathered here, `grants/create` decides every refusal, and
  * the installation and broker come from the connection, never from the request.
  */
-export async function createGrant(deps: Deps, principal: HumanPrincipal, body: CreateGrantInput) {
-  const now = Date.now();
+export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, body: CreateGrantInput) {
+  const now = deps.clock.now();
   const connectionRow = await findConnection(deps.db, body.connectionId);
   const connection = await connectionFact(deps, connectionRow);
   const { pod, seat } = await targetFacts(deps, body.target);

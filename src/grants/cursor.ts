@@ -1,4 +1,4 @@
-import { ApiError } from '../http/problem';
+import { ApiError } from '../kernel/errors';
 import type { ListPosition } from './repository';
 
 /** An opaque cursor: the sort key (time, id) of the last item of the page, base64url JSON. */

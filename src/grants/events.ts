@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Deps } from '../deps';
+import type { GrantsDeps } from './deps';
 import { emitEvent, type EventType } from '../events/outbox';
 import { agentIdsOfPod } from '../pods/repository';
 import { readDecision } from './access';
@@ -12,7 +12,7 @@ import type { PolicyGrantFacts } from './facts';
  */
 export async function emitGrantEvent(
   trx: Knex.Transaction,
-  deps: Deps,
+  deps: GrantsDeps,
   type: Extract<EventType, 'grant.created' | 'grant.attenuated' | 'grant.revoked'>,
   grant: PolicyGrantFacts,
   data: Record<string, unknown>,

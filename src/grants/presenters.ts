@@ -1,4 +1,4 @@
-import { iso } from '../http/schema';
+import { iso } from '../kernel/schema';
 import type { CallRecordRow, GrantRow } from './repository';
 
 /** What only the read policy computes: the status from the chain and the effective audience. */

@@ -1,4 +1,4 @@
-import type { Deps } from '../deps';
+import type { GrantsDeps } from './deps';
 import { enforce } from '../policy/enforce';
 import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } from './access';
 import { decodeCursor, encodeCursor } from './cursor';
@@ -6,7 +6,7 @@ import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
 import { presentCallRecord, presentGrant, type GrantView } from './presenters';
 import { callRecordsAfter, readCandidatesAfter } from './repository';
 
-export async function readGrant(deps: Deps, principal: GrantCaller, grantId: string) {
+export async function readGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string) {
   const { facts, view } = await readableGrant(deps, principal, grantId);
   return presentGrant(facts.grant, view);
 }
@@ -18,7 +18,7 @@ export async function readGrant(deps: Deps, principal: GrantCaller, grantId: str
  * holds one more readable grant than asked (which proves a next page).
  */
 export async function listPodGrants(
-  deps: Deps,
+  deps: GrantsDeps,
   principal: GrantCaller,
   podId: string,
   query: { status?: GrantView['status']; limit: number; cursor?: string },
@@ -54,7 +54,7 @@ export async function listPodGrants(
 }
 
 /** The call trail of a grant, newest first, for whoever may read the grant. */
-export async function listGrantCalls(deps: Deps, principal: GrantCaller, grantId: string, query: { limit: number; cursor?: string }) {
+export async function listGrantCalls(deps: GrantsDeps, principal: GrantCaller, grantId: string, query: { limit: number; cursor?: string }) {
   const after = decodeCursor(query.cursor);
   await readableGrant(deps, principal, grantId);
   const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1);

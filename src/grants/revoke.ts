@@ -1,6 +1,6 @@
-import type { Deps } from '../deps';
-import type { HumanPrincipal } from '../http/auth';
-import { iso } from '../http/schema';
+import type { GrantsDeps } from './deps';
+import type { HumanPrincipal } from '../kernel/principals';
+import { iso } from '../kernel/schema';
 import { enforce } from '../policy/enforce';
 import { callerFact, readDecision, viewOf } from './access';
 import { emitGrantEvent } from './events';
@@ -13,7 +13,7 @@ import { lockTree, revokeSubtree, rootIdOf } from './repository';
  * Revoking again changes nothing and answers the same. The tree's root row is locked first, the
  * same lock attenuation takes, so no child can slip in under a grant being revoked.
  */
-export async function revokeGrant(deps: Deps, principal: HumanPrincipal, grantId: string) {
+export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, grantId: string) {
   const rootId = await rootIdOf(deps.db, grantId);
   const caller = callerFact(principal);
   // A repeat changes no row but stamps the tree again: that is how a client re-confirms a revoke

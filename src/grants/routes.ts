@@ -1,10 +1,6 @@
-import { credentials } from '../http/auth';
-import { defineRoute, type Route } from '../http/route';
-import { page } from '../http/schema';
-import { attenuateGrant } from './attenuate';
-import { createGrant } from './create';
-import { listGrantCalls, listPodGrants, readGrant } from './read';
-import { revokeGrant } from './revoke';
+import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
+import { page } from '../kernel/schema';
+import type { GrantsService } from './service';
 import {
   AttenuateGrantBody,
   CallRecordSchema,
@@ -20,37 +16,41 @@ const tag = 'Grants';
 
 const revokeSpec = {
   tag,
-  auth: credentials('human'),
   params: GrantParams,
   description:
     'The grant and every descendant get the same `revokedAt` in one transaction. Revoking again is a 200 no-op. ' +
     'Members who can read the grant but do not own its connection get 403 `not_connection_owner`; anyone else 404.',
   success: { status: 200 as const, description: 'The revoked grant', schema: GrantSchema },
-  errors: ['not_connection_owner'] as const,
+  errors: ['not_connection_owner', 'invalidation_pending'] as const,
 };
 
-export const grantRoutes: Route[] = [
+export function grantRoutes(grants: GrantsService, auth: CredentialAuthenticators): Route[] {
+  const human = auth.credentials('human');
+  const reader = auth.credentials('human', 'agent');
+  return [
   defineRoute(
     {
       method: 'get',
       path: '/api/pods/:podId/grants',
+      operationId: 'listPodGrants',
       tag,
       summary: 'List the grants of a pod (targeting it or one of its seats) that the caller can read',
       description: 'Pod members only (humans and installed agents); a non-member gets 404. Newest first; `status` filters.',
-      auth: credentials('human', 'agent'),
+      auth: reader,
       params: PodParams,
       query: ListGrantsQuery,
       success: { status: 200, description: 'Readable grants, newest first', schema: page(GrantSchema) },
     },
-    async ({ deps, principal, params, query }) => ({ body: await listPodGrants(deps, principal, params.podId, query) }),
+    async ({ principal, params, query }) => ({ body: await grants.listOfPod(principal, params.podId, query) }),
   ),
   defineRoute(
     {
       method: 'post',
       path: '/api/grants',
+      operationId: 'createGrant',
       tag,
       summary: 'Create a root grant on a connection the caller owns',
-      auth: credentials('human'),
+      auth: human,
       body: CreateGrantBody,
       success: { status: 201, description: 'The new grant', schema: GrantSchema },
       errors: [
@@ -66,44 +66,47 @@ export const grantRoutes: Route[] = [
         'expiry_out_of_range',
       ],
     },
-    async ({ deps, principal, body }) => ({ body: await createGrant(deps, principal, body) }),
+    async ({ principal, body }) => ({ body: await grants.create(principal, body) }),
   ),
   defineRoute(
     {
       method: 'get',
       path: '/api/grants/:grantId',
+      operationId: 'getGrant',
       tag,
       summary: 'Read a grant: the connection owner, pod members for a pod grant, the seat for a seat grant',
       description: '`status` and `audience` are computed at read time. Outside the read scope a grant is a 404.',
-      auth: credentials('human', 'agent'),
+      auth: reader,
       params: GrantParams,
       success: { status: 200, description: 'The grant', schema: GrantSchema },
     },
-    async ({ deps, principal, params }) => ({ body: await readGrant(deps, principal, params.grantId) }),
+    async ({ principal, params }) => ({ body: await grants.read(principal, params.grantId) }),
   ),
   defineRoute(
     {
       method: 'get',
       path: '/api/grants/:grantId/calls',
+      operationId: 'listGrantCalls',
       tag,
       summary: 'The call trail of a grant, newest first, with the read scope of the grant',
-      auth: credentials('human', 'agent'),
+      auth: reader,
       params: GrantParams,
       query: ListCallsQuery,
       success: { status: 200, description: 'Call records, newest first', schema: page(CallRecordSchema) },
     },
-    async ({ deps, principal, params, query }) => ({ body: await listGrantCalls(deps, principal, params.grantId, query) }),
+    async ({ principal, params, query }) => ({ body: await grants.calls(principal, params.grantId, query) }),
   ),
   defineRoute(
     {
       method: 'post',
       path: '/api/grants/:grantId/attenuate',
+      operationId: 'attenuateGrant',
       tag,
       summary: 'Narrow a usable grant into a child (installed agent, runtime token)',
       description:
         'The calling seat must be in the parent effective audience; the parent active and its connection connected. ' +
         'A widening is a 422 `grant_widening` whose detail names every widening field.',
-      auth: credentials('agent'),
+      auth: auth.credentials('agent'),
       params: GrantParams,
       body: AttenuateGrantBody,
       success: { status: 201, description: 'The child grant', schema: GrantSchema },
@@ -121,14 +124,15 @@ export const grantRoutes: Route[] = [
         'expiry_out_of_range',
       ],
     },
-    async ({ deps, principal, params, body }) => ({ body: await attenuateGrant(deps, principal, params.grantId, body) }),
+    async ({ principal, params, body }) => ({ body: await grants.attenuate(principal, params.grantId, body) }),
   ),
   defineRoute(
-    { ...revokeSpec, method: 'post', path: '/api/grants/:grantId/revoke', summary: 'Revoke a grant and its descendants' },
-    async ({ deps, principal, params }) => ({ body: await revokeGrant(deps, principal, params.grantId) }),
+    { ...revokeSpec, auth: human, method: 'post', path: '/api/grants/:grantId/revoke', operationId: 'revokeGrant', summary: 'Revoke a grant and its descendants' },
+    async ({ principal, params }) => ({ body: await grants.revoke(principal, params.grantId) }),
   ),
   defineRoute(
-    { ...revokeSpec, method: 'delete', path: '/api/grants/:grantId', summary: 'Same as revoke: the grant and its descendants' },
-    async ({ deps, principal, params }) => ({ body: await revokeGrant(deps, principal, params.grantId) }),
+    { ...revokeSpec, auth: human, method: 'delete', path: '/api/grants/:grantId', operationId: 'deleteGrant', summary: 'Same as revoke: the grant and its descendants' },
+    async ({ principal, params }) => ({ body: await grants.revoke(principal, params.grantId) }),
   ),
 ];
+}

@@ -1,6 +1,6 @@
 import { ToolName } from '../connections/schemas';
-import { ApiError } from '../http/problem';
-import { cursor, idParam, listLimit, timestamp, z } from '../http/schema';
+import { ApiError } from '../kernel/errors';
+import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';
 
 const DAY_MS = 86_400_000;
 

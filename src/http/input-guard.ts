@@ -1,4 +1,4 @@
-import type { FieldError } from './problem';
+import type { FieldError } from '../kernel/errors';
 
 /**
  * Rules every request value obeys before any route schema sees it, so no route can forget them:

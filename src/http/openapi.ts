@@ -1,7 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import { z } from './schema';
-import { PROBLEMS, type ProblemCode } from './problem';
-import type { Route } from './route';
+import { z } from '../kernel/schema';
+import { PROBLEMS, type ProblemCode } from '../kernel/errors';
+import { errorCodesOf, type Route } from '../kernel/route';
 
 const ProblemSchema = z
   .object({
@@ -26,20 +26,9 @@ function openApiPath(path: string): string {
   return path.replace(/:(\w+)/g, '{$1}');
 }
 
-/** Codes any route can answer with, given what it declares. */
-function implicitErrors(route: Route): ProblemCode[] {
-  const codes: ProblemCode[] = ['internal_error', 'dependency_unavailable'];
-  if (route.auth) codes.push('unauthenticated', 'credential_not_accepted');
-  // Even a route without a query schema refuses unknown query parameters.
-  codes.push('invalid_request');
-  if (route.body) codes.push('payload_too_large', 'unsupported_media_type');
-  if (route.path.includes(':')) codes.push('not_found');
-  return codes;
-}
-
 function errorResponses(route: Route) {
   const byStatus = new Map<number, Set<ProblemCode>>();
-  for (const code of [...implicitErrors(route), ...(route.errors ?? [])]) {
+  for (const code of errorCodesOf(route)) {
     const status = PROBLEMS[code].status;
     byStatus.set(status, (byStatus.get(status) ?? new Set()).add(code));
   }
@@ -73,6 +62,7 @@ export function buildOpenApiDocument(routes: readonly Route[], decisions: string
     registry.registerPath({
       method: route.method,
       path: openApiPath(route.path),
+      operationId: route.operationId,
       summary: route.summary,
       description: route.description,
       tags: [route.tag],

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
-import { ApiError, problemBody, type ProblemCode } from './problem';
+import { ApiError, type ProblemCode } from '../kernel/errors';
+import { problemBody } from './problem';
 
 /** Node's HTTP parser errors that a client caused, as the problem they are. */
 const PARSER_PROBLEMS: Record<string, ProblemCode> = {

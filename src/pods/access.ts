@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import type { Deps } from '../deps';
-import type { Principal } from '../http/auth';
+import type { Principal } from '../kernel/principals';
 import { enforce } from '../policy/enforce';
+import type { PodsDeps } from './deps';
 import { countOwners, findMember, findPod, type PodRow, type Role } from './repository';
 
 export type PodAction =
@@ -30,12 +30,12 @@ export interface PodActionFacts {
  * A pod that does not exist and a pod the caller is not in look the same: 404.
  */
 export async function authorizePodAction(
-  deps: Deps,
+  deps: Pick<PodsDeps, 'db' | 'policy'>,
   principal: Principal,
   podId: string,
   action: PodAction,
   facts: PodActionFacts = {},
-  db: Deps['db'] | Knex.Transaction = deps.db,
+  db: PodsDeps['db'] | Knex.Transaction = deps.db,
 ): Promise<PodRow> {
   const pod = await findPod(db, podId);
   const membership = pod && principal.kind === 'human' ? await findMember(db, podId, principal.userId) : undefined;

@@ -1,4 +1,4 @@
-import { iso } from '../http/schema';
+import { iso } from '../kernel/schema';
 import type { MemberRow, PodRow } from './repository';
 
 export function presentPod(pod: PodRow) {

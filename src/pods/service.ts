@@ -1,56 +1,17 @@
-import type { Deps } from '../deps';
-import type { HumanPrincipal } from '../http/auth';
-import { ApiError } from '../http/problem';
-import { newId } from '../ids';
-import { emitEvent } from '../events/outbox';
+import type { PodsDeps } from './deps';
 import { authorizePodAction } from './access';
-import { agentIdsOfPod, deleteMember, findMember, insertMember, insertPod, type MemberRow, type PodRow, type Role } from './repository';
+import { addMember, createPod, listPodMembers, removeMember } from './membership';
 
-export async function createPod(deps: Deps, caller: HumanPrincipal, name: string): Promise<PodRow> {
-  const pod: PodRow = { id: newId('pod'), name, created_by: caller.userId, created_at: new Date() };
-  await deps.db.transaction(async (trx) => {
-    await insertPod(trx, pod);
-    await insertMember(trx, { pod_id: pod.id, member_id: caller.userId, member_kind: 'human', role: 'owner', added_by: caller.userId });
-  });
-  return pod;
+/** Pods and their members (CONTRACT §3); `authorize` is how other domains ask `pods/access`. */
+export function createPodsService(deps: PodsDeps) {
+  return {
+    create: createPod.bind(null, deps),
+    read: (caller: Parameters<typeof authorizePodAction>[1], podId: string) => authorizePodAction(deps, caller, podId, 'pod.read'),
+    members: listPodMembers.bind(null, deps),
+    addMember: addMember.bind(null, deps),
+    removeMember: removeMember.bind(null, deps),
+    authorize: authorizePodAction.bind(null, deps),
+  };
 }
 
-export async function addMember(deps: Deps, caller: HumanPrincipal, podId: string, userId: string, role: Role): Promise<MemberRow> {
-  await authorizePodAction(deps, caller, podId, 'members.add', { member: { role } });
-  return deps.db.transaction(async (trx) => {
-    const member = await insertMember(trx, { pod_id: podId, member_id: userId, member_kind: 'human', role, added_by: caller.userId });
-    if (!member) throw new ApiError('member_exists', `${userId} is already a member of the pod`);
-    await emitEvent(trx, {
-      type: 'pod.member_added',
-      podId,
-      data: { podId, memberId: userId, kind: 'human', role },
-      agentIds: await agentIdsOfPod(trx, podId),
-    });
-    return member;
-  });
-}
-
-/**
- * Removes a human member. Membership decides the effective audience of pod grants, so the
- * removal also invalidates cached broker facts for grants in this pod; a repeat (the member is
- * gone: 404) stamps them again, which re-confirms a removal that answered 503.
- */
-export async function removeMember(deps: Deps, caller: HumanPrincipal, podId: string, userId: string): Promise<void> {
-  const removed = await deps.invalidation.change(async (trx, touch) => {
-    // Lock the member row so two removals cannot both pass the last-owner rule.
-    await trx.raw('select 1 from pod_members where pod_id = ? and role = ? for update', [podId, 'owner']);
-    const member = await findMember(trx, podId, userId);
-    await authorizePodAction(deps, caller, podId, 'members.remove', { member: member && { role: member.role } }, trx);
-    await touch('pod', podId);
-    if (!member || member.member_kind !== 'human') return false;
-    await deleteMember(trx, podId, userId);
-    await emitEvent(trx, {
-      type: 'pod.member_removed',
-      podId,
-      data: { podId, memberId: userId, kind: 'human' },
-      agentIds: await agentIdsOfPod(trx, podId),
-    });
-    return true;
-  });
-  if (!removed) throw new ApiError('not_found', 'no such human member in the pod');
-}
+export type PodsService = ReturnType<typeof createPodsService>;

@@ -1,4 +1,4 @@
-import { ApiError, PROBLEMS, isProblemCode, type ProblemCode } from '../http/problem';
+import { ApiError, PROBLEMS, isProblemCode, type ProblemCode } from '../kernel/errors';
 import type { Decision } from './engine';
 
 /**

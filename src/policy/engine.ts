@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import { watchFile, unwatchFile } from 'node:fs';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
-import type { Logger } from '../log';
-import { digestOf } from '../digest';
+import type { Logger } from '../kernel/log';
+import { DependencyUnavailableError } from '../kernel/dependency';
+import { digestOf } from '../kernel/digest';
 
 /**
  * What every entrypoint returns (CONTRACT §7). An entrypoint may add facts it derived (a grant's
@@ -16,7 +16,7 @@ export interface Decision {
 }
 
 /** The policy cannot answer: callers fail closed (503), never allow. */
-export class PolicyUnavailableError extends Error {}
+export class PolicyUnavailableError extends DependencyUnavailableError {}
 
 export type DecisionLogMode = 'off' | 'deny' | 'all';
 
@@ -33,7 +33,9 @@ interface LoadedModule {
  */
 export class PolicyEngine {
   private current: LoadedModule | undefined;
-  private watching = false;
+  private watchTimer: NodeJS.Timeout | undefined;
+  /** The file as it was when last read: a poll that sees another file reloads. */
+  private lastSeen = '';
   private reloading: Promise<boolean> = Promise.resolve(true);
 
   constructor(
@@ -82,6 +84,7 @@ export class PolicyEngine {
     let candidate: LoadedModule;
     let revision: string | undefined;
     try {
+      this.lastSeen = await fileSignature(this.wasmPath);
       if (this.requireTrustedFile) await assertTrustedFile(this.wasmPath);
       const bytes = await readFile(this.wasmPath);
       revision = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
@@ -107,18 +110,27 @@ export class PolicyEngine {
     return true;
   }
 
-  /** Polls the file for a rebuilt module (fs.watch misses atomic renames on some filesystems). */
+  /**
+   * Polls the file for a rebuilt module (fs.watch misses atomic renames on some filesystems). Each
+   * poll compares the file with the one last read, not with the previous poll, so a module
+   * replaced while the watch starts is not missed.
+   */
   watch(intervalMs = 1000): void {
-    if (this.watching) return;
-    this.watching = true;
-    watchFile(this.wasmPath, { interval: intervalMs, persistent: false }, (now, before) => {
-      if (now.mtimeMs !== before.mtimeMs || now.size !== before.size) void this.reload();
-    });
+    if (this.watchTimer) return;
+    this.watchTimer = setInterval(() => {
+      fileSignature(this.wasmPath).then(
+        (seen) => {
+          if (seen !== this.lastSeen) void this.reload();
+        },
+        () => undefined,
+      );
+    }, intervalMs);
+    this.watchTimer.unref();
   }
 
   close(): void {
-    if (this.watching) unwatchFile(this.wasmPath);
-    this.watching = false;
+    if (this.watchTimer) clearInterval(this.watchTimer);
+    this.watchTimer = undefined;
   }
 
   /**
@@ -165,6 +177,12 @@ export class PolicyEngine {
  * by this process's user, and writable by no group and no one else. Anyone else able to write it
  * could swap in a module that allows everything.
  */
+/** Inode, size and mtime: an atomic rename always brings a new inode, even within one mtime tick. */
+async function fileSignature(file: string): Promise<string> {
+  const info = await stat(file);
+  return `${info.ino}:${info.size}:${info.mtimeMs}`;
+}
+
 async function assertTrustedFile(file: string): Promise<void> {
   const info = await stat(file);
   const ownUid = process.getuid?.();

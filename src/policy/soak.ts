@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createLogger } from '../log';
+import { createLogger } from '../kernel/log';
 import { PolicyEngine } from './engine';
 
 /**

@@ -1,4 +1,4 @@
-import { iso } from '../http/schema';
+import { iso } from '../kernel/schema';
 import type { AgentRow, RuntimeTokenRow } from './repository';
 
 export function presentRuntime(agent: AgentRow) {

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import type { Deps } from '../deps';
-import type { HumanPrincipal } from '../http/auth';
-import { ApiError } from '../http/problem';
+import type { RegistryDeps } from './deps';
+import type { HumanPrincipal } from '../kernel/principals';
+import { ApiError } from '../kernel/errors';
 import { emitEvent } from '../events/outbox';
 import { lockAgent, setDesiredState, updateAgentRecord, type AgentRow } from './repository';
-import { agentForAction } from './service';
+import { agentForAction } from './installs';
 
 /** The agent row again, locked: it may have been uninstalled since the permission check. */
 async function lockInstalled(trx: Knex.Transaction, agent: AgentRow): Promise<AgentRow> {
@@ -13,11 +13,11 @@ async function lockInstalled(trx: Knex.Transaction, agent: AgentRow): Promise<Ag
   return current;
 }
 
-export async function readAgent(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+export async function readAgent(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
   return agentForAction(deps, caller, podId, name, 'agents.read');
 }
 
-export async function readRuntime(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+export async function readRuntime(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
   return agentForAction(deps, caller, podId, name, 'runtime.read');
 }
 
@@ -30,7 +30,7 @@ export interface AgentRecordChanges {
  * Updates the display name and description. Only a real change is written and announced
  * (`agent.updated`, to the agent itself); sending the current values is a no-op.
  */
-export async function updateAgent(deps: Deps, caller: HumanPrincipal, podId: string, name: string, input: AgentRecordChanges): Promise<AgentRow> {
+export async function updateAgent(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string, input: AgentRecordChanges): Promise<AgentRow> {
   const agent = await agentForAction(deps, caller, podId, name, 'agents.update');
   return deps.db.transaction(async (trx) => {
     const current = await lockInstalled(trx, agent);
@@ -67,7 +67,7 @@ const STOP: Transition = { desired: 'stopped', action: 'runtime.stop', event: 'r
  * so repeating a stop re-confirms the kill switch on every replica (say it answered 503
  * invalidation_pending while this replica was cut off from Redis).
  */
-async function transition(deps: Deps, caller: HumanPrincipal, podId: string, name: string, to: Transition): Promise<AgentRow> {
+async function transition(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string, to: Transition): Promise<AgentRow> {
   const agent = await agentForAction(deps, caller, podId, name, to.action);
   return deps.invalidation.change(async (trx, touch) => {
     const current = await lockInstalled(trx, agent);
@@ -90,10 +90,10 @@ async function transition(deps: Deps, caller: HumanPrincipal, podId: string, nam
   });
 }
 
-export function startRuntime(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+export function startRuntime(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
   return transition(deps, caller, podId, name, START);
 }
 
-export function stopRuntime(deps: Deps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
+export function stopRuntime(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
   return transition(deps, caller, podId, name, STOP);
 }

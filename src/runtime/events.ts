@@ -1,6 +1,6 @@
-import type { Deps } from '../deps';
-import type { AgentPrincipal } from '../http/auth';
-import { looksLikeId } from '../ids';
+import type { RuntimeDeps } from './deps';
+import type { AgentPrincipal } from '../kernel/principals';
+import { looksLikeId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
 import { findEvent, leaseEvents, markAcked, type EventRow } from '../events/delivery';
 import type { Wakeup } from '../events/waker';
@@ -25,12 +25,13 @@ export interface PollOptions {
  * One poll: records that the agent showed up (`starting` → `running`), then leases up to `limit`
  * pending events, waiting up to `waitMs` for one to arrive when none is pending.
  */
-export async function pollEvents(deps: Deps, agent: AgentPrincipal, options: PollOptions): Promise<EventRow[]> {
+export async function pollEvents(deps: RuntimeDeps, agent: AgentPrincipal, options: PollOptions): Promise<EventRow[]> {
   const { limit, waitMs, signal } = options;
-  const visibilityMs = deps.config.EVENT_VISIBILITY_TIMEOUT_MS;
+  const visibilityMs = deps.visibilityMs;
   await recordPoll(deps.db, agent.agentId);
-  if (waitMs === 0) return leaseEvents(deps.db, agent.agentId, limit, visibilityMs);
+  if (waitMs === 0) return leaseEvents(deps.db, agent.agentId, limit, visibilityMs, deps.clock.now());
 
+  // A wait is timed by the timers, on the wall clock: it is no fact about the world.
   const deadline = Date.now() + waitMs;
   await deps.eventWaker.ensureListening(LISTEN_START_WAIT_MS);
   let wakeup: Wakeup | undefined;
@@ -41,7 +42,7 @@ export async function pollEvents(deps: Deps, agent: AgentPrincipal, options: Pol
       if (signal?.aborted) return [];
       // Subscribe before looking, so an event committed between the look and the wait wakes us.
       wakeup = deps.eventWaker.subscribe(agent.agentId);
-      const events = await leaseEvents(deps.db, agent.agentId, limit, visibilityMs);
+      const events = await leaseEvents(deps.db, agent.agentId, limit, visibilityMs, deps.clock.now());
       const remaining = deadline - Date.now();
       if (events.length > 0 || remaining <= 0) return events;
       await wakeup.wait(Math.min(remaining, EVENT_RECHECK_MS));
@@ -53,7 +54,7 @@ export async function pollEvents(deps: Deps, agent: AgentPrincipal, options: Pol
 }
 
 /** Acknowledges one of the agent's events; a repeat is fine, another agent's event is a 404. */
-export async function ackEvent(deps: Deps, agent: AgentPrincipal, eventId: string): Promise<void> {
+export async function ackEvent(deps: RuntimeDeps, agent: AgentPrincipal, eventId: string): Promise<void> {
   const event = looksLikeId('event', eventId) ? await findEvent(deps.db, eventId) : undefined;
   enforce(
     deps.policy.evaluate('runtime/access/decision', {

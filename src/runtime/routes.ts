@@ -1,11 +1,9 @@
-import { credentials } from '../http/auth';
-import { defineRoute, type Route } from '../http/route';
+import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
 import { presentMember, presentPod } from '../pods/presenters';
 import { presentAgent, presentRuntime } from '../registry/presenters';
-import { iso } from '../http/schema';
+import { iso } from '../kernel/schema';
 import { presentEvent } from '../events/presenters';
-import { ackEvent, pollEvents } from './events';
-import { installationsOf, podContext, podsOf } from './service';
+import type { RuntimeService } from './service';
 import {
   EventParams,
   EventsPage,
@@ -18,18 +16,21 @@ import {
 
 const tag = 'Agent runtime';
 
-export const runtimeRoutes: Route[] = [
+export function runtimeRoutes(runtime: RuntimeService, auth: CredentialAuthenticators): Route[] {
+  const agent = auth.credentials('agent');
+  return [
   defineRoute(
     {
       method: 'get',
       path: '/api/agents/runtime/installations',
+      operationId: 'listInstallations',
       tag,
       summary: "The calling agent's installation (one: a runtime token authenticates one seat)",
-      auth: credentials('agent'),
+      auth: agent,
       success: { status: 200, description: 'Installations', schema: InstallationsPage },
     },
-    async ({ deps, principal }) => {
-      const agents = await installationsOf(deps, principal);
+    async ({ principal }) => {
+      const agents = await runtime.installations(principal);
       const items = agents.map((a) => ({
         podId: a.pod_id,
         name: a.name,
@@ -44,13 +45,14 @@ export const runtimeRoutes: Route[] = [
     {
       method: 'get',
       path: '/api/agents/runtime/pods',
+      operationId: 'listRuntimePods',
       tag,
       summary: 'The pods the calling agent is installed in',
-      auth: credentials('agent'),
+      auth: agent,
       success: { status: 200, description: 'Pods', schema: RuntimePodsPage },
     },
-    async ({ deps, principal }) => {
-      const pods = await podsOf(deps, principal);
+    async ({ principal }) => {
+      const pods = await runtime.pods(principal);
       return { body: { items: pods.map((p) => ({ id: p.id, name: p.name })), nextCursor: null } };
     },
   ),
@@ -58,14 +60,15 @@ export const runtimeRoutes: Route[] = [
     {
       method: 'get',
       path: '/api/agents/runtime/pods/:podId/context',
+      operationId: 'getPodContext',
       tag,
       summary: 'The context of a pod the agent is installed in: pod, agent, members, usable grants',
-      auth: credentials('agent'),
+      auth: agent,
       params: RuntimePodParams,
       success: { status: 200, description: 'The pod context', schema: PodContextSchema },
     },
-    async ({ deps, principal, params }) => {
-      const context = await podContext(deps, principal, params.podId);
+    async ({ principal, params }) => {
+      const context = await runtime.context(principal, params.podId);
       return {
         body: {
           pod: presentPod(context.pod),
@@ -80,6 +83,7 @@ export const runtimeRoutes: Route[] = [
     {
       method: 'get',
       path: '/api/agents/runtime/events',
+      operationId: 'pollEvents',
       tag,
       summary: 'Poll pending events, oldest first; what comes back is leased, not removed',
       description:
@@ -88,14 +92,12 @@ export const runtimeRoutes: Route[] = [
         'never get the same event under a live lease. `waitMs` long-polls until an event arrives. A poll also marks the ' +
         'runtime `running` when it was `starting`. A stopped agent can still poll. `nextCursor` is always null: polling ' +
         'again is how to get more.',
-      auth: credentials('agent'),
+      auth: agent,
       query: EventsQuery,
       success: { status: 200, description: 'Leased events, oldest first', schema: EventsPage },
     },
-    async ({ deps, principal, query, ctx }) => {
-      const gone = new AbortController();
-      ctx.res.once('close', () => gone.abort());
-      const events = await pollEvents(deps, principal, { limit: query.limit, waitMs: query.waitMs, signal: gone.signal });
+    async ({ principal, query, signal }) => {
+      const events = await runtime.poll(principal, { limit: query.limit, waitMs: query.waitMs, signal });
       return { body: { items: events.map(presentEvent), nextCursor: null }, headers: { 'Cache-Control': 'no-store' } };
     },
   ),
@@ -103,16 +105,18 @@ export const runtimeRoutes: Route[] = [
     {
       method: 'post',
       path: '/api/agents/runtime/events/:eventId/ack',
+      operationId: 'ackEvent',
       tag,
       summary: 'Acknowledge an event after persisting its result (idempotent)',
       description: 'Acking again is a 204. An event of another agent, or one deleted by retention, is a 404.',
-      auth: credentials('agent'),
+      auth: agent,
       params: EventParams,
       success: { status: 204, description: 'Acknowledged' },
     },
-    async ({ deps, principal, params }) => {
-      await ackEvent(deps, principal, params.eventId);
+    async ({ principal, params }) => {
+      await runtime.ack(principal, params.eventId);
       return { status: 204 };
     },
   ),
 ];
+}

@@ -1,4 +1,4 @@
-import { idParam, listLimit, page, timestamp, z } from '../http/schema';
+import { idParam, listLimit, page, timestamp, z } from '../kernel/schema';
 import { GrantSchema } from '../grants/schemas';
 import { MemberSchema, PodSchema } from '../pods/schemas';
 import { AgentSchema, RuntimeSchema } from '../registry/schemas';

@@ -1,50 +1,16 @@
-import type { Deps } from '../deps';
-import type { AgentPrincipal } from '../http/auth';
-import { ApiError } from '../http/problem';
-import { enforce } from '../policy/enforce';
-import { findPod, listMembers, type MemberRow, type PodRow } from '../pods/repository';
-import { findAgentById, type AgentRow } from '../registry/repository';
-import { usableGrants } from './usable-grants';
+import type { RuntimeDeps } from './deps';
+import { installationsOf, podContext, podsOf } from './context';
+import { ackEvent, pollEvents } from './events';
 
-/** The calling agent's own row; gone only if it was uninstalled during this request. */
-async function callingAgent(deps: Deps, agent: AgentPrincipal): Promise<AgentRow> {
-  const row = await findAgentById(deps.db, agent.agentId);
-  if (!row) throw new ApiError('unauthenticated', 'the agent is no longer installed', {}, { 'WWW-Authenticate': 'Bearer realm="grant-broker"' });
-  return row;
+/** The installed agent's surface (CONTRACT §6): installations, pods, context, events. */
+export function createRuntimeService(deps: RuntimeDeps) {
+  return {
+    installations: installationsOf.bind(null, deps),
+    pods: podsOf.bind(null, deps),
+    context: podContext.bind(null, deps),
+    poll: pollEvents.bind(null, deps),
+    ack: ackEvent.bind(null, deps),
+  };
 }
 
-/** A runtime token authenticates one seat in one pod: that seat is the one installation. */
-export async function installationsOf(deps: Deps, agent: AgentPrincipal): Promise<AgentRow[]> {
-  return [await callingAgent(deps, agent)];
-}
-
-export async function podsOf(deps: Deps, agent: AgentPrincipal): Promise<PodRow[]> {
-  const pod = await findPod(deps.db, agent.podId);
-  return pod ? [pod] : [];
-}
-
-export interface PodContext {
-  pod: PodRow;
-  agent: AgentRow;
-  members: MemberRow[];
-  grants: Awaited<ReturnType<typeof usableGrants>>;
-}
-
-/** The pod as the agent sees it; any pod it is not installed in is a 404 (runtime/access). */
-export async function podContext(deps: Deps, agent: AgentPrincipal, podId: string): Promise<PodContext> {
-  const pod = await findPod(deps.db, podId);
-  enforce(
-    deps.policy.evaluate('runtime/access/decision', {
-      action: 'pod.context',
-      caller: { agent_id: agent.agentId, pod_id: agent.podId },
-      pod: pod ? { id: pod.id } : null,
-    }),
-  );
-  if (!pod) throw new Error('runtime/access allowed the context of a pod that does not exist');
-  const [self, members, grants] = await Promise.all([
-    callingAgent(deps, agent),
-    listMembers(deps.db, pod.id),
-    usableGrants(deps, agent),
-  ]);
-  return { pod, agent: self, members, grants };
-}
+export type RuntimeService = ReturnType<typeof createRuntimeService>;

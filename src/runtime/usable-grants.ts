@@ -1,8 +1,8 @@
-import type { Deps } from '../deps';
-import type { AgentPrincipal } from '../http/auth';
-import { listPodGrants } from '../grants/read';
+import type { RuntimeDeps } from './deps';
+import type { AgentPrincipal } from '../kernel/principals';
+import type { GrantsService } from '../grants/service';
 
-type GrantRecord = Awaited<ReturnType<typeof listPodGrants>>['items'][number];
+type GrantRecord = Awaited<ReturnType<GrantsService['listOfPod']>>['items'][number];
 
 const PAGE_SIZE = 200;
 
@@ -11,11 +11,11 @@ const PAGE_SIZE = 200;
  * `grants/read`, which also computes status and effective audience), the active ones whose
  * effective audience contains the agent.
  */
-export async function usableGrants(deps: Deps, agent: AgentPrincipal): Promise<GrantRecord[]> {
+export async function usableGrants(deps: RuntimeDeps, agent: AgentPrincipal): Promise<GrantRecord[]> {
   const usable: GrantRecord[] = [];
   let cursor: string | undefined;
   do {
-    const page = await listPodGrants(deps, agent, agent.podId, { status: 'active', limit: PAGE_SIZE, cursor });
+    const page = await deps.grants.listOfPod(agent, agent.podId, { status: 'active', limit: PAGE_SIZE, cursor });
     usable.push(...page.items.filter((grant) => grant.audience.includes(agent.agentId)));
     cursor = page.nextCursor ?? undefined;
   } while (cursor);

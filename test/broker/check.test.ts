@@ -1,4 +1,4 @@
-import { digestOf } from '../../src/digest';
+import { digestOf } from '../../src/kernel/digest';
 import { startService, type TestService } from '../support/service';
 import { broker, human } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';

@@ -1,6 +1,6 @@
 import { CallTrailWriter } from '../../src/broker/call-trail';
 import { windowKey } from '../../src/budget/keys';
-import { newId } from '../../src/ids';
+import { newId } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
 

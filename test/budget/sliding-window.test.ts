@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { SlidingWindowBudget, type BudgetLevel, type BudgetRequest } from '../../src/budget/sliding-window';
 import { treeVersionKey } from '../../src/budget/keys';
-import { DependencyUnavailableError } from '../../src/http/dependency-failure';
+import { DependencyUnavailableError } from '../../src/kernel/dependency';
 import { startOwnRedis } from './own-redis';
 
 const prefix = `${process.env.REDIS_KEY_PREFIX ?? 'gbtest:'}budget:`;

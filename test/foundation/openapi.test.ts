@@ -1,6 +1,6 @@
-import { PROBLEMS } from '../../src/http/problem';
-import type { Route } from '../../src/http/route';
-import { allRoutes } from '../../src/http/routes';
+import { PROBLEMS } from '../../src/kernel/errors';
+import type { Route } from '../../src/kernel/route';
+import { allRoutes } from '../support/routes';
 import { startService, type TestService } from '../support/service';
 
 /**

@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { digestOf } from '../../src/digest';
-import { createLogger } from '../../src/log';
+import { digestOf } from '../../src/kernel/digest';
+import { createLogger } from '../../src/kernel/log';
 import { PolicyEngine, PolicyUnavailableError, type DecisionLogMode } from '../../src/policy/engine';
 import { REQUIRED_ENTRYPOINTS } from '../../src/policy/entrypoints';
 import { startService } from '../support/service';

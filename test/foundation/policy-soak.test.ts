@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { createLogger } from '../../src/log';
+import { createLogger } from '../../src/kernel/log';
 import { PolicyEngine } from '../../src/policy/engine';
 import { runPolicySoak } from '../../src/policy/soak';
 

@@ -1,4 +1,4 @@
-import { newId } from '../../src/ids';
+import { newId } from '../../src/kernel/ids';
 import { loadGrantFactsMany, policyFacts } from '../../src/grants/facts';
 import { startService, type TestService } from '../support/service';
 import { connection, human, installAgent, type Human, type InstalledAgent } from '../support/world';

@@ -1,4 +1,4 @@
-import { newId } from '../../src/ids';
+import { newId } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
 import { grantWorld, podTarget, postGrant, seatTarget, type GrantWorld } from './support';

@@ -3,15 +3,16 @@ import { Writable } from 'node:stream';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { loadConfig, type Config } from '../../src/config';
-import { createLogger } from '../../src/log';
-import { buildService } from '../../src/service';
+import { createLogger } from '../../src/kernel/log';
+import { buildService } from '../../src/composition';
 import { createHttpServer } from '../../src/http/server';
 
 export interface TestService {
   http: ReturnType<typeof request>;
   /** `http://127.0.0.1:<port>`: for clients other than supertest (raw sockets, fetch, SDKs). */
   baseUrl: string;
-  deps: Awaited<ReturnType<typeof buildService>>['deps'];
+  deps: Awaited<ReturnType<typeof buildService>>['infrastructure'];
+  services: Awaited<ReturnType<typeof buildService>>['services'];
   config: Config;
   /** The metrics app of METRICS_PORT, when configured (listening on a port of its own). */
   metricsHttp?: ReturnType<typeof request>;
@@ -42,7 +43,8 @@ export async function startService(overrides: Record<string, string> = {}): Prom
     http: request(server),
     baseUrl: `http://127.0.0.1:${port}`,
     metricsHttp: metricsServer && request(metricsServer),
-    deps: service.deps,
+    deps: service.infrastructure,
+    services: service.services,
     config,
     logs,
     async close() {

@@ -19,6 +19,9 @@ export const page = <T extends z.ZodType>(item: T) =>
 /** Ids are validated loosely on the way in: an id of the wrong shape is simply not found. */
 export const idParam = (example: string) => z.string().min(1).max(64).openapi({ example });
 
+/** A timestamp of CONTRACT §1 (ISO 8601 UTC with milliseconds); `null` stays null. */
+export function iso(date: Date | string): string;
+export function iso(date: Date | string | null | undefined): string | null;
 export function iso(date: Date | string | null | undefined): string | null {
   if (date === null || date === undefined) return null;
   return (date instanceof Date ? date : new Date(date)).toISOString();

@@ -1,5 +1,5 @@
-import { loadConfig } from '../config';
-import { createDatabase, ensureDatabaseExists } from './database';
+import { loadConfig } from './config';
+import { createDatabase, ensureDatabaseExists } from './db/database';
 
 /** `npm run migrate` (creates the database if needed) and `npm run migrate -- --rollback-all`. */
 async function main(): Promise<void> {

@@ -1,9 +1,12 @@
-import { defineRoute, type Route } from './route';
-import { z } from './schema';
-import { metricsRegistry } from './metrics';
+import type { Redis } from 'ioredis';
 import { readRedisDurability } from '../budget/durability';
+import { bearerToken, unauthenticated } from '../credentials/authenticators';
 import { constantTimeEqual } from '../credentials/tokens';
-import { bearerToken, unauthenticated } from './auth';
+import type { Database } from '../db/database';
+import { metricsRegistry } from '../kernel/metrics';
+import { defineRoute, type Authenticator, type Route } from '../kernel/route';
+import { z } from '../kernel/schema';
+import type { PolicyEngine } from '../policy/engine';
 
 const tag = 'Operations';
 
@@ -35,28 +38,54 @@ async function probe(check: () => Promise<unknown>): Promise<boolean> {
   }
 }
 
-export const healthRoutes: Route[] = [
+/** What the operators' routes read, and nothing more. */
+export interface OperationsDeps {
+  db: Database;
+  redis: Redis;
+  policy: PolicyEngine;
+  /** METRICS_TOKEN: when set, only its bearer reads /metrics. */
+  metricsToken: string | undefined;
+}
+
+/**
+ * An operator's token: with none configured anyone passes (a public route); with one, only its
+ * bearer, compared in constant time. It is no credential of a principal, so it names no kind.
+ */
+function operatorToken(expected: string | undefined): Authenticator<null> {
+  return {
+    kinds: [],
+    async authenticate(head) {
+      if (expected && !constantTimeEqual(bearerToken(head), expected)) throw unauthenticated();
+      return null;
+    },
+  };
+}
+
+export function healthRoutes(deps: OperationsDeps): Route[] {
+  return [
   defineRoute(
     {
       method: 'get',
       path: '/healthz',
+      operationId: 'getHealth',
       tag,
       summary: 'Liveness: the process is up',
       auth: null,
       success: { status: 200, description: 'Alive', schema: z.object({ status: z.literal('ok') }) },
     },
-    async () => ({ body: { status: 'ok' } }),
+    async () => ({ body: { status: 'ok' as const } }),
   ),
   defineRoute(
     {
       method: 'get',
       path: '/readyz',
+      operationId: 'getReadiness',
       tag,
       summary: 'Readiness: Postgres and Redis answer and a policy module is loaded (503 otherwise)',
       auth: null,
       success: { status: 200, description: 'Ready', schema: Readiness },
     },
-    async ({ deps }) => {
+    async () => {
       const [postgres, redis] = await Promise.all([
         probe(() => deps.db.raw('select 1')),
         probe(() => deps.redis.ping()),
@@ -66,29 +95,29 @@ export const healthRoutes: Route[] = [
       const redisDurability = redis ? await readRedisDurability(deps.redis).catch(() => null) : null;
       return {
         status: ready ? 200 : 503,
-        body: { status: ready ? 'ready' : 'unavailable', checks, policyRevision: deps.policy.revision ?? null, redisDurability },
+        body: { status: ready ? ('ready' as const) : ('unavailable' as const), checks, policyRevision: deps.policy.revision ?? null, redisDurability },
       };
     },
   ),
 ];
+}
 
 /**
  * Prometheus metrics. With METRICS_TOKEN set, only a bearer of that token reads them (compared in
  * constant time); with METRICS_PORT set they are served there and not on the API port at all.
  */
-export const metricsRoute: Route = defineRoute(
+export function metricsRoute(deps: OperationsDeps): Route {
+  return defineRoute(
   {
     method: 'get',
     path: '/metrics',
+    operationId: 'getMetrics',
     tag,
     summary: 'Prometheus metrics (METRICS_TOKEN bearer when set; on METRICS_PORT instead when set)',
-    auth: null,
+    auth: deps.metricsToken ? operatorToken(deps.metricsToken) : null,
     success: { status: 200, description: 'Metrics in the Prometheus text format' },
     errors: ['unauthenticated'],
   },
-  async ({ deps, ctx }) => {
-    const expected = deps.config.METRICS_TOKEN;
-    if (expected && !constantTimeEqual(bearerToken(ctx), expected)) throw unauthenticated();
-    return { body: await metricsRegistry.metrics(), headers: { 'Content-Type': metricsRegistry.contentType } };
-  },
-);
+  async () => ({ body: await metricsRegistry.metrics(), headers: { 'Content-Type': metricsRegistry.contentType } }),
+  );
+}

@@ -1,0 +1,31 @@
+import type { CallTrailWriter } from './call-trail';
+import type { ChainCache } from './chain';
+import type { Clock } from '../kernel/clock';
+import type { CredentialResolver } from '../credentials/authenticators';
+import type { Database } from '../db/database';
+import type { Logger } from '../kernel/log';
+import type { PolicyEngine } from '../policy/engine';
+import type { SlidingWindowBudget } from '../budget/sliding-window';
+import type { TreeFactsCache } from './tree-facts';
+import type { VerifiedBrokerTokens } from './verified-tokens';
+
+/** The per-replica state of the broker check: caches, the budget script, the trail writer. */
+export interface BrokerComponents {
+  chains: ChainCache;
+  trees: TreeFactsCache;
+  budget: SlidingWindowBudget;
+  trail: CallTrailWriter;
+  brokerTokens: VerifiedBrokerTokens;
+}
+
+/** What the broker check and call outcomes use, and nothing more. */
+export interface BrokerDeps extends BrokerComponents {
+  db: Database;
+  policy: PolicyEngine;
+  log: Logger;
+  clock: Clock;
+  /** Verifies a forwarded subjectToken (the same look-ups as the API's own credentials). */
+  resolveCredential: CredentialResolver;
+  /** BROKER_TRUST_ASSERTED_PRINCIPAL: a fact for broker/check, which decides. */
+  trustAssertedPrincipal: boolean;
+}

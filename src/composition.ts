@@ -1,0 +1,140 @@
+import { Redis } from 'ioredis';
+import { createBrokerComponents, createBrokerService } from './broker/service';
+import { readRedisDurability } from './budget/durability';
+import { RateLimit } from './budget/rate-limit';
+import { CacheInvalidation } from './cache/invalidation';
+import type { Config } from './config';
+import { createConnectionsService } from './connections/service';
+import { credentialAuthenticators, credentialResolver } from './credentials/authenticators';
+import { createHumanJwtVerifier } from './credentials/human-jwt';
+import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
+import { startEventRetention } from './events/retention';
+import { EventWaker } from './events/waker';
+import { createGrantsService } from './grants/service';
+import { createApp } from './http/app';
+import { API_DECISIONS } from './http/decisions';
+import { buildOpenApiDocument } from './http/openapi';
+import { systemClock, type Clock } from './kernel/clock';
+import { createLogger, type Logger } from './kernel/log';
+import { createPodsService } from './pods/service';
+import { PolicyEngine } from './policy/engine';
+import { REQUIRED_ENTRYPOINTS } from './policy/entrypoints';
+import { createRegistryService } from './registry/service';
+import { allRoutes, type Services } from './routes';
+import { createRuntimeService } from './runtime/service';
+
+/** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
+async function warnOnEvictingRedis(redis: Redis, log: Logger): Promise<void> {
+  const durability = await readRedisDurability(redis).catch(() => null);
+  if (durability?.evictionPolicy && durability.evictionPolicy !== 'noeviction') {
+    log.warn({ evictionPolicy: durability.evictionPolicy }, 'Redis may evict budget windows under memory pressure; set maxmemory-policy noeviction');
+  }
+}
+
+export interface ServiceOptions {
+  logger?: Logger;
+  /** Create the database and run migrations first (the start command and tests do). */
+  migrate?: boolean;
+  /** The system clock unless a test moves time itself. */
+  clock?: Clock;
+}
+
+function connectRedis(config: Config, log: Logger): Redis {
+  const redis = new Redis(config.REDIS_URL, {
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    commandTimeout: config.REDIS_COMMAND_TIMEOUT_MS,
+    // Fail fast while Redis is away: callers answer 503 instead of queueing requests.
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    lazyConnect: true,
+  });
+  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
+  return redis;
+}
+
+/**
+ * The composition root: builds every dependency once, gives each domain service exactly what it
+ * uses, and mounts their routes on the Koa app. No behaviour of its own.
+ */
+export async function buildService(config: Config, options: ServiceOptions = {}) {
+  const log = options.logger ?? createLogger(config.LOG_LEVEL);
+  const clock = options.clock ?? systemClock;
+  if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
+  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  if (options.migrate) await migrateToLatest(db);
+  const redis = connectRedis(config, log);
+  await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
+  void warnOnEvictingRedis(redis, log);
+  const policy = new PolicyEngine(
+    config.POLICY_WASM_PATH,
+    log.child({ component: 'policy' }),
+    config.DECISION_LOG,
+    REQUIRED_ENTRYPOINTS,
+    config.NODE_ENV === 'production',
+  );
+  await policy.reload();
+  if (config.POLICY_WATCH) policy.watch();
+
+  const invalidation = new CacheInvalidation(db, redis, log.child({ component: 'invalidation' }), {
+    confirmTimeoutMs: config.INVALIDATION_CONFIRM_TIMEOUT_MS,
+    relayIntervalMs: config.INVALIDATION_RELAY_INTERVAL_MS,
+  });
+  invalidation.startRelay();
+  const eventWaker = new EventWaker(config.DATABASE_URL, log.child({ component: 'events' }));
+  const resolveCredential = credentialResolver({ db, verifyHumanJwt: createHumanJwtVerifier(config) });
+
+  const grants = createGrantsService({
+    db,
+    policy,
+    invalidation,
+    clock,
+    attenuationLimit: new RateLimit(redis, 'attenuations', config.ATTENUATION_RATE_LIMIT, config.ATTENUATION_RATE_WINDOW_MS),
+    limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
+  });
+  const services: Services = {
+    grants,
+    broker: createBrokerService({
+      ...createBrokerComponents(db, redis, config.BROKER_FACT_MAX_AGE_MS),
+      db,
+      policy,
+      log,
+      clock,
+      resolveCredential,
+      trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
+    }),
+    runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
+    registry: createRegistryService({ db, policy, invalidation, clock }),
+    pods: createPodsService({ db, policy, invalidation, clock }),
+    connections: createConnectionsService({ db, policy, invalidation }),
+    operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
+  };
+  const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
+
+  const routes = allRoutes(services, credentialAuthenticators(resolveCredential));
+  // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
+  const metricsApart = config.METRICS_PORT !== undefined;
+  let openApi: unknown;
+  const appOptions = { log, strictContracts: config.NODE_ENV === 'test' };
+  const app = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
+    ...appOptions,
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
+  });
+  const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
+  if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
+    log.warn('/metrics is open to anyone who reaches the API port: set METRICS_TOKEN or METRICS_PORT');
+  }
+
+  async function close(): Promise<void> {
+    policy.close();
+    retention.stop();
+    invalidation.close();
+    await services.broker.settle();
+    await eventWaker.close();
+    redis.disconnect();
+    await db.destroy();
+  }
+
+  /** The infrastructure itself, for operators' commands and tests. */
+  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker };
+  return { app, metricsApp, services, infrastructure, close };
+}

@@ -1,0 +1,79 @@
+import type { Context } from 'koa';
+import { bodyParser } from '@koa/bodyparser';
+import { z } from 'zod';
+import { ApiError, type FieldError } from '../kernel/errors';
+import { findHostileInput } from './input-guard';
+
+/**
+ * Reading a request's path, query and body for a route: the hostile-input guard first, then the
+ * route's schema, every failure a 400 naming its paths (CONTRACT §1).
+ */
+const BODY_LIMIT = '64kb';
+const NO_QUERY = z.strictObject({});
+
+/** What the JSON body parser (co-body) throws, as the problem CONTRACT §1 asks for. */
+function bodyParserError(error: Error & { type?: string; status?: number }): ApiError {
+  if (error.type === 'entity.too.large' || error.status === 413) return new ApiError('payload_too_large');
+  if (error.type === 'encoding.unsupported' || error.status === 415) return new ApiError('unsupported_media_type');
+  return new ApiError('invalid_request', 'the body is not valid JSON', { errors: [{ path: 'body', message: 'malformed JSON' }] });
+}
+
+/**
+ * Parses a JSON body of any method (a DELETE or GET with a body is read, and refused, like any
+ * other). It runs after authentication, so an unauthenticated caller learns nothing from how its
+ * body is judged.
+ */
+const parseJsonBody = bodyParser({
+  enableTypes: ['json'],
+  jsonLimit: BODY_LIMIT,
+  jsonStrict: true,
+  encoding: 'utf-8',
+  parsedMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+  onError: (error) => {
+    throw bodyParserError(error);
+  },
+});
+
+function fieldErrors(error: z.ZodError, prefix: string): FieldError[] {
+  return error.issues.map((issue) => ({
+    path: [prefix, ...issue.path.map(String)].filter(Boolean).join('.'),
+    message: issue.message,
+  }));
+}
+
+export function parseInput<T extends z.ZodType>(schema: T, value: unknown, where: string): z.output<T> {
+  const hostile = findHostileInput(value, where);
+  if (hostile) throw new ApiError('invalid_request', `the ${where} is invalid`, { errors: [hostile] });
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    throw new ApiError('invalid_request', `the ${where} is invalid`, { errors: fieldErrors(result.error, where) });
+  }
+  return result.data;
+}
+
+/** A route without a query schema takes no query parameters (an unknown one is a 400). */
+export function parseQuery(schema: z.ZodType | undefined, ctx: Context): unknown {
+  return parseInput(schema ?? NO_QUERY, ctx.query, 'query');
+}
+
+function hasBody(ctx: Context): boolean {
+  const length = ctx.get('content-length');
+  return (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
+}
+
+/** Body rules of CONTRACT §1: JSON only (415 otherwise); a body-less route takes none or `{}`. */
+export async function readBody(ctx: Context, schema: z.ZodType | undefined): Promise<unknown> {
+  const sent = hasBody(ctx);
+  if (sent && !ctx.is('application/json')) {
+    throw new ApiError('unsupported_media_type', 'send the body as application/json');
+  }
+  if (sent) await parseJsonBody(ctx as never, async () => undefined);
+  const raw = (ctx.request as { body?: unknown }).body;
+  if (!schema) {
+    const empty = raw === undefined || (typeof raw === 'object' && raw !== null && Object.keys(raw).length === 0);
+    if (sent && !empty) throw new ApiError('invalid_request', 'this endpoint takes no request body');
+    return undefined;
+  }
+  if (!sent) throw new ApiError('unsupported_media_type', 'a JSON body is required');
+  return parseInput(schema, raw, 'body');
+}

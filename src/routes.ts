@@ -1,0 +1,42 @@
+import type { BrokerService } from './broker/service';
+import { brokerRoutes } from './broker/routes';
+import type { ConnectionsService } from './connections/service';
+import { connectionRoutes } from './connections/routes';
+import { grantRoutes } from './grants/routes';
+import type { GrantsService } from './grants/service';
+import type { CredentialAuthenticators, Route } from './kernel/route';
+import { healthRoutes, metricsRoute, type OperationsDeps } from './operations/routes';
+import { podRoutes } from './pods/routes';
+import type { PodsService } from './pods/service';
+import { registryRoutes } from './registry/routes';
+import type { RegistryService } from './registry/service';
+import { runtimeRoutes } from './runtime/routes';
+import type { RuntimeService } from './runtime/service';
+
+export interface Services {
+  grants: GrantsService;
+  broker: BrokerService;
+  runtime: RuntimeService;
+  registry: RegistryService;
+  pods: PodsService;
+  connections: ConnectionsService;
+  operations: OperationsDeps;
+}
+
+/** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
+export function apiRoutes(services: Services, auth: CredentialAuthenticators): Route[] {
+  return [
+    ...grantRoutes(services.grants, auth),
+    ...brokerRoutes(services.broker, auth),
+    ...runtimeRoutes(services.runtime, auth),
+    ...registryRoutes(services.registry, auth),
+    ...podRoutes(services.pods, auth),
+    ...connectionRoutes(services.connections, auth),
+    ...healthRoutes(services.operations),
+  ];
+}
+
+/** The API's routes and /metrics (served on the API port, or on METRICS_PORT). */
+export function allRoutes(services: Services, auth: CredentialAuthenticators): { api: Route[]; metrics: Route } {
+  return { api: apiRoutes(services, auth), metrics: metricsRoute(services.operations) };
+}
