@@ -161,7 +161,7 @@ async function main() {
     results.wasmEvaluationsPerSec = await wasmEvaluationsPerSec(input);
 
     const opaPort = await freePort();
-    start(path.join(root, '.tools/bin/opa'), ['run', '--server', '--addr', `127.0.0.1:${opaPort}`, '--log-level', 'error', '--ignore', '*_test.rego', 'policies']);
+    start(path.join(root, '.tools/bin/opa'), ['run', '--server', '--addr', `127.0.0.1:${opaPort}`, '--log-level', 'error', '--ignore', '*_test.rego', '--ignore', 'schemas', 'policies']);
     await waitFor(`http://127.0.0.1:${opaPort}/health`);
     const opa = await load('opa run --server: POST /v1/data/broker/check/decision', {
       url: `http://127.0.0.1:${opaPort}/v1/data/broker/check/decision`,

@@ -7,6 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --with-test-node
 npm run --silent build
+# The build writes the JSON Schemas of the decision inputs; committed ones must be the same.
+if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- policies/schemas; then
+  echo "policies/schemas differ from the decision catalogue: commit what the build wrote" >&2
+  git --no-pager diff --stat -- policies/schemas >&2
+  exit 1
+fi
 npm run --silent policy:check
 npm run --silent policy:lint
 npm run --silent policy:test

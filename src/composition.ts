@@ -17,8 +17,8 @@ import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
+import { catalogue } from './kernel/decisions/catalogue';
 import { PolicyEngine } from './policy/engine';
-import { REQUIRED_ENTRYPOINTS } from './policy/entrypoints';
 import { createRegistryService } from './registry/service';
 import { allRoutes, type Services } from './routes';
 import { createRuntimeService } from './runtime/service';
@@ -65,13 +65,14 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const redis = connectRedis(config, log);
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
-  const policy = new PolicyEngine(
-    config.POLICY_WASM_PATH,
-    log.child({ component: 'policy' }),
-    config.DECISION_LOG,
-    REQUIRED_ENTRYPOINTS,
-    config.NODE_ENV === 'production',
-  );
+  const policy = new PolicyEngine({
+    path: config.POLICY_WASM_PATH,
+    log: log.child({ component: 'policy' }),
+    decisionLog: config.DECISION_LOG,
+    required: catalogue,
+    requireTrustedFile: config.NODE_ENV === 'production',
+    validateInputs: config.NODE_ENV === 'test',
+  });
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();
 

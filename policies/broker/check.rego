@@ -2,17 +2,13 @@
 # title: Broker pre-call check
 # description: |
 #   Decides one tool call through a grant (CONTRACT §5) before the budget is consulted.
-#   Input, as src/broker/policy-input.ts builds it:
-#     {"now_ms", "broker_id", "tool",
-#      "principal": {"kind": "user"|"agent", "id"} | null (a subjectToken that did not verify),
-#      "principal_source": "subject_token"|"asserted", "trust_asserted_principal": bool,
-#      "chain": [grant facts of lib.grants, plus broker_id; the grant first, its root last],
-#      "connection": {"status", "tools": {name: "read"|"write"}},
-#      "members": {pod_id: [the principal's id, when it is a current member of that pod]},
-#      "runtime": {"desired_state"} (agent principals only)}
+#   Input: policies/schemas/broker/check.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
 #   The decision also names the one `reason` the broker reports: the first of `precedence`.
 #   `not_found`, `subject_token_invalid` and `principal_assertion_refused` are refusals (404, 401,
 #   403: nothing is recorded); every other reason is a recorded deny.
+# schemas:
+#   - input: schema.broker.check
 package broker.check
 
 import data.broker.ownership
@@ -49,7 +45,7 @@ reason := [r | some r in precedence; r in reasons][0] if count(reasons) > 0
 chain_status := grants.status(input.chain, input.now_ms)
 
 # The forwarded subjectToken did not verify: there is nobody to check the call for.
-reasons contains "subject_token_invalid" if input.principal == null
+reasons contains "subject_token_invalid" if not input.principal
 
 # A principal the broker merely asserts is taken only where the deployment trusts its brokers.
 reasons contains "principal_assertion_refused" if {

@@ -3,7 +3,10 @@
 # description: |
 #   Completing a call record (CONTRACT §5): once, by the grant's own broker, and only for a call
 #   that was allowed (a denied call never ran).
-#   Input: {"broker_id", "grant": {"broker_id"} | null, "call": {"outcome"}}.
+#   Input: policies/schemas/broker/outcome.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
+# schemas:
+#   - input: schema.broker.outcome
 package broker.outcome
 
 import data.broker.ownership

@@ -13,7 +13,7 @@ test_other_broker_learns_nothing if {
 }
 
 test_unknown_call_is_not_found if {
-	outcome.decision.reasons == ["not_found"] with input as {"broker_id": "brk_1", "grant": null, "call": null}
+	outcome.decision.reasons == ["not_found"] with input as {"broker_id": "brk_1"}
 }
 
 test_denied_call_takes_none if {

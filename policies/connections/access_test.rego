@@ -23,7 +23,7 @@ test_agent_with_owner_id_is_not_owner if {
 }
 
 test_missing_connection_not_found if {
-	d := access.decision with input as {"action": "connection.update", "caller": {"kind": "human", "id": "alice"}, "connection": null}
+	d := access.decision with input as {"action": "connection.update", "caller": {"kind": "human", "id": "alice"}}
 	d.reasons == ["not_found"]
 }
 

@@ -5,14 +5,11 @@
 #   calling seat must be in the parent's effective audience, its runtime not stopped, the parent
 #   active with its connection connected, and the chain not too deep. The child may not widen
 #   anything; `widened` names every field that would (in request-body spelling).
-#   Input:
-#     {"now_ms", "max_depth", "max_live_children",
-#      "live_children": children of the parent neither revoked nor expired,
-#      "caller": {"kind": "agent", "id", "pod_id", "desired_state": "running"|"stopped"},
-#      "grant": facts of data.grants.scope for the parent | null,
-#      "child": {"target": {"kind", "id", "pod_id"}, "audience_mode", "audience",
-#                "tools", "write_mode", "budget": {"calls", "window_ms"}, "expires_at_ms"}}
+#   Input: policies/schemas/grants/attenuate.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
 #   The child is the request with every omitted field inherited from the parent.
+# schemas:
+#   - input: schema.grants.attenuate
 package grants.attenuate
 
 import data.grants.scope

@@ -85,7 +85,7 @@ test_unreadable_parent_not_found if {
 }
 
 test_unknown_parent_not_found if {
-	attenuate.decision.reasons == ["not_found"] with input as object.union(base, {"grant": null})
+	attenuate.decision.reasons == ["not_found"] with input as object.remove(base, {"grant"})
 }
 
 test_agent_of_another_pod if {

@@ -4,13 +4,10 @@
 #   Creating a root grant (spec §3, §7.1; CONTRACT §4). The caller must own the connection; an
 #   unknown connection is not found, and someone else's connection is refused without telling
 #   anything more about it. For the owner every other refusal is reported at once.
-#   Input:
-#     {"now_ms", "caller": {"kind", "id"},
-#      "connection": {"owner_id", "kind", "status", "tools": {name: "read"|"write"}} | null,
-#      "target": {"kind", "id"},
-#      "pod": {"id", "members": [ids]} | null  (the target pod; for a seat, the seat's pod),
-#      "seat": {"id", "pod_id"} | null          (the installed agent a seat target names),
-#      "request": {"tools", "write_mode", "audience": [ids] | null, "expires_at_ms"}}
+#   Input: policies/schemas/grants/create.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
+# schemas:
+#   - input: schema.grants.create
 package grants.create
 
 import data.grants.scope

@@ -17,8 +17,7 @@ base := {
 	},
 	"target": {"kind": "pod", "id": "pod_1"},
 	"pod": {"id": "pod_1", "members": ["alice", "bob", "agt_1"]},
-	"seat": null,
-	"request": {"tools": ["repos.read_file"], "write_mode": "read", "audience": null, "expires_at_ms": now + day},
+	"request": {"tools": ["repos.read_file"], "write_mode": "read", "expires_at_ms": now + day},
 }
 
 seat_base := object.union(base, {"target": {"kind": "seat", "id": "agt_1"}, "seat": {"id": "agt_1", "pod_id": "pod_1"}})
@@ -36,7 +35,7 @@ test_owner_creates_seat_grant if {
 }
 
 test_unknown_connection_not_found if {
-	create.decision.reasons == ["not_found"] with input as object.union(base, {"connection": null})
+	create.decision.reasons == ["not_found"] with input as object.remove(base, {"connection"})
 }
 
 test_someone_elses_connection_tells_nothing_more if {
@@ -57,7 +56,7 @@ test_pod_the_owner_is_not_in if {
 }
 
 test_unknown_pod if {
-	create.decision.reasons == ["target_not_allowed"] with input as object.union(base, {"pod": null})
+	create.decision.reasons == ["target_not_allowed"] with input as object.remove(base, {"pod"})
 }
 
 test_unknown_target_kind if {
@@ -65,7 +64,7 @@ test_unknown_target_kind if {
 }
 
 test_seat_not_installed if {
-	req := object.union(base, {"target": {"kind": "seat", "id": "agt_9"}, "seat": null})
+	req := object.union(base, {"target": {"kind": "seat", "id": "agt_9"}})
 	create.decision.reasons == ["target_not_allowed"] with input as req
 }
 

@@ -4,7 +4,10 @@
 #   Listing the grants of a pod (spec §4.1): members with access to the pod, humans and
 #   installed agents. Anyone else learns nothing, not even that the pod exists. Which listed
 #   grants the caller sees is then decided grant by grant by data.grants.read.
-#   Input: {"caller": {"kind", "id"}, "pod": {"members": [ids]} | null}.
+#   Input: policies/schemas/grants/list.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
+# schemas:
+#   - input: schema.grants.list
 package grants.list
 
 # METADATA

@@ -13,5 +13,5 @@ test_outsiders_do_not_see_the_pod if {
 }
 
 test_unknown_pod_not_found if {
-	list.decision == {"allow": false, "reasons": ["not_found"]} with input as {"caller": {"kind": "human", "id": "eve"}, "pod": null}
+	list.decision == {"allow": false, "reasons": ["not_found"]} with input as {"caller": {"kind": "human", "id": "eve"}}
 }

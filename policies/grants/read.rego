@@ -4,7 +4,10 @@
 #   Reading a grant or its call trail (spec §5 rule 3). Outside the read scope a grant does not
 #   exist. An allowed read also carries the status and the effective audience, computed here at
 #   read time from the whole chain and from current membership, so TypeScript never derives them.
-#   Input: {"now_ms", "caller": {"kind", "id"}, "grant": facts of data.grants.scope | null}.
+#   Input: policies/schemas/grants/read.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
+# schemas:
+#   - input: schema.grants.read
 package grants.read
 
 import data.grants.scope

@@ -56,6 +56,6 @@ test_seat_grant_hidden_from_members if {
 }
 
 test_unknown_grant_not_found if {
-	req := {"now_ms": 1000, "caller": {"kind": "human", "id": "alice"}, "grant": null}
+	req := {"now_ms": 1000, "caller": {"kind": "human", "id": "alice"}}
 	read.decision == {"allow": false, "reasons": ["not_found"]} with input as req
 }

@@ -4,7 +4,10 @@
 #   Revoking (or deleting) a grant is for the owner of its connection (spec §5 rule 1), which is
 #   the same connection along the whole tree. A caller who can read the grant but does not own
 #   the connection is refused; anyone else learns nothing.
-#   Input: {"caller": {"kind", "id"}, "grant": facts of data.grants.scope | null}.
+#   Input: policies/schemas/grants/revoke.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
+# schemas:
+#   - input: schema.grants.revoke
 package grants.revoke
 
 import data.grants.scope

@@ -30,5 +30,5 @@ test_outsider_learns_nothing if {
 }
 
 test_unknown_grant if {
-	revoke.decision == {"allow": false, "reasons": ["not_found"]} with input as ask({"kind": "human", "id": "alice"}, null)
+	revoke.decision == {"allow": false, "reasons": ["not_found"]} with input as {"caller": {"kind": "human", "id": "alice"}}
 }

@@ -4,9 +4,8 @@
 #   Who may see a grant (spec §5 rule 3, CONTRACT §4): the connection owner; for a pod grant the
 #   current members of its pod (humans and installed agents); for a seat grant the seat itself.
 #   The read, list, revoke and attenuate decisions share these rules; nothing here is an
-#   entrypoint. `facts` is what src/grants/facts.ts builds:
-#     {"chain": [grant facts of data.lib.grants, the grant first], "members": [ids],
-#      "connection": {"owner_id", "kind", "status", "tools": {name: "read"|"write"}}}
+#   entrypoint. `facts` is GrantFacts of src/kernel/decisions/facts.ts: the chain (the grant
+#   first), the current members of its pod, and its connection.
 package grants.scope
 
 # METADATA

@@ -5,11 +5,8 @@
 #   its effective audience computed from current membership (CONTRACT §4). Grant and broker
 #   policies import this package; nothing here is an entrypoint.
 #
-#   A grant fact, as TypeScript builds it:
-#     {"id", "target": {"kind": "pod"|"seat", "id", "pod_id"}, "audience_mode": "members"|"listed",
-#      "audience": [ids], "tools": [names], "write_mode": "read"|"write",
-#      "budget": {"calls", "window_ms"}, "expires_at_ms", "revoked": bool}
-#   A chain is a list of grant facts: the grant itself first, its root last.
+#   A grant fact is GrantFact of src/kernel/decisions/facts.ts (in every input schema of
+#   policies/schemas). A chain is a list of grant facts: the grant itself first, its root last.
 #   Members are the ids (humans and installed agents) currently in the grant's target pod.
 package lib.grants
 

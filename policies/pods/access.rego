@@ -4,6 +4,8 @@
 #   Who may read a pod and manage its members and installed agents (CONTRACT §3, §6):
 #   any member reads; owners and admins write; only owners touch the owner role; a pod keeps
 #   at least one owner. Someone outside the pod learns nothing, not even that it exists.
+# schemas:
+#   - input: schema.pods.access
 package pods.access
 
 read_actions := {

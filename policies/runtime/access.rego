@@ -5,8 +5,10 @@
 #   it is installed in, and its own events. Anything else looks like it does not exist (404), so an
 #   agent learns nothing about other pods or other agents' events.
 #
-#   Input: {"action", "caller": {"agent_id", "pod_id"}, "pod": {"id"} | null,
-#           "event": {"agent_id"} | null}
+#   Input: policies/schemas/runtime/access.json, the JSON Schema that `opa check` holds this
+#   package to (written by the build from src/kernel/decisions).
+# schemas:
+#   - input: schema.runtime.access
 package runtime.access
 
 pod_actions := {"pod.context"}

@@ -17,7 +17,7 @@ test_other_pod_is_hidden if {
 }
 
 test_missing_pod_is_hidden if {
-	access.decision == hidden with input as {"action": "pod.context", "caller": caller, "pod": null}
+	access.decision == hidden with input as {"action": "pod.context", "caller": caller}
 }
 
 test_agent_acks_its_event if {
@@ -29,7 +29,7 @@ test_foreign_event_is_hidden if {
 }
 
 test_missing_event_is_hidden if {
-	access.decision == hidden with input as {"action": "event.ack", "caller": caller, "event": null}
+	access.decision == hidden with input as {"action": "event.ack", "caller": caller}
 }
 
 test_unknown_action_refused if {

@@ -1,6 +1,7 @@
 import type { Database } from '../db/database';
 import { LruCache } from '../cache/lru';
-import { toGrantFact, type GrantFact } from '../grants/facts';
+import { toGrantFact } from '../grants/facts';
+import type { ChainLink as ChainLinkFact } from '../kernel/decisions/catalogue';
 import type { GrantRow } from '../grants/repository';
 
 /**
@@ -9,12 +10,7 @@ import type { GrantRow } from '../grants/repository';
  * fact of policies/lib/grants.rego (as the grants domain builds it) without `revoked`, the one
  * mutable column, which lives with the tree's mutable facts.
  */
-export interface ChainLink extends Omit<GrantFact, 'revoked'> {
-  parent_id: string | null;
-  root_id: string;
-  broker_id: string;
-  connection_id: string;
-}
+export type ChainLink = Omit<ChainLinkFact, 'revoked'>;
 
 /** The grant first, its root last. */
 export type Chain = readonly ChainLink[];

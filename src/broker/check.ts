@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import { digestOf } from '../kernel/digest';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import { brokerDecisions } from './metrics';
@@ -26,7 +27,6 @@ export interface CheckAnswer {
   budget: { remaining: number; resetMs: number };
 }
 
-const ENTRYPOINT = 'broker/check/decision';
 /** A tree whose facts change between every load and check is refused rather than looped on. */
 const MAX_ATTEMPTS = 4;
 /** Policy reasons that refuse the request itself (a problem document, nothing recorded). */
@@ -61,7 +61,7 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
       chain,
       facts,
     );
-    const decision = deps.policy.evaluate(ENTRYPOINT, input);
+    const decision = deps.policy.evaluate(decisions.brokerCheck, input);
     const refusal = REFUSALS.find((code) => decision.reasons.includes(code));
     if (refusal) throw refusalError(refusal);
     const principal = subject.principal;

@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import { ApiError } from '../kernel/errors';
 import { enforce } from '../policy/enforce';
 import type { CallRecordRow } from '../grants/repository';
@@ -19,10 +20,10 @@ export async function recordOutcome(deps: Pick<BrokerDeps, 'db' | 'policy'>, bro
     .where('c.id', callId)
     .first<{ outcome: string; broker_id: string } | undefined>('c.outcome', 'g.broker_id');
   enforce(
-    deps.policy.evaluate('broker/outcome/decision', {
+    deps.policy.evaluate(decisions.brokerOutcome, {
       broker_id: brokerId,
-      grant: found ? { broker_id: found.broker_id } : null,
-      call: found ? { outcome: found.outcome } : null,
+      grant: found ? { broker_id: found.broker_id } : undefined,
+      call: found ? { outcome: found.outcome } : undefined,
     }),
   );
   const [updated] = await deps

@@ -17,7 +17,7 @@ export function checkInput(
     now_ms: request.now,
     broker_id: request.brokerId,
     tool: request.tool,
-    principal,
+    principal: principal ?? undefined,
     principal_source: source,
     trust_asserted_principal: request.trustAssertedPrincipal,
     chain: chain.map((grant) => ({ ...grant, revoked: revoked.has(grant.id) })),

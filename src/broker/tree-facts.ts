@@ -1,5 +1,7 @@
 import type { Database } from '../db/database';
 import { LruCache } from '../cache/lru';
+import type { ConnectionRow } from '../connections/repository';
+import { toConnectionFact, type ConnectionFact } from '../grants/facts';
 import type { Chain } from './chain';
 
 import type { CallPrincipal } from '../kernel/principals';
@@ -8,11 +10,11 @@ import type { CallPrincipal } from '../kernel/principals';
 /** What can change about a call's chain: exactly what the broker/check policy needs besides the chain. */
 export interface MutableFacts {
   revokedIds: string[];
-  connection: { status: string; tools: Record<string, string> };
+  connection: ConnectionFact;
   /** Pods of the chain's targets the principal is a current member of. */
   memberOf: string[];
   /** desired_state of an agent principal; null for a user or an agent that is gone. */
-  desiredState: string | null;
+  desiredState: 'running' | 'stopped' | null;
 }
 
 /** A verified credential, remembered under the tree's version (a token deletion bumps it). */
@@ -25,7 +27,7 @@ const ENTRIES_PER_TREE = 2_000;
 /** A call whose subject did not verify is refused by the policy; its facts are moot. */
 const NO_PRINCIPAL_FACTS: MutableFacts = Object.freeze({
   revokedIds: [],
-  connection: { status: 'disconnected', tools: {} },
+  connection: { id: '', owner_id: '', kind: '', status: 'disconnected' as const, tools: {} },
   memberOf: [],
   desiredState: null,
 });
@@ -72,7 +74,7 @@ const FACTS_SQL = `
 select
   (select coalesce(json_agg(id), '[]'::json) from grants
     where id in (select json_array_elements_text(?::json)) and revoked_at is not null) as revoked_ids,
-  (select status from connections where id = ?) as connection_status,
+  (select row_to_json(c) from (select id, owner_id, kind, status from connections where id = ?) c) as connection,
   (select coalesce(json_object_agg(name, access), '{}'::json) from connection_tools
     where connection_id = ?) as tools,
   (select coalesce(json_agg(pod_id), '[]'::json) from pod_members
@@ -81,10 +83,10 @@ select
 
 interface FactsRow {
   revoked_ids: string[];
-  connection_status: string | null;
-  tools: Record<string, string>;
+  connection: Pick<ConnectionRow, 'id' | 'owner_id' | 'kind' | 'status'> | null;
+  tools: ConnectionFact['tools'];
   member_of: string[];
-  desired_state: string | null;
+  desired_state: 'running' | 'stopped' | null;
 }
 
 /**
@@ -135,7 +137,8 @@ export class TreeFactsCache {
     const row = result.rows[0]!;
     const facts: MutableFacts = {
       revokedIds: row.revoked_ids,
-      connection: { status: row.connection_status ?? 'disconnected', tools: row.tools },
+      // A connection that is gone is as good as disconnected: nothing is allowed through it.
+      connection: row.connection ? toConnectionFact(row.connection, row.tools) : { ...NO_PRINCIPAL_FACTS.connection },
       memberOf: row.member_of,
       desiredState: row.desired_state,
     };

@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { CacheInvalidation } from '../cache/invalidation';
 import type { Database } from '../db/database';
 import type { PolicyEngine } from '../policy/engine';
@@ -52,10 +53,10 @@ function present(row: ConnectionRow, tools: ConnectionTool[]) {
 async function authorized(deps: ConnectionsDeps, caller: HumanPrincipal, id: string, action: 'connection.read' | 'connection.update') {
   const connection = await findConnection(deps.db, id);
   enforce(
-    deps.policy.evaluate('connections/access/decision', {
+    deps.policy.evaluate(decisions.connectionsAccess, {
       action,
       caller: { kind: caller.kind, id: caller.userId },
-      connection: connection ? { owner_id: connection.owner_id } : null,
+      connection: connection ? { owner_id: connection.owner_id } : undefined,
     }),
   );
   return connection as ConnectionRow;

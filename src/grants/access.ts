@@ -1,7 +1,8 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { Knex } from 'knex';
 import type { GrantsDeps } from './deps';
 import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
-import type { Decision } from '../policy/engine';
+import { PolicyUnavailableError, type Decided } from '../policy/engine';
 import { enforce } from '../policy/enforce';
 import { currentMemberIds, loadGrantFacts, policyFacts, type GrantFacts, type PolicyGrantFacts } from './facts';
 import type { GrantView } from './presenters';
@@ -16,12 +17,19 @@ export function callerFact(principal: GrantCaller): { kind: 'human' | 'agent'; i
 }
 
 /** Asks `grants/read` about one grant; the answer carries the status and effective audience. */
-export function readDecision(deps: GrantsDeps, caller: { kind: string; id: string }, grant: PolicyGrantFacts | null): Decision {
-  return deps.policy.evaluate('grants/read/decision', { now_ms: deps.clock.now(), caller, grant });
+export function readDecision(
+  deps: Pick<GrantsDeps, 'policy' | 'clock'>,
+  caller: ReturnType<typeof callerFact>,
+  grant: PolicyGrantFacts | undefined,
+): Decided<typeof decisions.grantsRead> {
+  return deps.policy.evaluate(decisions.grantsRead, { now_ms: deps.clock.now(), caller, grant });
 }
 
-export function viewOf(decision: Decision): GrantView {
-  return { status: decision.status as GrantView['status'], audience: decision.audience as string[] };
+/** What only `grants/read` computes; an allow without it is a broken policy, which fails closed. */
+export function viewOf(decision: Decided<typeof decisions.grantsRead>): GrantView {
+  const { status, audience } = decision;
+  if (!status || !audience) throw new PolicyUnavailableError('grants/read allowed without a status or an audience');
+  return { status, audience };
 }
 
 export interface ReadableGrant {
@@ -34,7 +42,7 @@ export interface ReadableGrant {
 export async function readableGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string, db: Queryable = deps.db): Promise<ReadableGrant> {
   const facts = await loadGrantFacts(db, grantId);
   const members = facts ? await currentMemberIds(db, facts.grant.target_pod_id) : [];
-  const decision = readDecision(deps, callerFact(principal), facts ? policyFacts(facts, members) : null);
+  const decision = readDecision(deps, callerFact(principal), facts ? policyFacts(facts, members) : undefined);
   enforce(decision);
   return { facts: facts as GrantFacts, members, view: viewOf(decision) };
 }

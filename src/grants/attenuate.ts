@@ -1,8 +1,10 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { Knex } from 'knex';
 import type { GrantsDeps } from './deps';
 import type { AgentPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
+import { PolicyUnavailableError, type Decided } from '../policy/engine';
 import { enforce } from '../policy/enforce';
 import { findAgentById } from '../registry/repository';
 import { callerFact } from './access';
@@ -47,11 +49,11 @@ async function childOf(trx: Knex.Transaction, parent: GrantRow, body: AttenuateG
   };
 }
 
-function enforceNaming(decision: ReturnType<GrantsDeps['policy']['evaluate']>): void {
+function enforceNaming(decision: Decided<typeof decisions.grantsAttenuate>): void {
   try {
     enforce(decision);
   } catch (error) {
-    const widened = (decision.widened as string[] | undefined) ?? [];
+    const widened = decision.widened ?? [];
     if (error instanceof ApiError && error.code === 'grant_widening' && widened.length > 0) {
       throw new ApiError('grant_widening', `the child would widen the parent's ${widened.join(', ')}`, error.extensions);
     }
@@ -74,22 +76,21 @@ export async function attenuateGrant(deps: GrantsDeps, principal: AgentPrincipal
     const members = parent ? await currentMemberIds(trx, parent.grant.target_pod_id) : [];
     const agent = await findAgentById(trx, principal.agentId);
     const child = parent ? await childOf(trx, parent.grant, body, principal.agentId, now) : undefined;
-    const decision = deps.policy.evaluate('grants/attenuate/decision', {
+    const decision = deps.policy.evaluate(decisions.grantsAttenuate, {
       now_ms: now,
       max_depth: deps.limits.maxDelegationDepth,
       max_live_children: deps.limits.maxLiveChildrenPerGrant,
       live_children: parent ? await countLiveChildren(trx, grantId, now) : 0,
-      caller: { ...callerFact(principal), pod_id: principal.podId, desired_state: agent?.desired_state ?? 'stopped' },
-      grant: parent ? policyFacts(parent, members) : null,
-      child: child ? toGrantFact(child) : null,
+      caller: { kind: 'agent', id: principal.agentId, pod_id: principal.podId, desired_state: agent?.desired_state ?? 'stopped' },
+      grant: parent ? policyFacts(parent, members) : undefined,
+      child: child ? toGrantFact(child) : undefined,
     });
     enforceNaming(decision);
     const { grant: parentRow, chain, connection } = parent as GrantFacts;
     const inserted = await insertGrant(trx, child as GrantRow);
-    const grant = presentGrant(inserted, {
-      status: decision.child_status as GrantView['status'],
-      audience: decision.child_audience as string[],
-    });
+    const { child_status: status, child_audience: audience } = decision;
+    if (!status || !audience) throw new PolicyUnavailableError('grants/attenuate allowed without the child status or audience');
+    const grant = presentGrant(inserted, { status, audience });
     // The child's chain is the parent's with the child in front.
     const facts = policyFacts({ chain: [toGrantFact(inserted), ...chain], connection }, members);
     await emitGrantEvent(trx, deps, 'grant.attenuated', facts, { grant, parentId: parentRow.id });

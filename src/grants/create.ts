@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
 import { findConnection, listConnectionTools, type ConnectionRow } from '../connections/repository';
 import type { HumanPrincipal } from '../kernel/principals';
@@ -7,7 +8,7 @@ import { findPod } from '../pods/repository';
 import { findAgentById } from '../registry/repository';
 import { callerFact, readDecision, viewOf } from './access';
 import { emitGrantEvent } from './events';
-import { currentMemberIds, policyFacts, toGrantFact, type ConnectionFact } from './facts';
+import { currentMemberIds, policyFacts, toConnectionFact, toGrantFact, type ConnectionFact } from './facts';
 import { presentGrant } from './presenters';
 import { insertGrant, type GrantRow } from './repository';
 import type { CreateGrantInput } from './schemas';
@@ -19,16 +20,10 @@ export const GRANT_DEFAULTS = {
   lifetimeMs: 30 * 86_400_000,
 } as const;
 
-async function connectionFact(deps: GrantsDeps, row: ConnectionRow | undefined): Promise<ConnectionFact | null> {
-  if (!row) return null;
+async function connectionFact(deps: GrantsDeps, row: ConnectionRow | undefined): Promise<ConnectionFact | undefined> {
+  if (!row) return undefined;
   const tools = await listConnectionTools(deps.db, row.id);
-  return {
-    id: row.id,
-    owner_id: row.owner_id,
-    kind: row.kind,
-    status: row.status,
-    tools: Object.fromEntries(tools.map((tool) => [tool.name, tool.access])),
-  };
+  return toConnectionFact(row, Object.fromEntries(tools.map((tool) => [tool.name, tool.access])));
 }
 
 /** The target pod (a seat's own pod for a seat) with its members, and the seat if it is one. */
@@ -37,8 +32,8 @@ async function targetFacts(deps: GrantsDeps, target: { kind: string; id: string 
   const podId = target.kind === 'pod' ? target.id : seat?.pod_id;
   const pod = podId ? await findPod(deps.db, podId) : undefined;
   return {
-    pod: pod ? { id: pod.id, members: await currentMemberIds(deps.db, pod.id) } : null,
-    seat: seat ? { id: seat.id, pod_id: seat.pod_id } : null,
+    pod: pod ? { id: pod.id, members: await currentMemberIds(deps.db, pod.id) } : undefined,
+    seat: seat ? { id: seat.id, pod_id: seat.pod_id } : undefined,
   };
 }
 
@@ -54,14 +49,14 @@ export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, b
   const writeMode = body.writeMode ?? GRANT_DEFAULTS.writeMode;
   const expiresAt = body.expiresAt ? new Date(body.expiresAt) : new Date(now + GRANT_DEFAULTS.lifetimeMs);
   enforce(
-    deps.policy.evaluate('grants/create/decision', {
+    deps.policy.evaluate(decisions.grantsCreate, {
       now_ms: now,
       caller: callerFact(principal),
       connection,
       target: body.target,
       pod,
       seat,
-      request: { tools: body.tools, write_mode: writeMode, audience: body.audience ?? null, expires_at_ms: expiresAt.getTime() },
+      request: { tools: body.tools, write_mode: writeMode, audience: body.audience, expires_at_ms: expiresAt.getTime() },
     }),
   );
   if (!connectionRow || !connection || !pod) throw new Error('grants/create allowed without a connection or a target pod');

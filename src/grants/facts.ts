@@ -1,31 +1,13 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
-import type { AudienceMode, GrantRow, TargetKind, WriteMode } from './repository';
+import type { ConnectionFact, GrantFact } from '../kernel/decisions/catalogue';
+import type { ConnectionRow } from '../connections/repository';
+import type { GrantRow } from './repository';
+
+export type { ConnectionFact, GrantFact } from '../kernel/decisions/catalogue';
 
 type Queryable = Database | Knex.Transaction;
 
-/** One grant as policies/lib/grants.rego reads it. */
-export interface GrantFact {
-  id: string;
-  target: { kind: TargetKind; id: string; pod_id: string };
-  audience_mode: AudienceMode;
-  audience: string[];
-  tools: string[];
-  write_mode: WriteMode;
-  budget: { calls: number; window_ms: number };
-  expires_at_ms: number;
-  revoked: boolean;
-}
-
-/** The connection behind a tree (every grant of a tree shares its root's connection). */
-export interface ConnectionFact {
-  id: string;
-  owner_id: string;
-  kind: string;
-  status: 'connected' | 'disconnected';
-  /** Enabled tools by name, each `read` or `write`. */
-  tools: Record<string, 'read' | 'write'>;
-}
 
 export interface GrantFacts {
   grant: GrantRow;
@@ -39,6 +21,14 @@ export interface PolicyGrantFacts {
   chain: GrantFact[];
   members: string[];
   connection: ConnectionFact;
+}
+
+/**
+ * The builders of the facts the grant and broker decisions share (kernel/decisions/facts.ts):
+ * one each, whatever query loaded the row.
+ */
+export function toConnectionFact(row: Pick<ConnectionRow, 'id' | 'owner_id' | 'kind' | 'status'>, tools: ConnectionFact['tools']): ConnectionFact {
+  return { id: row.id, owner_id: row.owner_id, kind: row.kind, status: row.status, tools };
 }
 
 export function toGrantFact(row: GrantRow): GrantFact {
@@ -90,7 +80,7 @@ export async function loadGrantFactsMany(db: Queryable, grantIds: readonly strin
   for (const row of result.rows as ChainRow[]) {
     const { leaf_id: leafId, pos, connection, ...grant } = row;
     if (pos === 0 && connection) {
-      found.set(leafId, { grant, chain: [toGrantFact(grant)], connection });
+      found.set(leafId, { grant, chain: [toGrantFact(grant)], connection: toConnectionFact(connection, connection.tools) });
     } else {
       found.get(leafId)?.chain.push(toGrantFact(grant));
     }

@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
 import { enforce } from '../policy/enforce';
 import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } from './access';
@@ -26,7 +27,7 @@ export async function listPodGrants(
   const caller = callerFact(principal);
   let after = decodeCursor(query.cursor);
   const members = await currentMemberIds(deps.db, podId);
-  enforce(deps.policy.evaluate('grants/list/decision', { caller, pod: members.length > 0 ? { members } : null }));
+  enforce(deps.policy.evaluate(decisions.grantsList, { caller, pod: members.length > 0 ? { members } : undefined }));
   // One more than the page proves a next page; later batches grow, should the policy refuse rows.
   let batchSize = query.limit + 1;
   const found: Array<ReturnType<typeof presentGrant>> = [];

@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
 import type { HumanPrincipal } from '../kernel/principals';
 import { iso } from '../kernel/schema';
@@ -22,7 +23,7 @@ export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, g
     if (rootId) await lockTree(trx, rootId);
     const found = await loadGrantFacts(trx, grantId);
     const members = found ? await currentMemberIds(trx, found.grant.target_pod_id) : [];
-    enforce(deps.policy.evaluate('grants/revoke/decision', { caller, grant: found ? policyFacts(found, members) : null }));
+    enforce(deps.policy.evaluate(decisions.grantsRevoke, { caller, grant: found ? policyFacts(found, members) : undefined }));
     const { connection } = found as GrantFacts;
     const revoked = await revokeSubtree(trx, grantId, new Date());
     for (const row of revoked) {

@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { Knex } from 'knex';
 import type { Principal } from '../kernel/principals';
 import { enforce } from '../policy/enforce';
@@ -40,11 +41,11 @@ export async function authorizePodAction(
   const pod = await findPod(db, podId);
   const membership = pod && principal.kind === 'human' ? await findMember(db, podId, principal.userId) : undefined;
   const ownerCount = action === 'members.remove' && pod ? await countOwners(db, podId) : undefined;
-  const decision = deps.policy.evaluate('pods/access/decision', {
+  const decision = deps.policy.evaluate(decisions.podsAccess, {
     action,
     caller: { kind: principal.kind, role: membership?.role ?? null },
-    member: facts.member ?? null,
-    pod: pod ? { owner_count: ownerCount ?? null } : null,
+    member: facts.member,
+    pod: pod ? { owner_count: ownerCount ?? null } : undefined,
   });
   enforce(decision);
   if (!pod) throw new Error('pods/access allowed an action on a pod that does not exist');

@@ -4,15 +4,26 @@ import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import type { Logger } from '../kernel/log';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import { digestOf } from '../kernel/digest';
+import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kernel/decisions/catalogue';
 
 /**
- * What every entrypoint returns (CONTRACT §7). An entrypoint may add facts it derived (a grant's
- * computed status and effective audience, say) so TypeScript never derives them a second time.
+ * What a decision returns (CONTRACT §7), as its catalogue entry types it: `{allow, reasons}` and
+ * the facts it derived (a grant's status and effective audience, say), so TypeScript never derives
+ * them a second time; plus the id that names it in the decision log.
  */
-export interface Decision {
-  allow: boolean;
-  reasons: string[];
-  [derived: string]: unknown;
+export type Decided<D extends DecisionDefinition> = DecisionOutput<D> & { decisionId: string };
+
+export interface PolicyEngineOptions {
+  /** The compiled module. */
+  path: string;
+  log: Logger;
+  decisionLog?: DecisionLogMode;
+  /** Decisions a module must have to be loaded (the catalogue, for the service). */
+  required?: readonly DecisionDefinition[];
+  /** Production: load only a file owned by root or this process's user and writable by no one else. */
+  requireTrustedFile?: boolean;
+  /** Tests: refuse an input that its catalogue schema refuses (the TypeScript side drifted). */
+  validateInputs?: boolean;
 }
 
 /** The policy cannot answer: callers fail closed (503), never allow. */
@@ -38,14 +49,21 @@ export class PolicyEngine {
   private lastSeen = '';
   private reloading: Promise<boolean> = Promise.resolve(true);
 
-  constructor(
-    private readonly wasmPath: string,
-    private readonly log: Logger,
-    private readonly decisionLog: DecisionLogMode = 'all',
-    private readonly requiredEntrypoints: readonly string[] = [],
-    /** Production: load only a file owned by root or this process's user and writable by no one else. */
-    private readonly requireTrustedFile = false,
-  ) {}
+  private readonly wasmPath: string;
+  private readonly log: Logger;
+  private readonly decisionLog: DecisionLogMode;
+  private readonly requiredEntrypoints: readonly string[];
+  private readonly requireTrustedFile: boolean;
+  private readonly validateInputs: boolean;
+
+  constructor(options: PolicyEngineOptions) {
+    this.wasmPath = options.path;
+    this.log = options.log;
+    this.decisionLog = options.decisionLog ?? 'all';
+    this.requiredEntrypoints = (options.required ?? []).map((decision) => decision.entrypoint);
+    this.requireTrustedFile = options.requireTrustedFile ?? false;
+    this.validateInputs = options.validateInputs ?? false;
+  }
 
   get revision(): string | undefined {
     return this.current?.revision;
@@ -134,17 +152,25 @@ export class PolicyEngine {
   }
 
   /**
-   * Evaluates one decision. Anything but a well-formed `{allow, reasons}` is treated as the
-   * policy being unavailable, so a broken rule can never turn into an allow.
+   * Evaluates one decision of the catalogue. An answer its output schema refuses (not a
+   * consistent `{allow, reasons}` and what it derives) is treated as the policy being unavailable,
+   * so a broken rule can never turn into an allow.
    */
-  evaluate(entrypoint: string, input: object): Decision & { decisionId: string } {
+  evaluate<D extends DecisionDefinition>(decision: D, input: DecisionInput<D>): Decided<D> {
+    const { entrypoint } = decision;
     const loaded = this.current;
     if (!loaded) throw new PolicyUnavailableError('no policy module is loaded');
     if (!loaded.entrypoints.has(entrypoint)) throw new PolicyUnavailableError(`unknown entrypoint ${entrypoint}`);
-    let decision: Decision;
+    if (this.validateInputs) {
+      const checked = decision.input.safeParse(input);
+      if (!checked.success) throw new Error(`the input of ${entrypoint} breaks its schema: ${checked.error.message}`);
+    }
+    let result: DecisionOutput<D>;
     try {
       const results = loaded.policy.evaluate(input, entrypoint) as Array<{ result?: unknown }>;
-      decision = asDecision(results[0]?.result);
+      const parsed = decision.output.safeParse(results[0]?.result);
+      if (!parsed.success) throw new Error(`the decision breaks its output schema: ${parsed.error.message}`);
+      result = parsed.data as DecisionOutput<D>;
     } catch (error) {
       this.log.error({ err: error, entrypoint, revision: loaded.revision }, 'policy evaluation failed');
       throw new PolicyUnavailableError(`evaluation of ${entrypoint} failed`);
@@ -152,11 +178,11 @@ export class PolicyEngine {
     // The id names this decision in the decision log, and the broker records it on the call it
     // approved, so an audit can go from a call to the exact decision (input digest, revision).
     const decisionId = randomUUID();
-    this.logDecision(decisionId, entrypoint, input, decision, loaded.revision);
-    return { ...decision, decisionId };
+    this.logDecision(decisionId, entrypoint, input as object, result as { allow: boolean }, loaded.revision);
+    return { ...(result as object), decisionId } as Decided<D>;
   }
 
-  private logDecision(decisionId: string, entrypoint: string, input: object, result: Decision, revision: string): void {
+  private logDecision(decisionId: string, entrypoint: string, input: object, result: { allow: boolean }, revision: string): void {
     if (this.decisionLog === 'off' || (this.decisionLog === 'deny' && result.allow)) return;
     this.log.info(
       {
@@ -190,14 +216,3 @@ async function assertTrustedFile(file: string): Promise<void> {
   if ((info.mode & 0o022) !== 0) throw new Error(`module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`);
 }
 
-function asDecision(value: unknown): Decision {
-  if (typeof value !== 'object' || value === null) throw new Error('decision is not an object');
-  const { allow, reasons } = value as Record<string, unknown>;
-  if (typeof allow !== 'boolean') throw new Error('decision.allow is not a boolean');
-  if (!Array.isArray(reasons) || !reasons.every((r) => typeof r === 'string')) {
-    throw new Error('decision.reasons is not a list of strings');
-  }
-  if (allow && reasons.length > 0) throw new Error('decision allows and gives reasons');
-  if (!allow && reasons.length === 0) throw new Error('decision denies without a reason');
-  return value as Decision;
-}

@@ -1,6 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createLogger } from '../kernel/log';
+import { decisions, type DecisionDefinition, type DecisionInput } from '../kernel/decisions/catalogue';
 import { PolicyEngine } from './engine';
 
 /**
@@ -54,18 +55,18 @@ export const DEFAULT_SOAK: SoakOptions = {
 };
 
 const POD_ACTIONS = ['pod.read', 'members.list', 'members.add', 'members.remove', 'agents.install', 'tokens.create', 'runtime.stop'];
-const ROLES = ['owner', 'admin', 'member', null];
+const ROLES = ['owner', 'admin', 'member', null] as const;
 
 /**
  * Inputs shaped like the ones src/pods/access.ts builds, varied in action, roles, counts and
  * length (so the input written into WASM memory changes size from call to call).
  */
-function podAccessInputs(count: number): object[] {
+function podAccessInputs(count: number): Array<DecisionInput<typeof decisions.podsAccess>> {
   return Array.from({ length: count }, (_, i) => ({
-    action: POD_ACTIONS[i % POD_ACTIONS.length],
-    caller: { kind: i % 11 === 0 ? 'agent' : 'human', role: ROLES[i % ROLES.length], id: `user-${'x'.repeat(i % 97)}-${i}` },
-    member: i % 3 === 0 ? null : { role: ROLES[(i >> 2) % 3] },
-    pod: i % 13 === 0 ? null : { owner_count: i % 4 },
+    action: `${POD_ACTIONS[i % POD_ACTIONS.length]}${i % 7 === 0 ? `-${'x'.repeat(i % 97)}` : ''}`,
+    caller: { kind: i % 11 === 0 ? ('agent' as const) : ('human' as const), role: ROLES[i % ROLES.length]! },
+    member: i % 3 === 0 ? undefined : { role: ROLES[(i >> 2) % 3]! },
+    pod: i % 13 === 0 ? undefined : { owner_count: i % 4 },
   }));
 }
 
@@ -76,44 +77,53 @@ const TOOLS = ['repos.read_file', 'pulls.list', 'issues.create_comment', 'pulls.
  * chains of 1..4 grants, pod and seat targets, listed and member audiences, revoked and expired
  * links, stopped runtimes, other brokers, so every rule and every deny reason is exercised.
  */
-function brokerCheckInputs(count: number): object[] {
+function brokerCheckInputs(count: number): Array<DecisionInput<typeof decisions.brokerCheck>> {
   const now = 1_800_000_000_000;
   return Array.from({ length: count }, (_, i) => {
     const agentId = `agt_${String(i).padStart(26, '0')}`;
     const podId = `pod_${String(i % 37).padStart(26, '0')}`;
     const members = [agentId, ...Array.from({ length: i % 40 }, (_, m) => `user-${m}`)];
-    const chain = Array.from({ length: 1 + (i % 4) }, (_, level) => ({
+    const levels = 1 + (i % 4);
+    const chain = Array.from({ length: levels }, (_, level) => ({
       id: `grt_${i}_${level}`,
+      parent_id: level === levels - 1 ? null : `grt_${i}_${level + 1}`,
+      root_id: `grt_${i}_${levels - 1}`,
+      connection_id: 'con_soak',
       broker_id: i % 17 === 0 && level === 0 ? 'brk_other' : 'brk_soak',
       revoked: i % 29 === 0 && level > 0,
       expires_at_ms: i % 23 === 0 ? now - 1 : now + 3_600_000 * (level + 1),
-      target: i % 5 === 0 ? { kind: 'seat', id: agentId, pod_id: podId } : { kind: 'pod', id: podId, pod_id: podId },
-      audience_mode: i % 3 === 0 ? 'listed' : 'members',
+      target: i % 5 === 0 ? { kind: 'seat' as const, id: agentId, pod_id: podId } : { kind: 'pod' as const, id: podId, pod_id: podId },
+      audience_mode: i % 3 === 0 ? ('listed' as const) : ('members' as const),
       audience: i % 3 === 0 ? members.slice(0, 1 + (i % 7)) : [],
       tools: TOOLS.slice(0, 4 - level),
-      write_mode: level === 0 && i % 2 === 0 ? 'read' : 'write',
+      write_mode: level === 0 && i % 2 === 0 ? ('read' as const) : ('write' as const),
       budget: { calls: 1000, window_ms: 3_600_000 },
     }));
     return {
       now_ms: now,
       broker_id: 'brk_soak',
-      tool: TOOLS[i % TOOLS.length],
-      principal: { kind: i % 6 === 0 ? 'user' : 'agent', id: i % 6 === 0 ? 'user-1' : agentId },
+      tool: TOOLS[i % TOOLS.length]!,
+      principal: i % 43 === 0 ? undefined : { kind: i % 6 === 0 ? ('user' as const) : ('agent' as const), id: i % 6 === 0 ? 'user-1' : agentId },
+      principal_source: i % 47 === 0 ? ('asserted' as const) : ('subject_token' as const),
+      trust_asserted_principal: false,
       chain,
       connection: {
-        status: i % 31 === 0 ? 'disconnected' : 'connected',
-        tools: { 'repos.read_file': 'read', 'pulls.list': 'read', 'issues.create_comment': 'write' },
+        id: 'con_soak',
+        owner_id: 'owner-1',
+        kind: 'code_hosting_app',
+        status: i % 31 === 0 ? ('disconnected' as const) : ('connected' as const),
+        tools: { 'repos.read_file': 'read' as const, 'pulls.list': 'read' as const, 'issues.create_comment': 'write' as const },
       },
       members: { [podId]: i % 11 === 0 ? [] : members.slice(0, 2) },
-      runtime: { desired_state: i % 19 === 0 ? 'stopped' : 'running' },
+      runtime: { desired_state: i % 19 === 0 ? ('stopped' as const) : ('running' as const) },
     };
   });
 }
 
 /** The heaviest decision the module has that we know how to feed, in order of preference. */
-const WORKLOADS: Array<{ entrypoint: string; inputs: (count: number) => object[] }> = [
-  { entrypoint: 'broker/check/decision', inputs: brokerCheckInputs },
-  { entrypoint: 'pods/access/decision', inputs: podAccessInputs },
+const WORKLOADS: Array<{ decision: DecisionDefinition; inputs: (count: number) => object[] }> = [
+  { decision: decisions.brokerCheck, inputs: brokerCheckInputs },
+  { decision: decisions.podsAccess, inputs: podAccessInputs },
 ];
 
 /** A full GC before each sample, so RSS shows retained memory rather than garbage not yet collected. */
@@ -137,18 +147,18 @@ function sample(engine: PolicyEngine, evaluations: number): SoakSample {
 
 export async function runPolicySoak(overrides: Partial<SoakOptions> = {}): Promise<SoakReport> {
   const options = { ...DEFAULT_SOAK, ...overrides };
-  const engine = new PolicyEngine(options.wasmPath, createLogger('silent'), 'off');
+  const engine = new PolicyEngine({ path: options.wasmPath, log: createLogger('silent'), decisionLog: 'off' });
   if (!(await engine.reload())) throw new Error(`cannot load ${options.wasmPath}`);
   if (engine.wasmMemoryBytes === undefined) throw new Error('cannot read the WASM memory of the loaded module');
-  const workload = WORKLOADS.find((w) => engine.entrypoints.includes(w.entrypoint));
-  if (!workload) throw new Error(`the module has none of: ${WORKLOADS.map((w) => w.entrypoint).join(', ')}`);
+  const workload = WORKLOADS.find((w) => engine.entrypoints.includes(w.decision.entrypoint));
+  if (!workload) throw new Error(`the module has none of: ${WORKLOADS.map((w) => w.decision.entrypoint).join(', ')}`);
 
   const inputs = workload.inputs(1009);
   const started = Date.now();
   const samples = [sample(engine, 0)];
   const outcomes: Record<string, number> = {};
   for (let done = 1; done <= options.evaluations; done += 1) {
-    const decision = engine.evaluate(workload.entrypoint, inputs[done % inputs.length] as object);
+    const decision = engine.evaluate(workload.decision, inputs[done % inputs.length]) as unknown as { allow: boolean; reasons: string[] };
     const outcome = decision.allow ? 'allow' : (decision.reasons[0] ?? 'deny');
     outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
     if (done % options.sampleEvery === 0 || done === options.evaluations) samples.push(sample(engine, done));
@@ -160,7 +170,7 @@ export async function runPolicySoak(overrides: Partial<SoakOptions> = {}): Promi
   const wasmGrowthBytes = Math.max(...after.map((s) => s.wasmBytes)) - baseline.wasmBytes;
   const rssGrowthBytes = Math.max(...after.map((s) => s.rssBytes)) - baseline.rssBytes;
   return {
-    entrypoint: workload.entrypoint,
+    entrypoint: workload.decision.entrypoint,
     outcomes,
     revision: engine.revision!,
     samples,

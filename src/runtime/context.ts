@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { RuntimeDeps } from './deps';
 import type { AgentPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
@@ -34,10 +35,10 @@ export interface PodContext {
 export async function podContext(deps: RuntimeDeps, agent: AgentPrincipal, podId: string): Promise<PodContext> {
   const pod = await findPod(deps.db, podId);
   enforce(
-    deps.policy.evaluate('runtime/access/decision', {
+    deps.policy.evaluate(decisions.runtimeAccess, {
       action: 'pod.context',
       caller: { agent_id: agent.agentId, pod_id: agent.podId },
-      pod: pod ? { id: pod.id } : null,
+      pod: pod ? { id: pod.id } : undefined,
     }),
   );
   if (!pod) throw new Error('runtime/access allowed the context of a pod that does not exist');

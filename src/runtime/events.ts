@@ -1,3 +1,4 @@
+import { decisions } from '../kernel/decisions/catalogue';
 import type { RuntimeDeps } from './deps';
 import type { AgentPrincipal } from '../kernel/principals';
 import { looksLikeId } from '../kernel/ids';
@@ -57,10 +58,10 @@ export async function pollEvents(deps: RuntimeDeps, agent: AgentPrincipal, optio
 export async function ackEvent(deps: RuntimeDeps, agent: AgentPrincipal, eventId: string): Promise<void> {
   const event = looksLikeId('event', eventId) ? await findEvent(deps.db, eventId) : undefined;
   enforce(
-    deps.policy.evaluate('runtime/access/decision', {
+    deps.policy.evaluate(decisions.runtimeAccess, {
       action: 'event.ack',
       caller: { agent_id: agent.agentId, pod_id: agent.podId },
-      event: event ? { agent_id: event.agent_id } : null,
+      event: event ? { agent_id: event.agent_id } : undefined,
     }),
   );
   await markAcked(deps.db, eventId);

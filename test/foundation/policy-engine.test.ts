@@ -7,7 +7,8 @@ import { Writable } from 'node:stream';
 import { digestOf } from '../../src/kernel/digest';
 import { createLogger } from '../../src/kernel/log';
 import { PolicyEngine, PolicyUnavailableError, type DecisionLogMode } from '../../src/policy/engine';
-import { REQUIRED_ENTRYPOINTS } from '../../src/policy/entrypoints';
+import { catalogue, decisions, defineDecision, verdict, type DecisionDefinition } from '../../src/kernel/decisions/catalogue';
+import { z } from '../../src/kernel/schema';
 import { startService } from '../support/service';
 import { human, podWith } from '../support/world';
 
@@ -17,7 +18,9 @@ import { human, podWith } from '../support/world';
  */
 const root = path.resolve(__dirname, '../..');
 const SERVICE_MODULE = path.join(root, 'build/policy/policy.wasm');
-const POD_READ_BY_OWNER = { action: 'pod.read', caller: { kind: 'human', role: 'owner' }, member: null, pod: { owner_count: null } };
+const POD_READ_BY_OWNER = { action: 'pod.read', caller: { kind: 'human' as const, role: 'owner' as const }, pod: { owner_count: null } };
+/** The one decision of the tiny test modules. */
+const tiny = defineDecision('tiny', 'a test module', z.object({}), verdict({}));
 
 let work: string;
 /** Two small modules with the same entrypoint and different rules, built by the pinned opa. */
@@ -49,11 +52,11 @@ function install(file: string, bytes: Buffer): void {
   renameSync(`${file}.staged`, file);
 }
 
-function engineOn(bytes: Buffer, options: { mode?: DecisionLogMode; required?: readonly string[] } = {}) {
+function engineOn(bytes: Buffer, options: { mode?: DecisionLogMode; required?: readonly DecisionDefinition[] } = {}) {
   const file = path.join(mkdtempSync(path.join(work, 'engine-')), 'policy.wasm');
   writeFileSync(file, bytes);
   const { log, lines } = capturingLogger();
-  const engine = new PolicyEngine(file, log, options.mode ?? 'all', options.required ?? []);
+  const engine = new PolicyEngine({ path: file, log, decisionLog: options.mode ?? 'all', required: options.required ?? [] });
   return { engine, file, lines };
 }
 
@@ -70,13 +73,13 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('loading and evaluating', () => {
   it("loads the service's module with every required entrypoint; the revision is the module's sha256", async () => {
-    const { engine } = engineOn(readFileSync(SERVICE_MODULE), { required: REQUIRED_ENTRYPOINTS });
+    const { engine } = engineOn(readFileSync(SERVICE_MODULE), { required: catalogue });
     expect(await engine.reload()).toBe(true);
     expect(engine.ready).toBe(true);
     expect(engine.revision).toBe(sha256(readFileSync(SERVICE_MODULE)));
-    expect(engine.entrypoints).toEqual(expect.arrayContaining([...REQUIRED_ENTRYPOINTS]));
-    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
-    expect(engine.evaluate('pods/access/decision', { ...POD_READ_BY_OWNER, caller: { kind: 'human', role: null } })).toEqual({
+    expect(engine.entrypoints).toEqual(expect.arrayContaining(catalogue.map((decision) => decision.entrypoint)));
+    expect(engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
+    expect(engine.evaluate(decisions.podsAccess, { ...POD_READ_BY_OWNER, caller: { kind: 'human', role: null } })).toEqual({
       allow: false,
       reasons: ['not_found'],
       decisionId: expect.any(String),
@@ -84,11 +87,11 @@ describe('loading and evaluating', () => {
   });
 
   it('refuses a module lacking a required entrypoint: nothing is loaded and evaluation fails closed', async () => {
-    const { engine, lines } = engineOn(allowAll, { required: ['tiny/decision', 'pods/access/decision'] });
+    const { engine, lines } = engineOn(allowAll, { required: [tiny, decisions.podsAccess] });
     expect(await engine.reload()).toBe(false);
     expect(engine.ready).toBe(false);
     expect(engine.revision).toBeUndefined();
-    expect(() => engine.evaluate('tiny/decision', {})).toThrow(PolicyUnavailableError);
+    expect(() => engine.evaluate(tiny, {})).toThrow(PolicyUnavailableError);
     expect(lines).toContainEqual(expect.objectContaining({ level: 50, msg: expect.stringContaining('policy module refused') }));
     expect(JSON.stringify(lines)).toContain('pods/access/decision');
   });
@@ -96,7 +99,7 @@ describe('loading and evaluating', () => {
   it('fails closed on an entrypoint the module does not have', async () => {
     const { engine } = engineOn(allowAll);
     await engine.reload();
-    expect(() => engine.evaluate('grants/create/decision', {})).toThrow(PolicyUnavailableError);
+    expect(() => engine.evaluate(decisions.grantsCreate, {} as never)).toThrow(PolicyUnavailableError);
   });
 
   it('exposes the size of the WASM memory', async () => {
@@ -110,13 +113,13 @@ describe('loading and evaluating', () => {
 
 describe('hot reload', () => {
   it('refuses garbage, keeps serving the old revision, and logs an error', async () => {
-    const { engine, file, lines } = engineOn(readFileSync(SERVICE_MODULE), { required: REQUIRED_ENTRYPOINTS });
+    const { engine, file, lines } = engineOn(readFileSync(SERVICE_MODULE), { required: catalogue });
     await engine.reload();
     const before = engine.revision;
     install(file, Buffer.from('\0asm definitely not a policy module'));
     expect(await engine.reload()).toBe(false);
     expect(engine.revision).toBe(before);
-    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
+    expect(engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
     expect(lines).toContainEqual(expect.objectContaining({ level: 50, keptRevision: before, msg: expect.stringContaining('policy module refused') }));
   });
 
@@ -125,7 +128,7 @@ describe('hot reload', () => {
     await engine.reload();
     install(file, Buffer.alloc(0));
     expect(await engine.reload()).toBe(false);
-    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
+    expect(engine.evaluate(tiny, {})).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
   });
 
   it('keeps the revision when the same bytes are written again', async () => {
@@ -140,11 +143,11 @@ describe('hot reload', () => {
   it('swaps in a module built differently: new revision, new rules', async () => {
     const { engine, file, lines } = engineOn(allowAll);
     await engine.reload();
-    expect(engine.evaluate('tiny/decision', {}).allow).toBe(true);
+    expect(engine.evaluate(tiny, {}).allow).toBe(true);
     install(file, denyAll);
     expect(await engine.reload()).toBe(true);
     expect(engine.revision).toBe(sha256(denyAll));
-    expect(engine.evaluate('tiny/decision', {})).toEqual({ allow: false, reasons: ["not_found"], decisionId: expect.any(String) });
+    expect(engine.evaluate(tiny, {})).toEqual({ allow: false, reasons: ["not_found"], decisionId: expect.any(String) });
     expect(lines).toContainEqual(expect.objectContaining({ msg: 'policy loaded', revision: sha256(denyAll), previous: sha256(allowAll) }));
   });
 
@@ -155,7 +158,7 @@ describe('hot reload', () => {
     install(file, allowAll);
     expect(await engine.reload()).toBe(false);
     expect(engine.revision).toBe(before);
-    expect(engine.evaluate('pods/access/decision', POD_READ_BY_OWNER).allow).toBe(true);
+    expect(engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER).allow).toBe(true);
   });
 
   it('picks up a rebuilt module by itself while watching the file', async () => {
@@ -174,16 +177,18 @@ describe('hot reload', () => {
 });
 
 describe('decision log', () => {
-  const input = { action: 'pod.read', caller: { kind: 'human', role: null, note: 'a value that must not be logged' }, member: null, pod: null };
+  // `note` is no field of the input schema: this engine does not validate inputs, and the value
+  // must reach neither the log nor anything else.
+  const input = { action: 'pod.read', caller: { kind: 'human' as const, role: null, note: 'a value that must not be logged' } };
 
   it('logs decision_id, entrypoint, input digest, result, revision and time, never the input', async () => {
     const { engine, lines } = engineOn(readFileSync(SERVICE_MODULE));
     await engine.reload();
-    const first = engine.evaluate('pods/access/decision', input);
-    engine.evaluate('pods/access/decision', input);
-    const decisions = lines.filter((line) => line.msg === 'policy decision');
-    expect(decisions).toHaveLength(2);
-    expect(decisions[0]).toMatchObject({
+    const first = engine.evaluate(decisions.podsAccess, input);
+    engine.evaluate(decisions.podsAccess, input);
+    const logged = lines.filter((line) => line.msg === 'policy decision');
+    expect(logged).toHaveLength(2);
+    expect(logged[0]).toMatchObject({
       decision_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       entrypoint: 'pods/access/decision',
       input_digest: digestOf(input),
@@ -191,22 +196,22 @@ describe('decision log', () => {
       revision: engine.revision,
       timestamp: expect.any(String),
     });
-    expect(decisions[0]!.decision_id).not.toBe(decisions[1]!.decision_id);
+    expect(logged[0]!.decision_id).not.toBe(logged[1]!.decision_id);
     // The caller gets the id its decision was logged under (the broker records it as approvalId).
-    expect(first.decisionId).toBe(decisions[0]!.decision_id);
+    expect(first.decisionId).toBe(logged[0]!.decision_id);
     expect(JSON.stringify(lines)).not.toContain('a value that must not be logged');
   });
 
   it('logs only denials in deny mode and nothing when off', async () => {
     const deny = engineOn(readFileSync(SERVICE_MODULE), { mode: 'deny' });
     await deny.engine.reload();
-    deny.engine.evaluate('pods/access/decision', POD_READ_BY_OWNER);
-    deny.engine.evaluate('pods/access/decision', input);
+    deny.engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER);
+    deny.engine.evaluate(decisions.podsAccess, input);
     expect(deny.lines.filter((line) => line.msg === 'policy decision').map((line) => (line.result as { allow: boolean }).allow)).toEqual([false]);
 
     const off = engineOn(readFileSync(SERVICE_MODULE), { mode: 'off' });
     await off.engine.reload();
-    off.engine.evaluate('pods/access/decision', input);
+    off.engine.evaluate(decisions.podsAccess, input);
     expect(off.lines.filter((line) => line.msg === 'policy decision')).toEqual([]);
   });
 });

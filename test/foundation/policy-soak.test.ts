@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { createLogger } from '../../src/kernel/log';
+import { decisions } from '../../src/kernel/decisions/catalogue';
 import { PolicyEngine } from '../../src/policy/engine';
 import { runPolicySoak } from '../../src/policy/soak';
 
@@ -21,9 +22,9 @@ it('keeps the WASM memory flat over 50k evaluations with varying inputs', async 
 });
 
 it('measures live memory: one evaluation with a 2 MiB input grows it (so flat above means flat)', async () => {
-  const engine = new PolicyEngine(path.resolve(__dirname, '../../build/policy/policy.wasm'), createLogger('silent'), 'off');
+  const engine = new PolicyEngine({ path: path.resolve(__dirname, '../../build/policy/policy.wasm'), log: createLogger('silent'), decisionLog: 'off' });
   await engine.reload();
   const before = engine.wasmMemoryBytes!;
-  engine.evaluate('pods/access/decision', { action: 'pod.read', caller: { kind: 'human', role: 'member', padding: 'x'.repeat(2 * 1024 * 1024) } });
+  engine.evaluate(decisions.podsAccess, { action: `pod.read${'x'.repeat(2 * 1024 * 1024)}`, caller: { kind: 'human', role: 'member' } });
   expect(engine.wasmMemoryBytes! - before).toBeGreaterThanOrEqual(2 * 1024 * 1024);
 });

@@ -1,3 +1,4 @@
+import { decisions } from '../../src/kernel/decisions/catalogue';
 import { newId } from '../../src/kernel/ids';
 import { loadGrantFactsMany, policyFacts } from '../../src/grants/facts';
 import { startService, type TestService } from '../support/service';
@@ -53,7 +54,7 @@ async function readableByPolicy(caller: { kind: 'human' | 'agent'; id: string })
   const members = await service.deps.db('pod_members').where('pod_id', world.podId).pluck('member_id');
   const facts = await loadGrantFactsMany(service.deps.db, rows.map((r) => r.id));
   return rows
-    .filter((row) => service.deps.policy.evaluate('grants/read/decision', { now_ms: Date.now(), caller, grant: policyFacts(facts.get(row.id)!, members) }).allow)
+    .filter((row) => service.deps.policy.evaluate(decisions.grantsRead, { now_ms: Date.now(), caller, grant: policyFacts(facts.get(row.id)!, members) }).allow)
     .map((row) => row.id);
 }
 
@@ -84,8 +85,8 @@ describe('the read-scope pre-filter of GET /api/pods/:podId/grants', () => {
     const evaluate = service.deps.policy.evaluate.bind(service.deps.policy);
     let reads = 0;
     const counting = jest.spyOn(service.deps.policy, 'evaluate').mockImplementation((entrypoint, input) => {
-      if (entrypoint === 'grants/read/decision') reads += 1;
-      return evaluate(entrypoint, input);
+      if (entrypoint === decisions.grantsRead) reads += 1;
+      return evaluate(entrypoint, input as never);
     });
     try {
       const res = await service.http.get(`/api/pods/${world.podId}/grants?limit=1`).set(world.member.auth).expect(200);

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { defineDecision, verdict } from './define';
+
+export const podsAccess = defineDecision(
+  'pods.access',
+  'Who may read a pod and manage its members and installed agents (CONTRACT §3, §6).',
+  z.strictObject({
+    action: z.string(),
+    caller: z.strictObject({ kind: z.enum(['human', 'agent', 'broker']), role: z.enum(['owner', 'admin', 'member']).nullable() }),
+    member: z.strictObject({ role: z.enum(['owner', 'admin', 'member']) }).optional().describe('the member the action is about'),
+    pod: z.strictObject({ owner_count: z.number().int().nullable() }).optional(),
+  }),
+  verdict({}),
+);
+
+export const runtimeAccess = defineDecision(
+  'runtime.access',
+  'What an installed agent may reach with its runtime token (CONTRACT §6).',
+  z.strictObject({
+    action: z.string(),
+    caller: z.strictObject({ agent_id: z.string(), pod_id: z.string() }),
+    pod: z.strictObject({ id: z.string() }).optional(),
+    event: z.strictObject({ agent_id: z.string() }).optional(),
+  }),
+  verdict({}),
+);
+
+export const connectionsAccess = defineDecision(
+  'connections.access',
+  'A connection is visible to its owner and to no one else (CONTRACT §3).',
+  z.strictObject({
+    action: z.string(),
+    caller: z.strictObject({ kind: z.enum(['human', 'agent', 'broker']), id: z.string() }),
+    connection: z.strictObject({ owner_id: z.string() }).optional(),
+  }),
+  verdict({}),
+);

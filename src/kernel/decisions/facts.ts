@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/**
+ * The facts several decisions share, each with one schema (and one TypeScript builder): a grant,
+ * a chain of grants, a connection, the facts of a grant as the grant decisions read them.
+ */
+export const Millis = z.number().int().describe('milliseconds since the epoch');
+
+export const GrantFact = z.strictObject({
+  id: z.string(),
+  target: z.strictObject({ kind: z.enum(['pod', 'seat']), id: z.string(), pod_id: z.string() }),
+  audience_mode: z.enum(['members', 'listed']),
+  audience: z.array(z.string()),
+  tools: z.array(z.string()),
+  write_mode: z.enum(['read', 'write']),
+  budget: z.strictObject({ calls: z.number().int(), window_ms: z.number().int() }),
+  expires_at_ms: Millis,
+  revoked: z.boolean(),
+});
+export type GrantFact = z.infer<typeof GrantFact>;
+
+export const ConnectionFact = z.strictObject({
+  id: z.string(),
+  owner_id: z.string(),
+  kind: z.string(),
+  status: z.enum(['connected', 'disconnected']),
+  tools: z.record(z.string(), z.enum(['read', 'write'])).describe('enabled tools by name, each read or write'),
+});
+export type ConnectionFact = z.infer<typeof ConnectionFact>;
+
+/** A grant with what places it in its tree: the broker check's chain links. */
+export const ChainLink = GrantFact.extend({
+  parent_id: z.string().nullable(),
+  root_id: z.string(),
+  broker_id: z.string(),
+  connection_id: z.string(),
+});
+export type ChainLink = z.infer<typeof ChainLink>;
+
+/** `input.grant` of the grant decisions (data.grants.scope): the chain, current members, the connection. */
+export const GrantFacts = z.strictObject({
+  chain: z.array(GrantFact).describe('the grant first, its root last'),
+  members: z.array(z.string()).describe('current members of the target pod, humans and installed agents'),
+  connection: ConnectionFact,
+});
+export type GrantFacts = z.infer<typeof GrantFacts>;
+
+export const Caller = z.strictObject({ kind: z.enum(['human', 'agent']), id: z.string() });
