@@ -62,28 +62,19 @@ const summary = (r) => ({
   timeouts: r.timeouts,
 });
 
-/** The exact broker/check input the service builds for the seeded chain (as src/broker/policy-input.ts). */
+/**
+ * The broker/check input the service builds for the seeded chain, by the service's own code: its
+ * chain cache, its facts query and its input builder (dist/), so baselines decide the same input.
+ */
 async function checkInputFor(db, leafId, agentId, brokerId) {
-  const { rows } = await db.raw(
-    `with recursive c as (select g.*, 0 as level from grants g where id = ? union all
-       select p.*, c.level + 1 from grants p join c on p.id = c.parent_id) select * from c order by level`,
-    [leafId],
-  );
-  return {
-    now_ms: Date.now(),
-    broker_id: brokerId,
-    tool: 'repos.read_file',
-    principal: { kind: 'agent', id: agentId },
-    chain: rows.map((g) => ({
-      id: g.id, parent_id: g.parent_id, root_id: g.root_id, broker_id: g.broker_id, connection_id: g.connection_id,
-      target: { kind: g.target_kind, id: g.target_id, pod_id: g.target_pod_id }, audience_mode: g.audience_mode,
-      audience: g.audience, tools: g.tools, write_mode: g.write_mode,
-      budget: { calls: g.budget_calls, window_ms: Number(g.budget_window_ms) }, expires_at_ms: g.expires_at.getTime(), revoked: false,
-    })),
-    connection: { status: 'connected', tools: { 'repos.read_file': 'read' } },
-    members: { [rows[0].target_pod_id]: [agentId] },
-    runtime: { desired_state: 'running' },
-  };
+  const { ChainCache } = require(path.join(root, 'dist/src/broker/chain.js'));
+  const { TreeFactsCache, TreeSnapshot } = require(path.join(root, 'dist/src/broker/tree-facts.js'));
+  const { checkInput } = require(path.join(root, 'dist/src/broker/policy-input.js'));
+  const chain = await new ChainCache(db).get(leafId);
+  const principal = { kind: 'agent', id: agentId };
+  const facts = await new TreeFactsCache(db, 0).factsFor(new TreeSnapshot('bench', 0), chain, principal);
+  const subject = { principal, source: 'subject_token' };
+  return checkInput({ brokerId, tool: 'repos.read_file', subject, trustAssertedPrincipal: false, now: Date.now() }, chain, facts);
 }
 
 /**
