@@ -82,7 +82,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   invalidation.startRelay();
   const eventWaker = new EventWaker(config.DATABASE_URL, log.child({ component: 'events' }));
-  const resolveCredential = credentialResolver({ db, verifyHumanJwt: createHumanJwtVerifier(config) });
+  const resolveCredential = credentialResolver({ db, verifyHumanJwt: createHumanJwtVerifier(config), clock });
 
   const grants = createGrantsService({
     db,
@@ -106,7 +106,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
-    connections: createConnectionsService({ db, policy, invalidation }),
+    connections: createConnectionsService({ db, policy, invalidation, clock }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));

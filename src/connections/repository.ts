@@ -34,8 +34,8 @@ export async function insertConnection(trx: Knex.Transaction, row: Omit<Connecti
   return inserted as ConnectionRow;
 }
 
-export async function updateConnectionStatus(db: Queryable, id: string, status: ConnectionRow['status']): Promise<ConnectionRow> {
-  const [row] = await db<ConnectionRow>('connections').where({ id }).update({ status, updated_at: new Date() }).returning('*');
+export async function updateConnectionStatus(db: Queryable, id: string, status: ConnectionRow['status'], at: Date): Promise<ConnectionRow> {
+  const [row] = await db<ConnectionRow>('connections').where({ id }).update({ status, updated_at: at }).returning('*');
   return row as ConnectionRow;
 }
 

@@ -2,6 +2,7 @@ import { decisions } from '../kernel/decisions/catalogue';
 import type { CacheInvalidation } from '../cache/invalidation';
 import type { Database } from '../db/database';
 import type { PolicyEngine } from '../policy/engine';
+import type { Clock } from '../kernel/clock';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { iso } from '../kernel/schema';
@@ -22,6 +23,7 @@ export interface ConnectionsDeps {
   db: Database;
   policy: PolicyEngine;
   invalidation: CacheInvalidation;
+  clock: Clock;
 }
 
 /** Connector installations and their tools (CONTRACT §3), visible to their owner alone. */
@@ -97,7 +99,7 @@ export async function readConnection(deps: ConnectionsDeps, caller: HumanPrincip
 export async function setConnectionStatus(deps: ConnectionsDeps, caller: HumanPrincipal, id: string, status: ConnectionRow['status']) {
   await authorized(deps, caller, id, 'connection.update');
   const row = await deps.invalidation.change(async (trx, touch) => {
-    const updated = await updateConnectionStatus(trx, id, status);
+    const updated = await updateConnectionStatus(trx, id, status, new Date(deps.clock.now()));
     await touch('connection', id);
     return updated;
   });

@@ -2,6 +2,7 @@ import { ApiError } from '../kernel/errors';
 import type { CredentialKind, Principal } from '../kernel/principals';
 import type { Authenticator, CredentialAuthenticators, RequestHead } from '../kernel/route';
 import type { Database } from '../db/database';
+import type { Clock } from '../kernel/clock';
 import type { HumanJwtVerifier } from './human-jwt';
 import { findAgentByRuntimeToken, findBrokerByToken } from './lookup';
 
@@ -32,15 +33,17 @@ export function acceptOnly<K extends CredentialKind>(principal: Principal, kinds
 export interface CredentialLookups {
   db: Database;
   verifyHumanJwt: HumanJwtVerifier;
+  /** A runtime token's expiry is judged on the service's clock. */
+  clock: Clock;
 }
 
 export type CredentialResolver = (token: string) => Promise<Principal | null>;
 
 /** Resolves any bearer credential (human JWT, `art_` runtime token, `bkt_` broker token). */
-export function credentialResolver({ db, verifyHumanJwt }: CredentialLookups): CredentialResolver {
+export function credentialResolver({ db, verifyHumanJwt, clock }: CredentialLookups): CredentialResolver {
   return async (token) => {
     if (token.startsWith('art_')) {
-      const agent = await findAgentByRuntimeToken(db, token);
+      const agent = await findAgentByRuntimeToken(db, token, clock.now());
       return agent && { kind: 'agent', ...agent };
     }
     if (token.startsWith('bkt_')) {

@@ -20,13 +20,13 @@ const LAST_USED_RESOLUTION = "interval '1 minute'";
  * Finds the installed agent behind a runtime token. The database is asked every time, so a
  * deleted token or an uninstalled agent is refused on the very next request.
  */
-export async function findAgentByRuntimeToken(db: Database, token: string): Promise<AgentIdentity | null> {
+export async function findAgentByRuntimeToken(db: Database, token: string, nowMs: number): Promise<AgentIdentity | null> {
   if (!hasValidShape(token, 'art')) return null;
   const hash = hashToken(token);
   const row = await db('runtime_tokens as t')
     .join('agents as a', 'a.id', 't.agent_id')
     .where('t.token_hash', hash)
-    .andWhere((q) => q.whereNull('t.expires_at').orWhere('t.expires_at', '>', db.fn.now()))
+    .andWhere((q) => q.whereNull('t.expires_at').orWhere('t.expires_at', '>', new Date(nowMs)))
     .first('t.id as tokenId', 't.token_hash as tokenHash', 'a.id as agentId', 'a.pod_id as podId', 'a.name as agentName');
   if (!row || !constantTimeEqual(row.tokenHash, hash)) return null;
   // lastUsedAt is a hint for humans; one write a minute per token is plenty.

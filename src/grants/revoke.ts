@@ -25,7 +25,7 @@ export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, g
     const members = found ? await currentMemberIds(trx, found.grant.target_pod_id) : [];
     enforce(deps.policy.evaluate(decisions.grantsRevoke, { caller, grant: found ? policyFacts(found, members) : undefined }));
     const { connection } = found as GrantFacts;
-    const revoked = await revokeSubtree(trx, grantId, new Date());
+    const revoked = await revokeSubtree(trx, grantId, new Date(deps.clock.now()));
     for (const row of revoked) {
       // Only who may read each grant matters here, and that depends on its own target alone.
       const readable = policyFacts({ chain: [toGrantFact(row)], connection }, members);

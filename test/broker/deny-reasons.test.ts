@@ -1,12 +1,14 @@
+import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
 
 let service: TestService;
+const clock = new ManualClock();
 let world: BrokerWorld;
 
 beforeAll(async () => {
-  service = await startService();
+  service = await startService({}, { clock });
   world = await brokerWorld(service);
 });
 afterAll(() => service.close());
@@ -32,8 +34,8 @@ describe('every deny reason, through HTTP', () => {
   });
 
   it('expired', async () => {
-    const { rootId } = await chainOf(service, world, 0, { expiresAt: new Date(Date.now() + 1200).toISOString() });
-    await new Promise((r) => setTimeout(r, 1300));
+    const { rootId } = await chainOf(service, world, 0, { expiresAt: new Date(clock.now() + 1200).toISOString() });
+    clock.advance(1300);
     await expectDenied(await checkAs(service, world, rootId, world.agent), 'expired');
   });
 

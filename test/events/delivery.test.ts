@@ -1,15 +1,17 @@
 import { human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
+import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { drain, poll, sleep } from '../runtime/support';
 
-// A short visibility timeout (the minimum the config allows) keeps the redelivery tests quick.
+// Leases end when the clock says: the redelivery tests move it past the visibility timeout.
+const clock = new ManualClock();
 let service: TestService;
 let owner: Human;
 let podId: string;
 let agent: InstalledAgent;
 
 beforeAll(async () => {
-  service = await startService({ EVENT_VISIBILITY_TIMEOUT_MS: '1000' });
+  service = await startService({ EVENT_VISIBILITY_TIMEOUT_MS: '1000' }, { clock });
   owner = human(service, 'owner');
   podId = await podWith(service, owner);
   agent = await installAgent(service, owner, podId, 'events-bot');
@@ -58,11 +60,11 @@ describe('event polling (at-least-once)', () => {
     const [first] = await poll(service, agent);
     expect(first?.deliveryCount).toBe(1);
     expect(await poll(service, agent)).toEqual([]);
-    await sleep(1100);
+    clock.advance(1100);
     const [again] = await poll(service, agent);
     expect(again).toMatchObject({ id: first?.id, deliveryCount: 2 });
     await ack(again!.id).expect(204);
-    await sleep(1100);
+    clock.advance(1100);
     expect(await poll(service, agent)).toEqual([]);
   });
 
@@ -122,7 +124,10 @@ describe('long polling', () => {
     await addMember();
     const [leased] = await poll(service, agent);
     const started = Date.now();
-    const [again] = await poll(service, agent, { waitMs: 5000 });
+    const waiting = poll(service, agent, { waitMs: 5000 });
+    // The lease ends while the poll waits; nothing is committed, so no NOTIFY wakes it.
+    clock.advance(1100);
+    const [again] = await waiting;
     expect(again).toMatchObject({ id: leased?.id, deliveryCount: 2 });
     expect(Date.now() - started).toBeLessThan(4000);
   });

@@ -1,9 +1,12 @@
 import { hashToken } from '../../src/credentials/tokens';
+import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { installAgent, podWithEveryRole, type Human } from '../support/world';
 import { AUTHENTICATED_NON_HUMAN, probeNonHuman, UNAUTHENTICATED } from './tokens';
 
 /** Agent install/uninstall and runtime tokens (CONTRACT §3, §6; spec §4.3). */
+/** A token's expiry is reached by moving this clock, not by sleeping. */
+const clock = new ManualClock();
 let service: TestService;
 let owner: Human;
 let admin: Human;
@@ -12,7 +15,7 @@ let outsider: Human;
 let podId: string;
 
 beforeAll(async () => {
-  service = await startService();
+  service = await startService({}, { clock });
   ({ owner, admin, member, outsider, podId } = await podWithEveryRole(service));
 });
 afterAll(() => service.close());
@@ -164,11 +167,11 @@ describe('runtime tokens', () => {
   });
 
   it('refuses a token once its expiresAt has passed (401)', async () => {
-    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const expiresAt = new Date(clock.now() + 1500).toISOString();
     const created = await service.http.post(tokens(name)).set(owner.auth).send({ name: 'brief', expiresAt }).expect(201);
     expect(created.body.expiresAt).toBe(expiresAt);
     expect(await probeNonHuman(service, created.body.token)).toEqual(AUTHENTICATED_NON_HUMAN);
-    await new Promise((resolve) => setTimeout(resolve, Date.parse(expiresAt) - Date.now() + 100));
+    clock.advance(Date.parse(expiresAt) - clock.now() + 100);
     expect(await probeNonHuman(service, created.body.token)).toEqual(UNAUTHENTICATED);
   });
 });

@@ -1,12 +1,15 @@
+import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { human, installAgent, podWith, type Human } from '../support/world';
-import { attenuate, grantWorld, inSeconds, postGrant, seatTarget, sleep, type GrantWorld } from './support';
+import { attenuate, grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from './support';
 
 let service: TestService;
+/** Time moves when the test says: an expiry is reached without sleeping. */
+const clock = new ManualClock();
 let world: GrantWorld;
 
 beforeAll(async () => {
-  service = await startService();
+  service = await startService({}, { clock });
   world = await grantWorld(service);
 });
 afterAll(() => service.close());
@@ -57,7 +60,7 @@ describe('status is computed from the whole chain at read time', () => {
     const root = await postGrant(service, world, { expiresAt: inSeconds(2) }).expect(201);
     const child = await attenuate(service, world.bot, root.body.id, {}).expect(201);
     expect(child.body.expiresAt).toBe(root.body.expiresAt);
-    await sleep(Math.max(0, Date.parse(root.body.expiresAt) - Date.now()) + 50);
+    clock.advance(Date.parse(root.body.expiresAt) - clock.now() + 50);
     expect((await read(root.body.id)).body.status).toBe('expired');
     expect((await read(child.body.id)).body.status).toBe('expired');
     const res = await attenuate(service, world.bot, child.body.id, {});

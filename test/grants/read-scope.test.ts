@@ -13,7 +13,7 @@ let world: GrantWorld;
 let grants: Record<'pod' | 'seat', string>;
 let callers: Record<string, { Authorization: string }>;
 
-async function recordCall(grantId: string, tool: string): Promise<string> {
+async function recordCall(grantId: string, tool: string, at = new Date()): Promise<string> {
   const id = newId('call');
   await service.deps.db('call_records').insert({
     id,
@@ -24,8 +24,8 @@ async function recordCall(grantId: string, tool: string): Promise<string> {
     outcome: 'succeeded',
     reason: 'allowed',
     args_digest: `sha256:${'0'.repeat(64)}`,
-    requested_at: new Date(),
-    completed_at: new Date(),
+    requested_at: at,
+    completed_at: at,
     duration_ms: 12,
   });
   return id;
@@ -118,10 +118,8 @@ describe('the call trail', () => {
 
   it('pages newest first with a cursor', async () => {
     const ids = [];
-    for (const tool of ['a', 'b', 'c']) {
-      ids.push(await recordCall(grants.seat, tool));
-      await new Promise((resolve) => setTimeout(resolve, 3));
-    }
+    const base = Date.now() + 60_000;
+    for (const [i, tool] of ['a', 'b', 'c'].entries()) ids.push(await recordCall(grants.seat, tool, new Date(base + i)));
     const first = await service.http.get(`/api/grants/${grants.seat}/calls?limit=2`).set(world.bot.auth).expect(200);
     expect(first.body.items.map((c: { tool: string }) => c.tool)).toEqual(['c', 'b']);
     const second = await service.http.get(`/api/grants/${grants.seat}/calls?limit=2&cursor=${first.body.nextCursor}`).set(world.bot.auth).expect(200);

@@ -49,4 +49,3 @@ export function inSeconds(seconds: number): string {
   return new Date(Date.now() + seconds * 1000).toISOString();
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -6,8 +6,9 @@ import { handleEvent } from '../../examples/agent/handler';
 import { FileResultStore } from '../../examples/agent/store';
 import { processEvent, runForever, runOnce } from '../../examples/agent/worker';
 import { human, installAgent, podWith } from '../support/world';
+import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
-import { drain, sleep } from './support';
+import { drain } from './support';
 
 let dir: string;
 beforeEach(async () => {
@@ -82,9 +83,11 @@ describe('example agent: idempotency by event id (unit)', () => {
 });
 
 describe('example agent against the real service', () => {
+  /** Leases end when this clock says. */
+  const clock = new ManualClock();
   let service: TestService;
   beforeAll(async () => {
-    service = await startService({ EVENT_VISIBILITY_TIMEOUT_MS: '1000' });
+    service = await startService({ EVENT_VISIBILITY_TIMEOUT_MS: '1000' }, { clock });
   });
   afterAll(() => service.close());
 
@@ -113,14 +116,14 @@ describe('example agent against the real service', () => {
     expect(handle).toHaveBeenCalledTimes(1);
 
     // After the lease the service delivers it again; the restarted agent only acks it.
-    await sleep(1100);
+    clock.advance(1100);
     const seen: Array<{ fresh: boolean; deliveryCount: number }> = [];
     await runOnce(client, store, handle, { onProcessed: (p) => seen.push({ fresh: p.fresh, deliveryCount: p.event.deliveryCount }) });
     expect(seen).toEqual([{ fresh: false, deliveryCount: 2 }]);
     expect(handle).toHaveBeenCalledTimes(1);
     const [file] = await readdir(dir);
     expect((await store.get(file!.replace('.json', '')))?.result).toEqual({ note: `welcome ${bob.userId} (human) to ${podId}` });
-    await sleep(1100);
+    clock.advance(1100);
     expect(await client.poll()).toEqual([]);
   });
 

@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { loadConfig, type Config } from '../../src/config';
+import type { Clock } from '../../src/kernel/clock';
 import { createLogger } from '../../src/kernel/log';
 import { buildService } from '../../src/composition';
 import { createHttpServer } from '../../src/http/server';
@@ -25,7 +26,7 @@ export interface TestService {
  * A real service (real Postgres database of this run, real Redis with this run's prefix, the
  * compiled policy module), exercised over HTTP with supertest.
  */
-export async function startService(overrides: Record<string, string> = {}): Promise<TestService> {
+export async function startService(overrides: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestService> {
   const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'debug', ...overrides });
   const logs: string[] = [];
   const sink = new Writable({
@@ -34,7 +35,7 @@ export async function startService(overrides: Record<string, string> = {}): Prom
       done();
     },
   });
-  const service = await buildService(config, { logger: createLogger(config.LOG_LEVEL, sink) });
+  const service = await buildService(config, { logger: createLogger(config.LOG_LEVEL, sink), clock: options.clock });
   const server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
