@@ -1,11 +1,23 @@
-/** Tests run against the real Postgres and Redis; globalSetup makes a fresh database per run. */
+/**
+ * Two tiers. `unit`: pure logic, no service, milliseconds. `integration`: the service over HTTP
+ * against the real Postgres and Redis; globalSetup makes a fresh database and Redis prefix per run.
+ */
+const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
+
 module.exports = {
-  testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
-  globalSetup: '<rootDir>/test/support/global-setup.js',
-  globalTeardown: '<rootDir>/test/support/global-teardown.js',
   testTimeout: 30000,
   maxWorkers: 2,
+  projects: [
+    { displayName: 'unit', testEnvironment: 'node', roots: ['<rootDir>/test/unit'], testMatch: ['**/*.test.ts'], transform },
+    {
+      displayName: 'integration',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: ['/test/unit/'],
+      transform,
+      globalSetup: '<rootDir>/test/support/global-setup.js',
+      globalTeardown: '<rootDir>/test/support/global-teardown.js',
+    },
+  ],
 };

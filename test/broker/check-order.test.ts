@@ -2,7 +2,7 @@ import { revokeBrokerTokens } from '../../src/admin/brokers';
 import { mintToken } from '../../src/credentials/tokens';
 import { startService, type TestService } from '../support/service';
 import { broker } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 /**
  * The broker check judges a request in one order: the broker credential, the body, whether the

@@ -1,7 +1,7 @@
 import { digestOf } from '../../src/kernel/digest';
 import { startService, type TestService } from '../support/service';
 import { broker, human } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 let service: TestService;
 let world: BrokerWorld;

@@ -1,6 +1,6 @@
 import { startService, type TestService } from '../support/service';
 import { attenuateGrant } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 let a: TestService;
 let b: TestService;

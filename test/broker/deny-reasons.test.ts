@@ -1,7 +1,7 @@
 import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 let service: TestService;
 const clock = new ManualClock();

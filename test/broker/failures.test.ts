@@ -1,6 +1,6 @@
 import { startService, type TestService } from '../support/service';
-import { startOwnRedis, type OwnRedis } from '../budget/own-redis';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 let own: OwnRedis;
 let service: TestService;

@@ -2,7 +2,7 @@ import { startService, type TestService } from '../support/service';
 import { startReplica, type Replica } from '../support/replica';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import type { Human, InstalledAgent } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 /**
  * Revocation under partition (issue 8, §2), tested the way it broke: replica A (a process of its

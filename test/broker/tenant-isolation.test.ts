@@ -2,7 +2,7 @@ import { CallTrailWriter } from '../../src/broker/call-trail';
 import { windowKey } from '../../src/budget/keys';
 import { newId } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from './scenario';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 /**
  * One broker's bad requests must never fail another broker's checks. Before issue 8, a check whose

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { SlidingWindowBudget, type BudgetLevel, type BudgetRequest } from '../../src/budget/sliding-window';
 import { treeVersionKey } from '../../src/budget/keys';
 import { DependencyUnavailableError } from '../../src/kernel/dependency';
-import { startOwnRedis } from './own-redis';
+import { startOwnRedis } from '../support/own-redis';
 
 const prefix = `${process.env.REDIS_KEY_PREFIX ?? 'gbtest:'}budget:`;
 let redis: Redis;

@@ -1,7 +1,7 @@
 import { human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
 import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
-import { drain, poll, sleep } from '../runtime/support';
+import { drain, poll, sleep } from '../support/events';
 
 // Leases end when the clock says: the redelivery tests move it past the visibility timeout.
 const clock = new ManualClock();

@@ -3,7 +3,7 @@ import { deleteAckedEvents } from '../../src/events/delivery';
 import { retentionSweepIntervalMs } from '../../src/events/retention';
 import { human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
 import { startService, type TestService } from '../support/service';
-import { drain, poll } from '../runtime/support';
+import { drain, poll } from '../support/events';
 
 let service: TestService;
 let owner: Human;

@@ -1,7 +1,7 @@
 import { emitEvent } from '../../src/events/outbox';
 import { human, installAgent, podWith, type InstalledAgent } from '../support/world';
 import { startService, type TestService } from '../support/service';
-import { drain, poll, sleep } from '../runtime/support';
+import { drain, poll, sleep } from '../support/events';
 
 let service: TestService;
 let podId: string;

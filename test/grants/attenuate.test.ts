@@ -1,6 +1,7 @@
+import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';
 import { human, installAgent, podWith } from '../support/world';
-import { attenuate, grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from './support';
+import { attenuate, grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
 
 let service: TestService;
 let world: GrantWorld;
@@ -20,9 +21,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-const expectProblem = (res: { status: number; body: { code: string } }, status: number, code: string) => {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-};
 
 describe('POST /api/grants/:grantId/attenuate', () => {
   it('creates a narrower child linked to its parent and root; omitted fields inherit', async () => {

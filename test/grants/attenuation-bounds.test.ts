@@ -1,5 +1,5 @@
 import { startService, type TestService } from '../support/service';
-import { attenuate, grantWorld, postGrant, type GrantWorld } from './support';
+import { attenuate, grantWorld, postGrant, type GrantWorld } from '../support/grant-world';
 
 /**
  * What one installed agent can make (issue 8, §4): before, nothing bounded the children an agent

@@ -1,6 +1,7 @@
 import { startService, type TestService } from '../support/service';
+import { expectProblem } from '../support/problems';
 import { connection, human, installAgent, podWith } from '../support/world';
-import { grantWorld, inSeconds, podTarget, postGrant, seatTarget, type GrantWorld } from './support';
+import { grantWorld, inSeconds, podTarget, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
 
 let service: TestService;
 let world: GrantWorld;
@@ -89,9 +90,6 @@ describe('POST /api/grants: a root grant', () => {
 });
 
 describe('POST /api/grants: every refusal of spec §7.1 with its code', () => {
-  const expectProblem = (res: { status: number; body: { code: string } }, status: number, code: string) => {
-    expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-  };
 
   it('403 connection_not_owned: a member uses the owner’s connection', async () => {
     expectProblem(await postGrant(service, world, {}, world.member), 403, 'connection_not_owned');

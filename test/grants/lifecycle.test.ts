@@ -1,7 +1,7 @@
 import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { human, installAgent, podWith, type Human } from '../support/world';
-import { attenuate, grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from './support';
+import { attenuate, grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
 
 let service: TestService;
 /** Time moves when the test says: an expiry is reached without sleeping. */

@@ -3,7 +3,7 @@ import { newId } from '../../src/kernel/ids';
 import { loadGrantFactsMany, policyFacts } from '../../src/grants/facts';
 import { startService, type TestService } from '../support/service';
 import { connection, human, installAgent, type Human, type InstalledAgent } from '../support/world';
-import { grantWorld, podTarget, postGrant, seatTarget, type GrantWorld } from './support';
+import { grantWorld, podTarget, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
 
 /**
  * The pod grant list narrows rows in Postgres before the policy sees them (issue 8, §4). The

@@ -1,7 +1,7 @@
 import { newId } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
-import { grantWorld, podTarget, postGrant, seatTarget, type GrantWorld } from './support';
+import { grantWorld, podTarget, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
 
 /**
  * The read scope of spec §5 rule 3 as a matrix: (owner, human member, installed agent, non-member,

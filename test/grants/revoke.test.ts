@@ -1,5 +1,5 @@
 import { startService, type TestService } from '../support/service';
-import { attenuate, grantWorld, postGrant, seatTarget, type GrantWorld } from './support';
+import { attenuate, grantWorld, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
 
 let service: TestService;
 let world: GrantWorld;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { startService, type TestService } from '../support/service';
 import { credential, hostileJson, hostileShapeText, hostileString, mutated, pathValue, percentEncode, type Credential } from '../support/fuzz-arbitraries';
-import { brokerWorld, chainOf, checkAs } from '../broker/scenario';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 
 /**
  * Every route of the OpenAPI document, fuzzed the way an attacker would (issue 8): wrong types for

@@ -1,7 +1,8 @@
 import { request as httpRequest } from 'node:http';
+import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../broker/scenario';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 /**
  * Hostile text and shapes, on the routes an adversarial test broke (issue 8): each answered 5xx
@@ -18,10 +19,6 @@ afterAll(() => service.close());
 
 const LONE_SURROGATE = '\ud800';
 
-function expectProblem(res: { status: number; headers: Record<string, string>; body: { code?: string } }, status: number, code: string) {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-}
 
 /** JSON text nested `depth` levels deep: supertest cannot stringify it (the stack overflows). */
 function deeplyNestedArgs(depth: number): string {

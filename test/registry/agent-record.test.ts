@@ -1,6 +1,6 @@
 import { installAgent, podWithEveryRole, type Human, type InstalledAgent } from '../support/world';
 import { startService, type TestService } from '../support/service';
-import { drain, poll } from '../runtime/support';
+import { drain, poll } from '../support/events';
 
 let service: TestService;
 let owner: Human;

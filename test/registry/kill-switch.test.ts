@@ -1,6 +1,6 @@
 import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
 import { startService, type TestService } from '../support/service';
-import { drain, poll } from '../runtime/support';
+import { drain, poll } from '../support/events';
 
 // Runtime stop as a kill switch, end to end: the broker check and attenuation see it on the very
 // next request; the pod context shows the grants the agent can use.

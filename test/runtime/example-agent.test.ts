@@ -8,7 +8,7 @@ import { processEvent, runForever, runOnce } from '../../examples/agent/worker';
 import { human, installAgent, podWith } from '../support/world';
 import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
-import { drain } from './support';
+import { drain } from '../support/events';
 
 let dir: string;
 beforeEach(async () => {

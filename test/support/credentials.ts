@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { TestService } from '../support/service';
+import type { TestService } from './service';
 
 /** Helpers that forge credentials the way an attacker would, for the refusal tests. */
 

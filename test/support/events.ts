@@ -1,5 +1,5 @@
-import type { InstalledAgent } from '../support/world';
-import type { TestService } from '../support/service';
+import type { InstalledAgent } from './world';
+import type { TestService } from './service';
 
 export interface PolledEvent {
   id: string;

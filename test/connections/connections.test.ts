@@ -1,4 +1,5 @@
 import { startService, type TestService } from '../support/service';
+import { expectProblem } from '../support/problems';
 import { broker, connection, human, installAgent, podWith, TOOLS, type Human } from '../support/world';
 
 /** Connections (CONTRACT §3): created and owned by a human, visible to that owner and no one else. */
@@ -11,9 +12,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-function expectProblem(res: { status: number; body: { code: string } }, status: number, code: string) {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-}
 
 function createBody(overrides: Record<string, unknown> = {}) {
   return { kind: 'code_hosting_app', brokerId, externalInstallationId: 'gh-12345', tools: TOOLS, ...overrides };

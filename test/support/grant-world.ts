@@ -1,5 +1,5 @@
-import type { TestService } from '../support/service';
-import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
+import type { TestService } from './service';
+import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from './world';
 
 /**
  * One pod for grant tests: an owner (who owns the connection), a human member, two installed

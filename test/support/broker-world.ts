@@ -1,5 +1,5 @@
-import type { TestService } from '../support/service';
-import { broker, connection, human, installAgent, podWith, rootGrant, attenuateGrant, type Human, type InstalledAgent } from '../support/world';
+import type { TestService } from './service';
+import { broker, connection, human, installAgent, podWith, rootGrant, attenuateGrant, type Human, type InstalledAgent } from './world';
 
 /**
  * A pod with an owner, a human member and an installed agent, a registered broker and a

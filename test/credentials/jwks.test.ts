@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { bearer, newUserId, startService, type TestService } from '../support/service';
-import { forgeJwt, inOneHour } from './tokens';
+import { forgeJwt, inOneHour } from '../support/credentials';
 
 /**
  * Production mode (CONTRACT §2): human JWTs verified against the keys of a JWKS URL, asymmetric

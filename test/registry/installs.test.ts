@@ -1,8 +1,9 @@
 import { hashToken } from '../../src/credentials/tokens';
+import { expectProblem } from '../support/problems';
 import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { installAgent, podWithEveryRole, type Human } from '../support/world';
-import { AUTHENTICATED_NON_HUMAN, probeNonHuman, UNAUTHENTICATED } from './tokens';
+import { AUTHENTICATED_NON_HUMAN, probeNonHuman, UNAUTHENTICATED } from '../support/credentials';
 
 /** Agent install/uninstall and runtime tokens (CONTRACT §3, §6; spec §4.3). */
 /** A token's expiry is reached by moving this clock, not by sleeping. */
@@ -20,9 +21,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-function expectProblem(res: { status: number; body: { code: string } }, status: number, code: string) {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-}
 
 const agents = () => `/api/registry/pods/${podId}/agents`;
 const tokens = (name: string) => `${agents()}/${name}/runtime-tokens`;

@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { freePort } from '../support/replica';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -10,14 +11,6 @@ import { promisify } from 'node:util';
  */
 const run = promisify(execFile);
 const dist = path.resolve(__dirname, '../../dist/src');
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 async function waitUntilReady(base: string): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt += 1) {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
+import { freePort } from './replica';
 
 /**
  * A throwaway redis-server of this test alone, on a free port, with no persistence: tests that
@@ -10,17 +11,6 @@ export interface OwnRedis {
   port: number;
   stop(): Promise<void>;
   start(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 async function answersPing(port: number): Promise<boolean> {

@@ -6,7 +6,7 @@ import type { Route } from '../../src/kernel/route';
 import { allRoutes } from '../support/routes';
 import { humanToken, newUserId, startService, type TestService } from '../support/service';
 import { broker, human, installAgent, podWith, type Human } from '../support/world';
-import { AUTHENTICATED_NON_HUMAN, forgeJwt, inOneHour, probeNonHuman, UNAUTHENTICATED } from './tokens';
+import { AUTHENTICATED_NON_HUMAN, forgeJwt, inOneHour, probeNonHuman, UNAUTHENTICATED } from '../support/credentials';
 
 let service: TestService;
 let owner: Human;

@@ -1,4 +1,5 @@
 import { startService, type TestService } from '../support/service';
+import { expectProblem } from '../support/problems';
 import { human, podWith, type Human } from '../support/world';
 
 /** Pods and members (CONTRACT §3): members read, owners and admins manage, outsiders see nothing. */
@@ -9,9 +10,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-function expectProblem(res: { status: number; body: { code: string } }, status: number, code: string) {
-  expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
-}
 
 async function memberIds(podId: string, reader: Human): Promise<Record<string, string>> {
   const res = await service.http.get(`/api/pods/${podId}/members`).set(reader.auth).expect(200);

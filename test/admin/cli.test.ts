@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { bearer, startService, type TestService } from '../support/service';
-import { AUTHENTICATED_NON_HUMAN, probeNonHuman } from './tokens';
+import { AUTHENTICATED_NON_HUMAN, probeNonHuman } from '../support/credentials';
 
 /**
  * The operator commands (issue 2, item 10), run as the built CLI against this run's database:
