@@ -68,9 +68,8 @@ reasons contains "tool_not_allowed" if {
 reasons contains "tool_not_allowed" if not input.connection.tools[input.tool]
 
 reasons contains "write_not_allowed" if {
-	access := input.connection.tools[input.tool]
 	some grant in input.chain
-	grants.write_rank[access] > grants.write_rank[grant.write_mode]
+	grants.tool_beyond_mode(input.connection.tools[input.tool], grant.write_mode)
 }
 
 reasons contains "principal_not_in_audience" if {

@@ -1,16 +1,16 @@
 package broker.check_test
 
 import data.broker.check
+import data.lib.fixtures_test as fixtures
 
 now := 1000
 
-root := {
-	"id": "grt_root", "broker_id": "brk_1", "revoked": false, "expires_at_ms": 5000,
-	"target": {"kind": "pod", "id": "pod_1", "pod_id": "pod_1"}, "audience_mode": "members", "audience": [],
-	"tools": ["repos.read_file", "issues.comment"], "write_mode": "write",
-}
+root := object.union(
+	fixtures.grant({"id": "grt_root", "expires_at_ms": 5000, "tools": ["repos.read_file", "issues.comment"]}),
+	{"parent_id": null, "root_id": "grt_root", "broker_id": "brk_1", "connection_id": "con_1"},
+)
 
-child := object.union(root, {"id": "grt_child", "tools": ["repos.read_file", "issues.comment"], "write_mode": "read"})
+child := object.union(root, {"id": "grt_child", "parent_id": "grt_root", "write_mode": "read"})
 
 base := {
 	"now_ms": now,
@@ -20,7 +20,7 @@ base := {
 	"principal_source": "subject_token",
 	"trust_asserted_principal": false,
 	"chain": [child, root],
-	"connection": {"status": "connected", "tools": {"repos.read_file": "read", "issues.comment": "write"}},
+	"connection": object.union(fixtures.connection, {"tools": {"repos.read_file": "read", "issues.comment": "write"}}),
 	"members": {"pod_1": ["agt_1"]},
 	"runtime": {"desired_state": "running"},
 }

@@ -80,11 +80,7 @@ widened contains "tools" if {
 }
 
 # A write tool under writeMode read would grant more than the mode says.
-widened contains "tools" if {
-	grants.write_rank[child.write_mode] < grants.write_rank.write
-	some tool in child.tools
-	input.grant.connection.tools[tool] == "write"
-}
+widened contains "tools" if grants.tools_beyond_mode(child.tools, child.write_mode, input.grant.connection.tools)
 
 widened contains "writeMode" if grants.write_rank[child.write_mode] > grants.write_rank[parent.write_mode]
 

@@ -1,36 +1,19 @@
 package grants.attenuate_test
 
 import data.grants.attenuate
+import data.lib.fixtures_test as fixtures
 
-now := 1000
+now := fixtures.now
 
-pod_target := {"kind": "pod", "id": "pod_1", "pod_id": "pod_1"}
+pod_target := fixtures.pod_target
 
-seat_target(id, pod) := {"kind": "seat", "id": id, "pod_id": pod}
+seat_target(id, pod) := object.union(fixtures.seat_target(id), {"pod_id": pod})
 
-parent := {
-	"id": "grt_parent",
-	"target": pod_target,
-	"audience_mode": "members",
-	"audience": [],
-	"tools": ["repos.read_file", "pulls.list", "issues.create_comment"],
-	"write_mode": "write",
-	"budget": {"calls": 100, "window_ms": 60000},
-	"expires_at_ms": 8000,
-	"revoked": false,
-}
+parent := fixtures.grant({"id": "grt_parent", "expires_at_ms": 8000})
 
-root := object.union(parent, {"id": "grt_root", "expires_at_ms": 9000})
+root := fixtures.grant({"id": "grt_root", "expires_at_ms": 9000})
 
-facts := {
-	"chain": [parent, root],
-	"members": ["alice", "bob", "agt_1", "agt_2"],
-	"connection": {
-		"owner_id": "alice",
-		"status": "connected",
-		"tools": {"repos.read_file": "read", "pulls.list": "read", "issues.create_comment": "write"},
-	},
-}
+facts := fixtures.facts([parent, root])
 
 child := {
 	"target": pod_target,

@@ -67,11 +67,7 @@ reasons contains "tool_not_enabled" if {
 }
 
 # A write tool under writeMode read would grant more than the mode says.
-reasons contains "grant_widening" if {
-	grants.write_rank[input.request.write_mode] < grants.write_rank.write
-	some tool in input.request.tools
-	input.connection.tools[tool] == "write"
-}
+reasons contains "grant_widening" if grants.tools_beyond_mode(input.request.tools, input.request.write_mode, input.connection.tools)
 
 reasons contains "expiry_out_of_range" if input.request.expires_at_ms <= input.now_ms
 

@@ -1,30 +1,20 @@
 package grants.read_test
 
 import data.grants.read
+import data.lib.fixtures_test as fixtures
 
-grant(kind, id, extra) := object.union(
-	{
-		"id": "grt_child",
-		"target": {"kind": kind, "id": id, "pod_id": "pod_1"},
-		"audience_mode": "members",
-		"audience": [],
-		"revoked": false,
-		"expires_at_ms": 5000,
-	},
+grant(kind, id, extra) := fixtures.grant(object.union(
+	{"id": "grt_child", "target": {"kind": kind, "id": id, "pod_id": "pod_1"}, "expires_at_ms": 5000},
 	extra,
-)
+))
 
-root := {"id": "grt_root", "target": {"kind": "pod", "id": "pod_1", "pod_id": "pod_1"}, "revoked": false, "expires_at_ms": 9000}
+root := fixtures.grant({"id": "grt_root"})
 
 # What TypeScript sends: the caller, the time and the facts of the grant (chain: grant first).
 ask(caller, chain) := {
 	"now_ms": 1000,
 	"caller": caller,
-	"grant": {
-		"chain": chain,
-		"members": ["alice", "bob", "agt_1"],
-		"connection": {"owner_id": "alice", "status": "connected"},
-	},
+	"grant": object.union(fixtures.facts(chain), {"members": ["alice", "bob", "agt_1"]}),
 }
 
 test_member_reads_with_status_and_audience if {

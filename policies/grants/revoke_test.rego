@@ -1,12 +1,9 @@
 package grants.revoke_test
 
 import data.grants.revoke
+import data.lib.fixtures_test as fixtures
 
-facts(kind, id) := {
-	"chain": [{"id": "grt_1", "target": {"kind": kind, "id": id, "pod_id": "pod_1"}}],
-	"members": ["alice", "bob", "agt_1"],
-	"connection": {"owner_id": "alice"},
-}
+facts(kind, id) := fixtures.facts([fixtures.grant({"target": {"kind": kind, "id": id, "pod_id": "pod_1"}})])
 
 ask(caller, facts) := {"caller": caller, "grant": facts}
 

@@ -1,16 +1,13 @@
 package grants.scope_test
 
 import data.grants.scope
+import data.lib.fixtures_test as fixtures
 
 owner := {"kind": "human", "id": "alice"}
 
-connection := {"owner_id": "alice", "kind": "code_hosting_app", "status": "connected", "tools": {}}
+connection := fixtures.connection
 
-facts(kind, id) := {
-	"chain": [{"id": "grt_1", "target": {"kind": kind, "id": id, "pod_id": "pod_1"}}],
-	"members": ["alice", "bob", "agt_1", "agt_2"],
-	"connection": connection,
-}
+facts(kind, id) := fixtures.facts([fixtures.grant({"target": {"kind": kind, "id": id, "pod_id": "pod_1"}})])
 
 test_owner_reads_any_grant if {
 	scope.can_read(owner, facts("pod", "pod_1"))

@@ -12,6 +12,21 @@ package lib.grants
 
 write_rank := {"read": 0, "write": 1}
 
+# METADATA
+# scope: document
+# description: |
+#   A tool of this access (`read` or `write`) is beyond a grant's write mode: a write tool under
+#   `read`. The one rule behind grant_widening (create, attenuate) and write_not_allowed (broker).
+tool_beyond_mode(access, write_mode) if write_rank[access] > write_rank[write_mode]
+
+# METADATA
+# scope: document
+# description: Some of these tools, by their access on the connection, are beyond the write mode.
+tools_beyond_mode(tools, write_mode, connection_tools) if {
+	some tool in tools
+	tool_beyond_mode(connection_tools[tool], write_mode)
+}
+
 any_revoked(chain) if {
 	some grant in chain
 	grant.revoked

@@ -37,3 +37,11 @@ test_uninstalled_seat_has_no_audience if {
 }
 
 test_write_rank_orders_modes if grants.write_rank.read < grants.write_rank.write
+
+test_write_tools_are_beyond_read_only if {
+	grants.tool_beyond_mode("write", "read")
+	not grants.tool_beyond_mode("read", "read")
+	not grants.tool_beyond_mode("write", "write")
+	grants.tools_beyond_mode(["a", "b"], "read", {"a": "read", "b": "write"})
+	not grants.tools_beyond_mode(["a"], "read", {"a": "read", "b": "write"})
+}
