@@ -73,8 +73,15 @@ export async function startService(env = {}) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   start('node', [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), 'dist/src/main.js'], {
-    PORT: String(port), HOST: '127.0.0.1', DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX, NODE_ENV: 'development',
-    LOG_LEVEL: 'warn', POLICY_WATCH: 'false', ...env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL,
+    REDIS_URL,
+    REDIS_KEY_PREFIX,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    POLICY_WATCH: 'false',
+    ...env,
   });
   await waitFor(`${base}/healthz`);
   return base;

@@ -5,7 +5,17 @@
 // agent's pod context. The member's answer comes from the pre-filter in Postgres; the point is
 // that it stays within 2x the owner's, whom the policy lets read everything.
 import {
-  api, benchDatabase, finish, humanToken, killChildren, machine, percentile, registerBroker, require, run, startService,
+  api,
+  benchDatabase,
+  finish,
+  humanToken,
+  killChildren,
+  machine,
+  percentile,
+  registerBroker,
+  require,
+  run,
+  startService,
 } from './bench-harness.mjs';
 
 const UNREADABLE = Number(process.env.BENCH_UNREADABLE ?? 10_000);
@@ -22,12 +32,17 @@ async function seed(base, db) {
   const other = await api(base, 'GET', `/api/registry/pods/${pod.id}/agents/other`, owner);
   const broker = await registerBroker(db, 'lists-broker');
   const connection = await api(base, 'POST', '/api/connections', owner, {
-    kind: 'code_hosting_app', brokerId: broker.id, externalInstallationId: `lists-${run}`, tools: [{ name: 'repos.read_file', access: 'read' }],
+    kind: 'code_hosting_app',
+    brokerId: broker.id,
+    externalInstallationId: `lists-${run}`,
+    tools: [{ name: 'repos.read_file', access: 'read' }],
   });
   const grant = (target) => api(base, 'POST', '/api/grants', owner, { connectionId: connection.id, target, tools: ['repos.read_file'] });
   for (let i = 0; i < 3; i += 1) await grant({ kind: 'pod', id: pod.id });
   // Seat grants of `other`, newer than the pod grants: the member and the reader agent cannot read one.
-  const template = await db('grants').where('id', (await grant({ kind: 'seat', id: other.agentId })).id).first();
+  const template = await db('grants')
+    .where('id', (await grant({ kind: 'seat', id: other.agentId })).id)
+    .first();
   for (let i = 0; i < UNREADABLE; i += 1000) {
     const rows = Array.from({ length: Math.min(1000, UNREADABLE - i) }, () => {
       const id = newId('grant');

@@ -9,8 +9,22 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  REDIS_KEY_PREFIX, REDIS_URL, api, benchDatabase, finish, freePort, humanToken, killChildren, machine, registerBroker, require, root,
-  run, start, startService, waitFor,
+  REDIS_KEY_PREFIX,
+  REDIS_URL,
+  api,
+  benchDatabase,
+  finish,
+  freePort,
+  humanToken,
+  killChildren,
+  machine,
+  registerBroker,
+  require,
+  root,
+  run,
+  start,
+  startService,
+  waitFor,
 } from './bench-harness.mjs';
 
 const autocannon = require('autocannon');
@@ -26,7 +40,8 @@ async function seed(base, db) {
   const owner = humanToken(`bench-owner-${run}`);
   const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Bench pod' });
   await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
-  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' })).token;
+  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
+    .token;
   const broker = await registerBroker(db, 'bench-broker');
   const connection = await api(base, 'POST', '/api/connections', owner, {
     kind: 'code_hosting_app',
@@ -36,7 +51,12 @@ async function seed(base, db) {
   });
   // Large enough never to deny during the run; a short window keeps the sorted sets small.
   const budget = { calls: 1_000_000, windowMs: 1000 };
-  let grant = await api(base, 'POST', '/api/grants', owner, { connectionId: connection.id, target: { kind: 'pod', id: pod.id }, tools: ['repos.read_file'], budget });
+  let grant = await api(base, 'POST', '/api/grants', owner, {
+    connectionId: connection.id,
+    target: { kind: 'pod', id: pod.id },
+    tools: ['repos.read_file'],
+    budget,
+  });
   for (let depth = 1; depth <= 3; depth += 1) grant = await api(base, 'POST', `/api/grants/${grant.id}/attenuate`, agentToken, {});
   return { brokerToken: broker.token, agentToken, leafId: grant.id };
 }
@@ -88,11 +108,18 @@ async function redisBytesPerCall(base, db, world) {
   const podId = (await db('pods').first('id')).id;
   const connectionId = (await db('connections').first('id')).id;
   const budget = { calls: CALLS, windowMs: 3_600_000 };
-  const chain = [await api(base, 'POST', '/api/grants', owner, { connectionId, target: { kind: 'pod', id: podId }, tools: ['repos.read_file'], budget })];
-  for (let depth = 1; depth <= 3; depth += 1) chain.push(await api(base, 'POST', `/api/grants/${chain.at(-1).id}/attenuate`, world.agentToken, {}));
-  const check = () => api(base, 'POST', '/api/broker/check', world.brokerToken, {
-    grantId: chain.at(-1).id, tool: 'repos.read_file', subjectToken: world.agentToken, args: {},
-  });
+  const chain = [
+    await api(base, 'POST', '/api/grants', owner, { connectionId, target: { kind: 'pod', id: podId }, tools: ['repos.read_file'], budget }),
+  ];
+  for (let depth = 1; depth <= 3; depth += 1)
+    chain.push(await api(base, 'POST', `/api/grants/${chain.at(-1).id}/attenuate`, world.agentToken, {}));
+  const check = () =>
+    api(base, 'POST', '/api/broker/check', world.brokerToken, {
+      grantId: chain.at(-1).id,
+      tool: 'repos.read_file',
+      subjectToken: world.agentToken,
+      args: {},
+    });
   const redis = new Redis(REDIS_URL, { keyPrefix: REDIS_KEY_PREFIX });
   const usage = async () => {
     let bytes = 0;
@@ -104,7 +131,12 @@ async function redisBytesPerCall(base, db, world) {
     const one = await usage();
     for (let i = 1; i < CALLS; i += 50) await Promise.all(Array.from({ length: Math.min(50, CALLS - i) }, check));
     const all = await usage();
-    return { calls: CALLS, levels: chain.length, bytesPerCallPerLevel: +((all - one) / ((CALLS - 1) * chain.length)).toFixed(1), totalBytes: all };
+    return {
+      calls: CALLS,
+      levels: chain.length,
+      bytesPerCallPerLevel: +((all - one) / ((CALLS - 1) * chain.length)).toFixed(1),
+      totalBytes: all,
+    };
   } finally {
     redis.disconnect();
   }
@@ -130,7 +162,12 @@ async function main() {
   try {
     const base = await startService({ DECISION_LOG: process.env.BENCH_DECISION_LOG ?? 'off' });
     const world = await seed(base, db);
-    const body = JSON.stringify({ grantId: world.leafId, tool: 'repos.read_file', subjectToken: world.agentToken, args: { path: 'README.md', ref: 'main' } });
+    const body = JSON.stringify({
+      grantId: world.leafId,
+      tool: 'repos.read_file',
+      subjectToken: world.agentToken,
+      args: { path: 'README.md', ref: 'main' },
+    });
     const before = Number((await db('call_records').count({ n: '*' }))[0].n);
     const service = await load('POST /api/broker/check', {
       url: `${base}/api/broker/check`,
@@ -152,7 +189,19 @@ async function main() {
     results.wasmEvaluationsPerSec = await wasmEvaluationsPerSec(input);
 
     const opaPort = await freePort();
-    start(path.join(root, '.tools/bin/opa'), ['run', '--server', '--addr', `127.0.0.1:${opaPort}`, '--log-level', 'error', '--ignore', '*_test.rego', '--ignore', 'schemas', 'policies']);
+    start(path.join(root, '.tools/bin/opa'), [
+      'run',
+      '--server',
+      '--addr',
+      `127.0.0.1:${opaPort}`,
+      '--log-level',
+      'error',
+      '--ignore',
+      '*_test.rego',
+      '--ignore',
+      'schemas',
+      'policies',
+    ]);
     await waitFor(`http://127.0.0.1:${opaPort}/health`);
     const opa = await load('opa run --server: POST /v1/data/broker/check/decision', {
       url: `http://127.0.0.1:${opaPort}/v1/data/broker/check/decision`,
@@ -176,16 +225,22 @@ function report(r) {
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
-  console.log(`ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
-    `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
-    `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}`);
+  console.log(
+    `ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
+      `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
+      `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}`,
+  );
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
   const m = r.redisMemory;
-  console.log(`redis memory: ${m.bytesPerCallPerLevel} bytes per allowed call per chain level (${m.calls} calls through ${m.levels} levels, exact windows: ${m.totalBytes} bytes)`);
+  console.log(
+    `redis memory: ${m.bytesPerCallPerLevel} bytes per allowed call per chain level (${m.calls} calls through ${m.levels} levels, exact windows: ${m.totalBytes} bytes)`,
+  );
   // A check answers only once its record is durable, so records >= answers; the difference is
   // the calls still in flight when autocannon stopped counting (at most one per connection).
   const complete = allowed >= r.service.ok2xx && allowed - r.service.ok2xx <= CONNECTIONS && !r.recorded.denied;
-  console.log(complete ? 'every allowed call is recorded (pending records >= 2xx answers, none denied)' : 'MISMATCH between answers and records');
+  console.log(
+    complete ? 'every allowed call is recorded (pending records >= 2xx answers, none denied)' : 'MISMATCH between answers and records',
+  );
   if (!complete) process.exitCode = 1;
 }
 

@@ -23,7 +23,11 @@ const { z } = require('zod');
 const schemaDir = path.join(root, 'policies/schemas');
 for (const decision of catalogue) {
   const file = path.join(schemaDir, `${decision.packageName.replaceAll('.', '/')}.json`);
-  const schema = { title: `input of ${decision.entrypoint}`, description: decision.description, ...z.toJSONSchema(decision.input, { target: 'draft-7' }) };
+  const schema = {
+    title: `input of ${decision.entrypoint}`,
+    description: decision.description,
+    ...z.toJSONSchema(decision.input, { target: 'draft-7' }),
+  };
   mkdirSync(path.dirname(file), { recursive: true });
   const text = `${JSON.stringify(schema, null, 2)}\n`;
   let current = '';
@@ -36,10 +40,20 @@ for (const decision of catalogue) {
 }
 
 // 2. The Rego says which rules are entrypoints; they must be the catalogue's, no more, no less.
-const inspected = JSON.parse(execFileSync(opa, ['inspect', '--annotations', '--format', 'json', path.join(root, 'policies')], { encoding: 'utf8', maxBuffer: 64 << 20 }));
+const inspected = JSON.parse(
+  execFileSync(opa, ['inspect', '--annotations', '--format', 'json', path.join(root, 'policies')], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  }),
+);
 const annotated = (inspected.annotations ?? [])
   .filter((a) => a.annotations?.entrypoint)
-  .map((a) => a.path.map((p) => p.value).filter((v) => v !== 'data').join('/'))
+  .map((a) =>
+    a.path
+      .map((p) => p.value)
+      .filter((v) => v !== 'data')
+      .join('/'),
+  )
   .sort();
 const wanted = catalogue.map((d) => d.entrypoint).sort();
 if (JSON.stringify(annotated) !== JSON.stringify(wanted)) {
@@ -54,8 +68,17 @@ try {
   execFileSync(
     opa,
     [
-      'build', '--target', 'wasm', '--capabilities', path.join(root, 'tools/opa/capabilities.json'),
-      '--ignore', '*_test.rego', '--ignore', 'schemas', '--output', bundle,
+      'build',
+      '--target',
+      'wasm',
+      '--capabilities',
+      path.join(root, 'tools/opa/capabilities.json'),
+      '--ignore',
+      '*_test.rego',
+      '--ignore',
+      'schemas',
+      '--output',
+      bundle,
       ...wanted.flatMap((e) => ['--entrypoint', e]),
       path.join(root, 'policies'),
     ],

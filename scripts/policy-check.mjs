@@ -19,7 +19,10 @@ const gate = process.argv[2];
 if (gate === 'test') {
   run('opa', ['test', '--capabilities', 'tools/opa/capabilities.json', '--ignore', 'schemas', policies]);
   const report = JSON.parse(
-    execFileSync(bin('opa'), ['test', '--coverage', '--format', 'json', '--ignore', 'schemas', policies], { encoding: 'utf8', maxBuffer: 64 << 20 }),
+    execFileSync(bin('opa'), ['test', '--coverage', '--format', 'json', '--ignore', 'schemas', policies], {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    }),
   );
   const uncovered = Object.entries(report.files ?? {}).flatMap(([file, cov]) =>
     (cov.not_covered ?? []).map((range) => `${path.relative(root, file)}:${range.start.row}-${range.end.row}`),
@@ -28,7 +31,17 @@ if (gate === 'test') {
   if (uncovered.length > 0) console.log(`not covered: ${uncovered.join(', ')}`);
   if (report.coverage < MIN_COVERAGE) process.exit(1);
 } else if (gate === 'check') {
-  run('opa', ['check', '--strict', '--capabilities', 'tools/opa/capabilities.json', '--schema', path.join(policies, 'schemas'), '--ignore', 'schemas', policies]);
+  run('opa', [
+    'check',
+    '--strict',
+    '--capabilities',
+    'tools/opa/capabilities.json',
+    '--schema',
+    path.join(policies, 'schemas'),
+    '--ignore',
+    'schemas',
+    policies,
+  ]);
   console.log('opa check --strict --schema policies/schemas: ok');
 } else if (gate === 'lint') {
   run('regal', ['lint', policies]);

@@ -27,7 +27,10 @@ import { createRuntimeService } from './runtime/service';
 async function warnOnEvictingRedis(redis: Redis, log: Logger): Promise<void> {
   const durability = await readRedisDurability(redis).catch(() => null);
   if (durability?.evictionPolicy && durability.evictionPolicy !== 'noeviction') {
-    log.warn({ evictionPolicy: durability.evictionPolicy }, 'Redis may evict budget windows under memory pressure; set maxmemory-policy noeviction');
+    log.warn(
+      { evictionPolicy: durability.evictionPolicy },
+      'Redis may evict budget windows under memory pressure; set maxmemory-policy noeviction',
+    );
   }
 }
 

@@ -10,7 +10,10 @@ const urlOf = (...protocols: string[]) =>
   z
     .string()
     .url()
-    .refine((value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol), `must be a ${protocols.map((p) => `${p}//`).join(' or ')} URL`);
+    .refine(
+      (value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol),
+      `must be a ${protocols.map((p) => `${p}//`).join(' or ')} URL`,
+    );
 
 const environmentSchema = z
   .object({
@@ -20,7 +23,10 @@ const environmentSchema = z
     DATABASE_URL: urlOf('postgres:', 'postgresql:').default('postgres://postgres@127.0.0.1:5432/grant_broker'),
     DATABASE_POOL_MAX: int(1, 200).default(20),
     REDIS_URL: urlOf('redis:', 'rediss:').default('redis://127.0.0.1:6379/0'),
-    REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]*$/).default('gb:'),
+    REDIS_KEY_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9:_-]*$/)
+      .default('gb:'),
     REDIS_COMMAND_TIMEOUT_MS: int(10, 10000).default(250),
     JWT_SECRET: z.string().min(32, 'must be at least 32 characters').default(DEVELOPMENT_JWT_SECRET),
     JWT_JWKS_URI: urlOf('https:', 'http:').optional(),

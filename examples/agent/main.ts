@@ -24,7 +24,9 @@ async function main(): Promise<void> {
     signal: stop.signal,
     waitMs: Number(process.env.WAIT_MS ?? 20_000),
     onProcessed: ({ event, record, fresh }) =>
-      console.log(`${event.id} ${event.type} delivery=${event.deliveryCount} ${fresh ? 'handled' : 'already handled, acked'}: ${JSON.stringify(record.result)}`),
+      console.log(
+        `${event.id} ${event.type} delivery=${event.deliveryCount} ${fresh ? 'handled' : 'already handled, acked'}: ${JSON.stringify(record.result)}`,
+      ),
     onError: (error, event) => console.error(`${event ? `${event.id}: ` : ''}${error instanceof Error ? error.message : String(error)}`),
   };
   console.log(`agent polling ${baseUrl}, results in ${resultsDir}/`);

@@ -15,7 +15,12 @@ export interface Processed {
  * keyed by event id, so a redelivered event whose result is already persisted (the agent crashed
  * between persist and ack, or the ack was lost) is only acknowledged, never handled twice.
  */
-export async function processEvent(event: AgentEvent, store: ResultStore, handle: Handler, ack: (id: string) => Promise<void>): Promise<Processed> {
+export async function processEvent(
+  event: AgentEvent,
+  store: ResultStore,
+  handle: Handler,
+  ack: (id: string) => Promise<void>,
+): Promise<Processed> {
   let record = await store.get(event.id);
   const fresh = record === undefined;
   if (!record) {

@@ -18,11 +18,14 @@ async function main(argv: string[]): Promise<number> {
     options: { name: { type: 'string' }, id: { type: 'string' }, json: { type: 'boolean', default: false } },
   });
   const config = loadConfig();
-  const service = await buildService({ ...config, POLICY_WATCH: false, DECISION_LOG: 'off' }, {
-    // Logs go to stderr: stdout carries only what the command prints (`demo --json` is parsed).
-    logger: createLogger('warn', pino.destination(2)),
-    migrate: true,
-  });
+  const service = await buildService(
+    { ...config, POLICY_WATCH: false, DECISION_LOG: 'off' },
+    {
+      // Logs go to stderr: stdout carries only what the command prints (`demo --json` is parsed).
+      logger: createLogger('warn', pino.destination(2)),
+      migrate: true,
+    },
+  );
   try {
     const [command, sub] = positionals;
     if (command === 'broker' && sub === 'register' && values.name) {

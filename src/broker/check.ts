@@ -69,7 +69,12 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
 
     const callId = newId('call');
     const levels = budgetLevels(chain);
-    const answer = await components.budget.run({ rootId, levels, expectedVersion: snapshot.version, mode: decision.allow ? 'consume' : 'probe' });
+    const answer = await components.budget.run({
+      rootId,
+      levels,
+      expectedVersion: snapshot.version,
+      mode: decision.allow ? 'consume' : 'probe',
+    });
     if (answer.kind === 'stale' || answer.kind === 'missing') {
       const version = answer.kind === 'stale' ? answer.version : await rebuildTreeWindows(deps.db, components.budget, rootId);
       snapshot = components.trees.renew(rootId, version, deps.clock.now());

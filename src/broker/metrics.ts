@@ -7,4 +7,3 @@ export const brokerDecisions = new Counter({
   labelNames: ['decision', 'reason'],
   registers: [metricsRegistry],
 });
-

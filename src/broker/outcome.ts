@@ -14,8 +14,14 @@ export interface OutcomeReport {
  * Completes a pending call record, once, for the grant's own broker (policies/broker/outcome.rego
  * decides). The conditional UPDATE settles a race between two reports of the same call.
  */
-export async function recordOutcome(deps: Pick<BrokerDeps, 'db' | 'policy'>, brokerId: string, callId: string, report: OutcomeReport): Promise<CallRecordRow> {
-  const found = await deps.db('call_records as c')
+export async function recordOutcome(
+  deps: Pick<BrokerDeps, 'db' | 'policy'>,
+  brokerId: string,
+  callId: string,
+  report: OutcomeReport,
+): Promise<CallRecordRow> {
+  const found = await deps
+    .db('call_records as c')
     .join('grants as g', 'g.id', 'c.grant_id')
     .where('c.id', callId)
     .first<{ outcome: string; broker_id: string } | undefined>('c.outcome', 'g.broker_id');

@@ -6,7 +6,6 @@ import type { Chain } from './chain';
 
 import type { CallPrincipal } from '../kernel/principals';
 
-
 /** What can change about a call's chain: exactly what the broker/check policy needs besides the chain. */
 export interface MutableFacts {
   revokedIds: string[];
@@ -19,8 +18,7 @@ export interface MutableFacts {
 
 /** A verified credential, remembered under the tree's version (a token deletion bumps it). */
 export type CachedCredential =
-  | { kind: 'broker'; brokerId: string }
-  | { kind: 'subject'; principal: CallPrincipal; expiresAtMs: number | null };
+  { kind: 'broker'; brokerId: string } | { kind: 'subject'; principal: CallPrincipal; expiresAtMs: number | null };
 
 const ENTRIES_PER_TREE = 2_000;
 

@@ -33,7 +33,12 @@ export class RateLimit {
     const [count, ttl] = (reply as [number, number]).map(Number) as [number, number];
     if (count > this.limit) {
       const seconds = Math.max(1, Math.ceil((ttl > 0 ? ttl : this.windowMs) / 1000));
-      throw new ApiError('rate_limited', `at most ${this.limit} ${this.name} per ${this.windowMs} ms; retry in ${seconds} s`, {}, { 'Retry-After': String(seconds) });
+      throw new ApiError(
+        'rate_limited',
+        `at most ${this.limit} ${this.name} per ${this.windowMs} ms; retry in ${seconds} s`,
+        {},
+        { 'Retry-After': String(seconds) },
+      );
     }
   }
 }

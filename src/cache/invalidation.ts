@@ -121,7 +121,10 @@ export class CacheInvalidation {
         break;
       } catch (error) {
         if (Date.now() + RETRY_GAP_MS >= deadline) {
-          this.log.error({ err: { message: (error as Error).message }, trees: rows.length }, 'invalidation not confirmed; the relay will stamp it');
+          this.log.error(
+            { err: { message: (error as Error).message }, trees: rows.length },
+            'invalidation not confirmed; the relay will stamp it',
+          );
           throw new ApiError(
             'invalidation_pending',
             'the change is committed, but not every replica could be told yet; repeat the request to confirm it',
@@ -174,7 +177,7 @@ export class CacheInvalidation {
     let delay = this.options.relayIntervalMs;
     try {
       const rows: OutboxRow[] = await this.db('cache_invalidations')
-        .whereRaw('created_at < now() - ?::int * interval \'1 millisecond\'', [RELAY_GRACE_MS])
+        .whereRaw("created_at < now() - ?::int * interval '1 millisecond'", [RELAY_GRACE_MS])
         .orderBy('id')
         .limit(RELAY_BATCH)
         .select('id', 'root_id');

@@ -28,7 +28,11 @@ export function listConnectionTools(db: Queryable, connectionId: string): Promis
   return db('connection_tools').where({ connection_id: connectionId }).orderBy('name').select('name', 'access');
 }
 
-export async function insertConnection(trx: Knex.Transaction, row: Omit<ConnectionRow, 'created_at' | 'updated_at'>, tools: ConnectionTool[]): Promise<ConnectionRow> {
+export async function insertConnection(
+  trx: Knex.Transaction,
+  row: Omit<ConnectionRow, 'created_at' | 'updated_at'>,
+  tools: ConnectionTool[],
+): Promise<ConnectionRow> {
   const [inserted] = await trx<ConnectionRow>('connections').insert(row).returning('*');
   await trx('connection_tools').insert(tools.map((tool) => ({ connection_id: row.id, ...tool })));
   return inserted as ConnectionRow;

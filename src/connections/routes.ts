@@ -7,49 +7,49 @@ const tag = 'Connections';
 export function connectionRoutes(connections: ConnectionsService, auth: CredentialAuthenticators): Route[] {
   const human = auth.credentials('human');
   return [
-  defineRoute(
-    {
-      method: 'post',
-      path: '/api/connections',
-      operationId: 'createConnection',
-      tag,
-      summary: 'Register a connector installation and its enabled tools; the caller owns it',
-      description: 'Only `kind: code_hosting_app` can back a root grant; other kinds are stored but refused by grant creation.',
-      auth: human,
-      body: CreateConnectionBody,
-      success: { status: 201, description: 'The connection', schema: ConnectionSchema },
-    },
-    async ({ principal, body }) => ({ body: await connections.create(principal, body) }),
-  ),
-  defineRoute(
-    {
-      method: 'get',
-      path: '/api/connections/:connectionId',
-      operationId: 'getConnection',
-      tag,
-      summary: 'Read a connection with its tools (its owner only)',
-      auth: human,
-      params: ConnectionParams,
-      success: { status: 200, description: 'The connection', schema: ConnectionSchema },
-    },
-    async ({ principal, params }) => ({ body: await connections.read(principal, params.connectionId) }),
-  ),
-  defineRoute(
-    {
-      method: 'patch',
-      path: '/api/connections/:connectionId',
-      operationId: 'updateConnection',
-      tag,
-      summary: 'Connect or disconnect; a disconnected connection backs no new grant and its calls are denied',
-      auth: human,
-      params: ConnectionParams,
-      body: UpdateConnectionBody,
-      success: { status: 200, description: 'The connection', schema: ConnectionSchema },
-      errors: ['invalidation_pending'],
-    },
-    async ({ principal, params, body }) => ({
-      body: await connections.setStatus(principal, params.connectionId, body.status),
-    }),
-  ),
-];
+    defineRoute(
+      {
+        method: 'post',
+        path: '/api/connections',
+        operationId: 'createConnection',
+        tag,
+        summary: 'Register a connector installation and its enabled tools; the caller owns it',
+        description: 'Only `kind: code_hosting_app` can back a root grant; other kinds are stored but refused by grant creation.',
+        auth: human,
+        body: CreateConnectionBody,
+        success: { status: 201, description: 'The connection', schema: ConnectionSchema },
+      },
+      async ({ principal, body }) => ({ body: await connections.create(principal, body) }),
+    ),
+    defineRoute(
+      {
+        method: 'get',
+        path: '/api/connections/:connectionId',
+        operationId: 'getConnection',
+        tag,
+        summary: 'Read a connection with its tools (its owner only)',
+        auth: human,
+        params: ConnectionParams,
+        success: { status: 200, description: 'The connection', schema: ConnectionSchema },
+      },
+      async ({ principal, params }) => ({ body: await connections.read(principal, params.connectionId) }),
+    ),
+    defineRoute(
+      {
+        method: 'patch',
+        path: '/api/connections/:connectionId',
+        operationId: 'updateConnection',
+        tag,
+        summary: 'Connect or disconnect; a disconnected connection backs no new grant and its calls are denied',
+        auth: human,
+        params: ConnectionParams,
+        body: UpdateConnectionBody,
+        success: { status: 200, description: 'The connection', schema: ConnectionSchema },
+        errors: ['invalidation_pending'],
+      },
+      async ({ principal, params, body }) => ({
+        body: await connections.setStatus(principal, params.connectionId, body.status),
+      }),
+    ),
+  ];
 }

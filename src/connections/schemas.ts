@@ -24,7 +24,10 @@ export const ConnectionSchema = z
 
 export const CreateConnectionBody = z
   .strictObject({
-    kind: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).openapi({ example: 'code_hosting_app' }),
+    kind: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]{0,63}$/)
+      .openapi({ example: 'code_hosting_app' }),
     brokerId: idParam('brk_01jd0000000000000000000000'),
     externalInstallationId: z.string().min(1).max(200),
     tools: z

@@ -39,7 +39,12 @@ export interface ReadableGrant {
 }
 
 /** Loads a grant the caller may read, or refuses with a 404 that says nothing more. */
-export async function readableGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string, db: Queryable = deps.db): Promise<ReadableGrant> {
+export async function readableGrant(
+  deps: GrantsDeps,
+  principal: GrantCaller,
+  grantId: string,
+  db: Queryable = deps.db,
+): Promise<ReadableGrant> {
   const facts = await loadGrantFacts(db, grantId);
   const members = facts ? await currentMemberIds(db, facts.grant.target_pod_id) : [];
   const decision = readDecision(deps, callerFact(principal), facts ? policyFacts(facts, members) : undefined);

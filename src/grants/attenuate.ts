@@ -7,10 +7,9 @@ import { newId } from '../kernel/ids';
 import { PolicyUnavailableError, type Decided } from '../policy/engine';
 import { enforce } from '../policy/enforce';
 import { findAgentById } from '../registry/repository';
-import { callerFact } from './access';
 import { emitGrantEvent } from './events';
 import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type GrantFacts } from './facts';
-import { presentGrant, type GrantView } from './presenters';
+import { presentGrant } from './presenters';
 import { countLiveChildren, insertGrant, lockTree, rootIdOf, type GrantRow } from './repository';
 import type { AttenuateGrantInput } from './schemas';
 
@@ -18,7 +17,13 @@ import type { AttenuateGrantInput } from './schemas';
  * The child as requested, every omitted field inherited from the parent. Whether it is narrower
  * is for `grants/attenuate` to say; this only fills in the blanks.
  */
-async function childOf(trx: Knex.Transaction, parent: GrantRow, body: AttenuateGrantInput, createdBy: string, now: number): Promise<GrantRow> {
+async function childOf(
+  trx: Knex.Transaction,
+  parent: GrantRow,
+  body: AttenuateGrantInput,
+  createdBy: string,
+  now: number,
+): Promise<GrantRow> {
   const target = body.target ?? { kind: parent.target_kind, id: parent.target_id };
   const seat = target.kind === 'seat' ? await findAgentById(trx, target.id) : undefined;
   const isSeat = target.kind === 'seat';

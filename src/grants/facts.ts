@@ -8,7 +8,6 @@ export type { ConnectionFact, GrantFact } from '../kernel/decisions/catalogue';
 
 type Queryable = Database | Knex.Transaction;
 
-
 export interface GrantFacts {
   grant: GrantRow;
   /** The grant first, its root last. */
@@ -27,7 +26,10 @@ export interface PolicyGrantFacts {
  * The builders of the facts the grant and broker decisions share (kernel/decisions/facts.ts):
  * one each, whatever query loaded the row.
  */
-export function toConnectionFact(row: Pick<ConnectionRow, 'id' | 'owner_id' | 'kind' | 'status'>, tools: ConnectionFact['tools']): ConnectionFact {
+export function toConnectionFact(
+  row: Pick<ConnectionRow, 'id' | 'owner_id' | 'kind' | 'status'>,
+  tools: ConnectionFact['tools'],
+): ConnectionFact {
   return { id: row.id, owner_id: row.owner_id, kind: row.kind, status: row.status, tools };
 }
 

@@ -33,7 +33,10 @@ export async function listPodGrants(
   const found: Array<ReturnType<typeof presentGrant>> = [];
   while (found.length <= query.limit) {
     const rows = await readCandidatesAfter(deps.db, podId, caller, after, batchSize);
-    const facts = await loadGrantFactsMany(deps.db, rows.map((row) => row.id));
+    const facts = await loadGrantFactsMany(
+      deps.db,
+      rows.map((row) => row.id),
+    );
     for (const row of rows) {
       const grant = facts.get(row.id);
       const decision = grant && readDecision(deps, caller, policyFacts(grant, members));

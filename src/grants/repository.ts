@@ -125,11 +125,21 @@ export function readCandidatesAfter(
       else scope.orWhereIn('connection_id', db('connections').select('id').where('owner_id', caller.id));
     });
   if (after) query.whereRaw('(created_at, id) < (?, ?)', [after.at, after.id]);
-  return query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(size);
+  return query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(size);
 }
 
 export function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
   const query = db<CallRecordRow>('call_records').where({ grant_id: grantId });
   if (after) query.whereRaw('(requested_at, id) < (?, ?)', [after.at, after.id]);
-  return query.orderBy([{ column: 'requested_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(size);
+  return query
+    .orderBy([
+      { column: 'requested_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(size);
 }

@@ -16,9 +16,13 @@ function refusingServerDerived<T extends z.ZodType>(schema: T) {
     if (typeof body === 'object' && body !== null) {
       const sent = SERVER_DERIVED.filter((field) => Object.hasOwn(body, field));
       if (sent.length > 0) {
-        throw new ApiError('server_derived_field', `${sent.join(' and ')} ${sent.length > 1 ? 'are' : 'is'} derived by the server from the connection`, {
-          errors: sent.map((field) => ({ path: `body.${field}`, message: 'server-derived; do not send it' })),
-        });
+        throw new ApiError(
+          'server_derived_field',
+          `${sent.join(' and ')} ${sent.length > 1 ? 'are' : 'is'} derived by the server from the connection`,
+          {
+            errors: sent.map((field) => ({ path: `body.${field}`, message: 'server-derived; do not send it' })),
+          },
+        );
       }
     }
     return body;
@@ -48,7 +52,13 @@ const Audience = z
 const BudgetInput = z
   .strictObject({
     calls: z.number().int().min(1).max(1_000_000_000).optional().openapi({ description: 'Default 1000' }),
-    windowMs: z.number().int().min(1).max(365 * DAY_MS).optional().openapi({ description: 'Default 3600000 (one hour)' }),
+    windowMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(365 * DAY_MS)
+      .optional()
+      .openapi({ description: 'Default 3600000 (one hour)' }),
   })
   .openapi('GrantBudgetInput');
 
@@ -60,23 +70,19 @@ const Limits = {
 };
 
 export const CreateGrantBody = refusingServerDerived(
-  z
-    .strictObject({ connectionId: z.string().min(1).max(64), target: TargetSchema, tools: Tools, ...Limits })
-    .openapi('CreateGrant', {
-      description:
-        'Defaults: writeMode `read`, budget `{calls: 1000, windowMs: 3600000}`, expiresAt now + 30 days (at most 365 days). ' +
-        '`installationId` and `brokerId` are derived from the connection; sending either is a 400 `server_derived_field`.',
-    }),
+  z.strictObject({ connectionId: z.string().min(1).max(64), target: TargetSchema, tools: Tools, ...Limits }).openapi('CreateGrant', {
+    description:
+      'Defaults: writeMode `read`, budget `{calls: 1000, windowMs: 3600000}`, expiresAt now + 30 days (at most 365 days). ' +
+      '`installationId` and `brokerId` are derived from the connection; sending either is a 400 `server_derived_field`.',
+  }),
 );
 
 export const AttenuateGrantBody = refusingServerDerived(
-  z
-    .strictObject({ target: TargetSchema.optional(), tools: Tools.optional(), ...Limits })
-    .openapi('AttenuateGrant', {
-      description:
-        'Every omitted field inherits the parent. tools ⊆, audience ⊆, writeMode ≤, calls ≤, windowMs ≥, expiresAt ≤; ' +
-        'a pod target may narrow to a seat of that pod in the parent audience.',
-    }),
+  z.strictObject({ target: TargetSchema.optional(), tools: Tools.optional(), ...Limits }).openapi('AttenuateGrant', {
+    description:
+      'Every omitted field inherits the parent. tools ⊆, audience ⊆, writeMode ≤, calls ≤, windowMs ≥, expiresAt ≤; ' +
+      'a pod target may narrow to a seat of that pod in the parent audience.',
+  }),
 );
 
 export type CreateGrantInput = z.infer<typeof CreateGrantBody>;

@@ -55,7 +55,10 @@ async function serve(route: Route, ctx: Context, strict: boolean): Promise<void>
   }
   if (strict && route.success.schema && result.body !== undefined) {
     const checked = route.success.schema.safeParse(result.body);
-    if (!checked.success) throw new ContractViolation(`${route.method.toUpperCase()} ${route.path} answered a body its schema refuses: ${checked.error.message}`);
+    if (!checked.success)
+      throw new ContractViolation(
+        `${route.method.toUpperCase()} ${route.path} answered a body its schema refuses: ${checked.error.message}`,
+      );
   }
   ctx.status = result.status ?? route.success.status;
   for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
@@ -86,7 +89,10 @@ export function createApp(routes: readonly Route[], options: AppOptions): Koa {
       const routePath = (ctx as { routerPath?: string }).routerPath ?? 'unmatched';
       httpMetrics.observe(ctx.method, routePath, ctx.status, seconds);
       // Only method, route template, status and timing: never a header, a body or a query string.
-      log.debug({ requestId: ctx.state.requestId, method: ctx.method, route: routePath, status: ctx.status, ms: seconds * 1000 }, 'request');
+      log.debug(
+        { requestId: ctx.state.requestId, method: ctx.method, route: routePath, status: ctx.status, ms: seconds * 1000 },
+        'request',
+      );
     }
   });
 

@@ -1,4 +1,4 @@
-import { ApiError, PROBLEMS } from '../kernel/errors';
+import { type ApiError, PROBLEMS } from '../kernel/errors';
 
 /** An ApiError as the RFC 9457 problem document the API answers with (CONTRACT §1). */
 export function problemBody(error: ApiError, instance: string) {

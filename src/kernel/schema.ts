@@ -9,12 +9,17 @@ export { z };
 export const timestamp = z.iso.datetime({ offset: false }).openapi({ example: '2026-11-22T10:00:00.000Z' });
 
 export const listLimit = (max = 200, fallback = 50) =>
-  z.coerce.number().int().min(1).max(max).default(fallback).openapi({ description: `Page size, 1..${max}` });
+  z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .default(fallback)
+    .openapi({ description: `Page size, 1..${max}` });
 
 export const cursor = z.string().max(512).optional().openapi({ description: 'nextCursor of the previous page' });
 
-export const page = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
 /** Ids are validated loosely on the way in: an id of the wrong shape is simply not found. */
 export const idParam = (example: string) => z.string().min(1).max(64).openapi({ example });

@@ -63,43 +63,45 @@ function operatorToken(expected: string | undefined): Authenticator<null> {
 
 export function healthRoutes(deps: OperationsDeps): Route[] {
   return [
-  defineRoute(
-    {
-      method: 'get',
-      path: '/healthz',
-      operationId: 'getHealth',
-      tag,
-      summary: 'Liveness: the process is up',
-      auth: null,
-      success: { status: 200, description: 'Alive', schema: z.object({ status: z.literal('ok') }) },
-    },
-    async () => ({ body: { status: 'ok' as const } }),
-  ),
-  defineRoute(
-    {
-      method: 'get',
-      path: '/readyz',
-      operationId: 'getReadiness',
-      tag,
-      summary: 'Readiness: Postgres and Redis answer and a policy module is loaded (503 otherwise)',
-      auth: null,
-      success: { status: 200, description: 'Ready', schema: Readiness },
-    },
-    async () => {
-      const [postgres, redis] = await Promise.all([
-        probe(() => deps.db.raw('select 1')),
-        probe(() => deps.redis.ping()),
-      ]);
-      const checks = { postgres, redis, policy: deps.policy.ready };
-      const ready = postgres && redis && checks.policy;
-      const redisDurability = redis ? await readRedisDurability(deps.redis).catch(() => null) : null;
-      return {
-        status: ready ? 200 : 503,
-        body: { status: ready ? ('ready' as const) : ('unavailable' as const), checks, policyRevision: deps.policy.revision ?? null, redisDurability },
-      };
-    },
-  ),
-];
+    defineRoute(
+      {
+        method: 'get',
+        path: '/healthz',
+        operationId: 'getHealth',
+        tag,
+        summary: 'Liveness: the process is up',
+        auth: null,
+        success: { status: 200, description: 'Alive', schema: z.object({ status: z.literal('ok') }) },
+      },
+      async () => ({ body: { status: 'ok' as const } }),
+    ),
+    defineRoute(
+      {
+        method: 'get',
+        path: '/readyz',
+        operationId: 'getReadiness',
+        tag,
+        summary: 'Readiness: Postgres and Redis answer and a policy module is loaded (503 otherwise)',
+        auth: null,
+        success: { status: 200, description: 'Ready', schema: Readiness },
+      },
+      async () => {
+        const [postgres, redis] = await Promise.all([probe(() => deps.db.raw('select 1')), probe(() => deps.redis.ping())]);
+        const checks = { postgres, redis, policy: deps.policy.ready };
+        const ready = postgres && redis && checks.policy;
+        const redisDurability = redis ? await readRedisDurability(deps.redis).catch(() => null) : null;
+        return {
+          status: ready ? 200 : 503,
+          body: {
+            status: ready ? ('ready' as const) : ('unavailable' as const),
+            checks,
+            policyRevision: deps.policy.revision ?? null,
+            redisDurability,
+          },
+        };
+      },
+    ),
+  ];
 }
 
 /**
@@ -108,16 +110,16 @@ export function healthRoutes(deps: OperationsDeps): Route[] {
  */
 export function metricsRoute(deps: OperationsDeps): Route {
   return defineRoute(
-  {
-    method: 'get',
-    path: '/metrics',
-    operationId: 'getMetrics',
-    tag,
-    summary: 'Prometheus metrics (METRICS_TOKEN bearer when set; on METRICS_PORT instead when set)',
-    auth: deps.metricsToken ? operatorToken(deps.metricsToken) : null,
-    success: { status: 200, description: 'Metrics in the Prometheus text format' },
-    errors: ['unauthenticated'],
-  },
-  async () => ({ body: await metricsRegistry.metrics(), headers: { 'Content-Type': metricsRegistry.contentType } }),
+    {
+      method: 'get',
+      path: '/metrics',
+      operationId: 'getMetrics',
+      tag,
+      summary: 'Prometheus metrics (METRICS_TOKEN bearer when set; on METRICS_PORT instead when set)',
+      auth: deps.metricsToken ? operatorToken(deps.metricsToken) : null,
+      success: { status: 200, description: 'Metrics in the Prometheus text format' },
+      errors: ['unauthenticated'],
+    },
+    async () => ({ body: await metricsRegistry.metrics(), headers: { 'Content-Type': metricsRegistry.contentType } }),
   );
 }

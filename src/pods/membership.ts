@@ -4,7 +4,17 @@ import { newId } from '../kernel/ids';
 import { emitEvent } from '../events/outbox';
 import { authorizePodAction } from './access';
 import type { PodsDeps } from './deps';
-import { agentIdsOfPod, deleteMember, findMember, insertMember, insertPod, listMembers, type MemberRow, type PodRow, type Role } from './repository';
+import {
+  agentIdsOfPod,
+  deleteMember,
+  findMember,
+  insertMember,
+  insertPod,
+  listMembers,
+  type MemberRow,
+  type PodRow,
+  type Role,
+} from './repository';
 
 export async function createPod(deps: PodsDeps, caller: HumanPrincipal, name: string): Promise<PodRow> {
   const pod: PodRow = { id: newId('pod'), name, created_by: caller.userId, created_at: new Date(deps.clock.now()) };

@@ -2,9 +2,7 @@ import { idParam, timestamp, z } from '../kernel/schema';
 
 export const RoleSchema = z.enum(['owner', 'admin', 'member']);
 
-export const PodSchema = z
-  .object({ id: z.string(), name: z.string(), createdBy: z.string(), createdAt: timestamp })
-  .openapi('Pod');
+export const PodSchema = z.object({ id: z.string(), name: z.string(), createdBy: z.string(), createdAt: timestamp }).openapi('Pod');
 
 export const MemberSchema = z
   .object({

@@ -1,6 +1,5 @@
 import { ApiError, PROBLEMS, isProblemCode, type ProblemCode } from '../kernel/errors';
 
-
 /**
  * Turns a refusal into the API error its reasons name. Policy reasons are CONTRACT error codes;
  * `not_found` (outside the read scope) wins over everything so existence is never revealed;

@@ -212,7 +212,8 @@ async function fileSignature(file: string): Promise<string> {
 async function assertTrustedFile(file: string): Promise<void> {
   const info = await stat(file);
   const ownUid = process.getuid?.();
-  if (info.uid !== 0 && info.uid !== ownUid) throw new Error(`module file is owned by uid ${info.uid}, neither root nor this process (${ownUid})`);
-  if ((info.mode & 0o022) !== 0) throw new Error(`module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`);
+  if (info.uid !== 0 && info.uid !== ownUid)
+    throw new Error(`module file is owned by uid ${info.uid}, neither root nor this process (${ownUid})`);
+  if ((info.mode & 0o022) !== 0)
+    throw new Error(`module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`);
 }
-

@@ -103,7 +103,8 @@ function brokerCheckInputs(count: number): Array<DecisionInput<typeof decisions.
       now_ms: now,
       broker_id: 'brk_soak',
       tool: TOOLS[i % TOOLS.length]!,
-      principal: i % 43 === 0 ? undefined : { kind: i % 6 === 0 ? ('user' as const) : ('agent' as const), id: i % 6 === 0 ? 'user-1' : agentId },
+      principal:
+        i % 43 === 0 ? undefined : { kind: i % 6 === 0 ? ('user' as const) : ('agent' as const), id: i % 6 === 0 ? 'user-1' : agentId },
       principal_source: i % 47 === 0 ? ('asserted' as const) : ('subject_token' as const),
       trust_asserted_principal: false,
       chain,
@@ -192,7 +193,9 @@ export function formatSoakReport(report: SoakReport): string {
     `policy soak: ${report.entrypoint} (${report.revision.slice(0, 19)}…), ${options.evaluations} evaluations in ${(report.elapsedMs / 1000).toFixed(1)} s`,
     `${'evaluations'.padStart(11)} ${'rss MiB'.padStart(10)} ${'heap MiB'.padStart(10)} ${'wasm MiB'.padStart(10)}`,
     ...rows,
-    `decisions: ${Object.entries(report.outcomes).map(([outcome, n]) => `${outcome} ${n}`).join(', ')}`,
+    `decisions: ${Object.entries(report.outcomes)
+      .map(([outcome, n]) => `${outcome} ${n}`)
+      .join(', ')}`,
     `after warm-up (${options.warmup}): wasm +${report.wasmGrowthBytes} bytes (tolerance ${options.wasmToleranceBytes}),` +
       ` rss +${(report.rssGrowthBytes / MiB).toFixed(2)} MiB (tolerance ${(options.rssToleranceBytes / MiB).toFixed(0)} MiB)`,
     report.flat ? 'memory is flat' : 'MEMORY GROWS',
@@ -209,7 +212,10 @@ function positiveInt(value: string | undefined, fallback: number): number {
 async function main(): Promise<number> {
   const evaluations = positiveInt(process.env.SOAK_EVALUATIONS, DEFAULT_SOAK.evaluations);
   // Ten samples at least, so a short run still has a warm-up sample and several after it.
-  const sampleEvery = positiveInt(process.env.SOAK_SAMPLE_EVERY, Math.max(1, Math.min(DEFAULT_SOAK.sampleEvery, Math.floor(evaluations / 10))));
+  const sampleEvery = positiveInt(
+    process.env.SOAK_SAMPLE_EVERY,
+    Math.max(1, Math.min(DEFAULT_SOAK.sampleEvery, Math.floor(evaluations / 10))),
+  );
   const report = await runPolicySoak({
     wasmPath: process.env.POLICY_WASM_PATH || DEFAULT_SOAK.wasmPath,
     evaluations,

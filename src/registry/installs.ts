@@ -18,7 +18,13 @@ import {
 } from './repository';
 
 /** Authorizes the action on the pod, then finds the named agent (404 when there is none). */
-export async function agentForAction(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string, action: PodAction): Promise<AgentRow> {
+export async function agentForAction(
+  deps: RegistryDeps,
+  caller: HumanPrincipal,
+  podId: string,
+  name: string,
+  action: PodAction,
+): Promise<AgentRow> {
   await authorizePodAction(deps, caller, podId, action);
   const agent = await findAgentByName(deps.db, podId, name);
   if (!agent) throw new ApiError('not_found', 'no agent of that name is installed in the pod');

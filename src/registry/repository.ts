@@ -36,7 +36,10 @@ export function findAgentById(db: Queryable, agentId: string): Promise<AgentRow 
   return db<AgentRow>('agents').where({ id: agentId }).first();
 }
 
-export async function insertAgent(trx: Knex.Transaction, agent: Omit<AgentRow, 'installed_at' | 'last_polled_at'>): Promise<AgentRow | undefined> {
+export async function insertAgent(
+  trx: Knex.Transaction,
+  agent: Omit<AgentRow, 'installed_at' | 'last_polled_at'>,
+): Promise<AgentRow | undefined> {
   const rows = await trx<AgentRow>('agents').insert(agent).onConflict(['pod_id', 'name']).ignore().returning('*');
   return rows[0];
 }
@@ -51,7 +54,10 @@ export function listRuntimeTokens(db: Queryable, agentId: string): Promise<Runti
   return db<RuntimeTokenRow>('runtime_tokens').where({ agent_id: agentId }).orderBy('id', 'desc');
 }
 
-export async function insertRuntimeToken(db: Queryable, token: Omit<RuntimeTokenRow, 'created_at' | 'last_used_at'>): Promise<RuntimeTokenRow> {
+export async function insertRuntimeToken(
+  db: Queryable,
+  token: Omit<RuntimeTokenRow, 'created_at' | 'last_used_at'>,
+): Promise<RuntimeTokenRow> {
   const rows = await db<RuntimeTokenRow>('runtime_tokens').insert(token).returning('*');
   return rows[0] as RuntimeTokenRow;
 }

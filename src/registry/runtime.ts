@@ -30,7 +30,13 @@ export interface AgentRecordChanges {
  * Updates the display name and description. Only a real change is written and announced
  * (`agent.updated`, to the agent itself); sending the current values is a no-op.
  */
-export async function updateAgent(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string, input: AgentRecordChanges): Promise<AgentRow> {
+export async function updateAgent(
+  deps: RegistryDeps,
+  caller: HumanPrincipal,
+  podId: string,
+  name: string,
+  input: AgentRecordChanges,
+): Promise<AgentRow> {
   const agent = await agentForAction(deps, caller, podId, name, 'agents.update');
   return deps.db.transaction(async (trx) => {
     const current = await lockInstalled(trx, agent);
@@ -56,7 +62,11 @@ export async function updateAgent(deps: RegistryDeps, caller: HumanPrincipal, po
   });
 }
 
-type Transition = { desired: AgentRow['desired_state']; action: 'runtime.start' | 'runtime.stop'; event: 'runtime.start_requested' | 'runtime.stop_requested' };
+type Transition = {
+  desired: AgentRow['desired_state'];
+  action: 'runtime.start' | 'runtime.stop';
+  event: 'runtime.start_requested' | 'runtime.stop_requested';
+};
 
 const START: Transition = { desired: 'running', action: 'runtime.start', event: 'runtime.start_requested' };
 const STOP: Transition = { desired: 'stopped', action: 'runtime.stop', event: 'runtime.stop_requested' };

@@ -10,7 +10,8 @@ import { usableGrants } from './usable-grants';
 /** The calling agent's own row; gone only if it was uninstalled during this request. */
 async function callingAgent(deps: RuntimeDeps, agent: AgentPrincipal): Promise<AgentRow> {
   const row = await findAgentById(deps.db, agent.agentId);
-  if (!row) throw new ApiError('unauthenticated', 'the agent is no longer installed', {}, { 'WWW-Authenticate': 'Bearer realm="grant-broker"' });
+  if (!row)
+    throw new ApiError('unauthenticated', 'the agent is no longer installed', {}, { 'WWW-Authenticate': 'Bearer realm="grant-broker"' });
   return row;
 }
 
@@ -42,10 +43,6 @@ export async function podContext(deps: RuntimeDeps, agent: AgentPrincipal, podId
     }),
   );
   if (!pod) throw new Error('runtime/access allowed the context of a pod that does not exist');
-  const [self, members, grants] = await Promise.all([
-    callingAgent(deps, agent),
-    listMembers(deps.db, pod.id),
-    usableGrants(deps, agent),
-  ]);
+  const [self, members, grants] = await Promise.all([callingAgent(deps, agent), listMembers(deps.db, pod.id), usableGrants(deps, agent)]);
   return { pod, agent: self, members, grants };
 }

@@ -19,7 +19,8 @@ export const PodContextSchema = z
     grants: z.array(GrantSchema),
   })
   .openapi('PodContext', {
-    description: 'The pod, the calling agent, every current member, and the grants this agent can use now: active grants whose effective audience contains it.',
+    description:
+      'The pod, the calling agent, every current member, and the grants this agent can use now: active grants whose effective audience contains it.',
   });
 
 export const EventSchema = z
@@ -42,17 +43,22 @@ export const EventSchema = z
   })
   .openapi('Event');
 
-export const EventsQuery = z
-  .strictObject({
-    limit: listLimit(100, 10),
-    waitMs: z.coerce
-      .number()
-      .int()
-      .min(0)
-      .max(MAX_WAIT_MS)
-      .default(0)
-      .openapi({ type: 'integer', minimum: 0, maximum: MAX_WAIT_MS, default: 0, description: `Long poll: wait up to this many ms (0..${MAX_WAIT_MS}) for an event when none is pending` }),
-  });
+export const EventsQuery = z.strictObject({
+  limit: listLimit(100, 10),
+  waitMs: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_WAIT_MS)
+    .default(0)
+    .openapi({
+      type: 'integer',
+      minimum: 0,
+      maximum: MAX_WAIT_MS,
+      default: 0,
+      description: `Long poll: wait up to this many ms (0..${MAX_WAIT_MS}) for an event when none is pending`,
+    }),
+});
 
 export const RuntimePodParams = z.strictObject({ podId: idParam('pod_01jd0000000000000000000000') });
 export const EventParams = z.strictObject({ eventId: idParam('evt_01jd0000000000000000000000') });

@@ -50,7 +50,10 @@ describe('npm run admin -- demo --json', () => {
     expect(await probeNonHuman(service, world.agent.token)).toEqual(AUTHENTICATED_NON_HUMAN);
     expect(await probeNonHuman(service, world.broker.token)).toEqual(AUTHENTICATED_NON_HUMAN);
     // The member is a plain member: managing the pod is refused.
-    const refused = await service.http.post(`/api/pods/${world.pod.id}/members`).set(bearer(world.member.token)).send({ userId: 'x', role: 'member' });
+    const refused = await service.http
+      .post(`/api/pods/${world.pod.id}/members`)
+      .set(bearer(world.member.token))
+      .send({ userId: 'x', role: 'member' });
     expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 403, code: 'not_pod_admin' });
   });
 });

@@ -24,7 +24,9 @@ describe('broker check: authenticate, then ownership, then everything else', () 
   it('answers a well-formed but unknown broker token with 401 whatever the body', async () => {
     const forged = { Authorization: `Bearer ${mintToken('bkt')}` };
     for (const body of [{}, { grantId: 7 }, 'not json']) {
-      const res = await check(forged).set('Content-Type', 'application/json').send(typeof body === 'string' ? body : JSON.stringify(body));
+      const res = await check(forged)
+        .set('Content-Type', 'application/json')
+        .send(typeof body === 'string' ? body : JSON.stringify(body));
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 401, code: 'unauthenticated' });
     }
     const wrongType = await check(forged).set('Content-Type', 'text/plain').send('x');

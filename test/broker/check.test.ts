@@ -17,10 +17,21 @@ describe('POST /api/broker/check', () => {
     const { leafId } = await chainOf(service, world, 2, { budget: { calls: 10, windowMs: 60_000 } });
     const res = await checkAs(service, world, leafId, world.agent, { args: { path: 'src/a.ts', ref: 'main' } });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ decision: 'allow', callId: expect.stringMatching(/^call_/), reason: 'allowed', budget: { remaining: 9, resetMs: 60_000 } });
+    expect(res.body).toEqual({
+      decision: 'allow',
+      callId: expect.stringMatching(/^call_/),
+      reason: 'allowed',
+      budget: { remaining: 9, resetMs: 60_000 },
+    });
 
     const record = await service.deps.db('call_records').where('id', res.body.callId).first();
-    expect(record).toMatchObject({ grant_id: leafId, outcome: 'pending', reason: 'allowed', principal_kind: 'agent', principal_id: world.agent.agentId });
+    expect(record).toMatchObject({
+      grant_id: leafId,
+      outcome: 'pending',
+      reason: 'allowed',
+      principal_kind: 'agent',
+      principal_id: world.agent.agentId,
+    });
     expect(record.args_digest).toBe(digestOf({ ref: 'main', path: 'src/a.ts' }));
     // approvalId names the policy decision that allowed the call, as logged in the decision log.
     const logged = service.logs.map((line) => JSON.parse(line)).filter((line) => line.entrypoint === 'broker/check/decision');
@@ -29,7 +40,13 @@ describe('POST /api/broker/check', () => {
     const outcome = `/api/broker/calls/${res.body.callId}/outcome`;
     const done = await service.http.post(outcome).set(world.broker.auth).send({ outcome: 'succeeded', durationMs: 12 });
     expect(done.status).toBe(200);
-    expect(done.body).toMatchObject({ id: res.body.callId, grantId: leafId, outcome: 'succeeded', durationMs: 12, argsDigest: record.args_digest });
+    expect(done.body).toMatchObject({
+      id: res.body.callId,
+      grantId: leafId,
+      outcome: 'succeeded',
+      durationMs: 12,
+      argsDigest: record.args_digest,
+    });
     expect(done.body.completedAt).toEqual(expect.any(String));
     const again = await service.http.post(outcome).set(world.broker.auth).send({ outcome: 'failed' });
     expect(again.status).toBe(409);
@@ -53,7 +70,10 @@ describe('POST /api/broker/check', () => {
     const foreign = await checkAs(service, { broker: other }, rootId, world.agent);
     expect(foreign.status).toBe(404);
     expect(await service.deps.db('call_records').where('grant_id', rootId).count({ n: '*' })).toEqual([{ n: '0' }]);
-    const outcome = await service.http.post('/api/broker/calls/call_01jd6x3c4vf8r9t2y5u7w0z1ab/outcome').set(world.broker.auth).send({ outcome: 'succeeded' });
+    const outcome = await service.http
+      .post('/api/broker/calls/call_01jd6x3c4vf8r9t2y5u7w0z1ab/outcome')
+      .set(world.broker.auth)
+      .send({ outcome: 'succeeded' });
     expect(outcome.status).toBe(404);
   });
 
@@ -79,7 +99,10 @@ describe('POST /api/broker/check', () => {
     const body = { grantId: rootId, tool: 'repos.read_file', subjectToken: world.agent.token, args: {} };
     expect((await service.http.post('/api/broker/check').send(body)).status).toBe(401);
     expect((await service.http.post('/api/broker/check').set(world.owner.auth).send(body)).status).toBe(403);
-    const forged = await service.http.post('/api/broker/check').set('Authorization', `Bearer bkt_${'A'.repeat(46)}`).send(body);
+    const forged = await service.http
+      .post('/api/broker/check')
+      .set('Authorization', `Bearer bkt_${'A'.repeat(46)}`)
+      .send(body);
     expect(forged.status).toBe(401);
   });
 
@@ -109,7 +132,10 @@ describe('POST /api/broker/check', () => {
     expect(denied.body).toMatchObject({ decision: 'deny', reason: 'tool_not_allowed' });
     const record = await service.deps.db('call_records').where('id', denied.body.callId).first();
     expect(record).toMatchObject({ outcome: 'denied', approval_id: null });
-    const res = await service.http.post(`/api/broker/calls/${denied.body.callId}/outcome`).set(world.broker.auth).send({ outcome: 'succeeded' });
+    const res = await service.http
+      .post(`/api/broker/calls/${denied.body.callId}/outcome`)
+      .set(world.broker.auth)
+      .send({ outcome: 'succeeded' });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('call_denied');
   });

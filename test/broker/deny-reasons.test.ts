@@ -42,7 +42,11 @@ describe('every deny reason, through HTTP', () => {
   it('connection_disconnected', async () => {
     const separate = await brokerWorld(service);
     const { rootId } = await chainOf(service, separate, 0);
-    await service.http.patch(`/api/connections/${separate.connectionId}`).set(separate.owner.auth).send({ status: 'disconnected' }).expect(200);
+    await service.http
+      .patch(`/api/connections/${separate.connectionId}`)
+      .set(separate.owner.auth)
+      .send({ status: 'disconnected' })
+      .expect(200);
     await expectDenied(await checkAs(service, separate, rootId, separate.agent), 'connection_disconnected');
   });
 
@@ -56,7 +60,10 @@ describe('every deny reason, through HTTP', () => {
     // writeMode read; the policy still guards the case. The row is edited directly to reach it.
     const separate = await brokerWorld(service);
     const { rootId } = await chainOf(service, separate, 0, { writeMode: 'read' });
-    await service.deps.db('connection_tools').where({ connection_id: separate.connectionId, name: 'repos.read_file' }).update({ access: 'write' });
+    await service.deps
+      .db('connection_tools')
+      .where({ connection_id: separate.connectionId, name: 'repos.read_file' })
+      .update({ access: 'write' });
     await service.deps.invalidation.touch('connection', separate.connectionId);
     await expectDenied(await checkAs(service, separate, rootId, separate.agent), 'write_not_allowed');
   });
@@ -71,7 +78,10 @@ describe('every deny reason, through HTTP', () => {
   it('runtime_stopped: the kill switch', async () => {
     const separate = await brokerWorld(service);
     const { rootId } = await chainOf(service, separate, 0);
-    await service.http.post(`/api/registry/pods/${separate.podId}/agents/${separate.agent.name}/runtime-stop`).set(separate.owner.auth).expect(200);
+    await service.http
+      .post(`/api/registry/pods/${separate.podId}/agents/${separate.agent.name}/runtime-stop`)
+      .set(separate.owner.auth)
+      .expect(200);
     await expectDenied(await checkAs(service, separate, rootId, separate.agent), 'runtime_stopped');
     // A human member of the same pod is not affected by the agent's kill switch.
     expect((await checkAs(service, separate, rootId, separate.member)).body.decision).toBe('allow');

@@ -52,7 +52,8 @@ describe('broker check when Redis fails', () => {
     const exact = await chainOf(service, world, 1, { budget: { calls: 20, windowMs: 3_600_000 } });
     // Above 1 000 calls a window counts per bucket: rebuilt per bucket too.
     const bucketed = await chainOf(service, world, 0, { budget: { calls: 1500, windowMs: 3_600_000 } });
-    const spend = (grantId: string, n: number) => Promise.all(Array.from({ length: n }, () => checkAs(service, world, grantId, world.agent)));
+    const spend = (grantId: string, n: number) =>
+      Promise.all(Array.from({ length: n }, () => checkAs(service, world, grantId, world.agent)));
     const allowed = (answers: Array<{ body: { decision: string } }>) => answers.filter((r) => r.body.decision === 'allow').length;
     expect(allowed(await spend(exact.leafId, 25))).toBe(20);
     expect(allowed(await spend(bucketed.rootId, 40))).toBe(40);

@@ -47,7 +47,11 @@ describe('a change on one replica is effective on the very next check on another
     const { rootId } = await chainOf(b, local, 0);
     const newcomer = human(b, 'newcomer');
     expect((await checkAs(a, local, rootId, newcomer)).body.reason).toBe('principal_not_in_audience');
-    await b.http.post(`/api/pods/${local.podId}/members`).set(local.owner.auth).send({ userId: newcomer.userId, role: 'member' }).expect(201);
+    await b.http
+      .post(`/api/pods/${local.podId}/members`)
+      .set(local.owner.auth)
+      .send({ userId: newcomer.userId, role: 'member' })
+      .expect(201);
     expect((await checkAs(a, local, rootId, newcomer)).body.decision).toBe('allow');
   });
 
@@ -66,7 +70,10 @@ describe('a change on one replica is effective on the very next check on another
     const local = await brokerWorld(b);
     const { rootId } = await chainOf(b, local, 0);
     await allowTwice(local, rootId, local.agent);
-    await b.http.delete(`/api/registry/pods/${local.podId}/agents/${local.agent.name}/runtime-tokens/${local.agent.tokenId}`).set(local.owner.auth).expect(204);
+    await b.http
+      .delete(`/api/registry/pods/${local.podId}/agents/${local.agent.name}/runtime-tokens/${local.agent.tokenId}`)
+      .set(local.owner.auth)
+      .expect(204);
     const res = await checkAs(a, local, rootId, local.agent);
     expect(res.status).toBe(401);
     expect(res.body.code).toBe('subject_token_invalid');

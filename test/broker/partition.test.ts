@@ -75,8 +75,18 @@ type Kind = {
 const runtime = (world: BrokerWorld) => `/api/registry/pods/${world.podId}/agents/${world.agent.name}`;
 
 const KINDS: Kind[] = [
-  { name: 'revoke', caller: (w) => w.agent, change: (r, w, root) => r.http.post(`/api/grants/${root}/revoke`).set(w.owner.auth), repeatStatus: 200 },
-  { name: 'runtime stop', caller: (w) => w.agent, change: (r, w) => r.http.post(`${runtime(w)}/runtime-stop`).set(w.owner.auth), repeatStatus: 200 },
+  {
+    name: 'revoke',
+    caller: (w) => w.agent,
+    change: (r, w, root) => r.http.post(`/api/grants/${root}/revoke`).set(w.owner.auth),
+    repeatStatus: 200,
+  },
+  {
+    name: 'runtime stop',
+    caller: (w) => w.agent,
+    change: (r, w) => r.http.post(`${runtime(w)}/runtime-stop`).set(w.owner.auth),
+    repeatStatus: 200,
+  },
   {
     name: 'member removal',
     caller: (w) => w.member,
@@ -111,7 +121,10 @@ describe.each(KINDS.map((kind) => [kind.name, kind] as const))('%s through a rep
       const cutOff = await kind.change(a, world, rootId);
       expect({ status: cutOff.status, code: cutOff.body.code }).toEqual({ status: 503, code: 'invalidation_pending' });
       // No restart, no repeat: B's relay stamps what A committed but could not announce.
-      await eventually(`B stops allowing after the ${kind.name}`, async () => (await checkAs(b, world, leafId, caller)).body.decision !== 'allow');
+      await eventually(
+        `B stops allowing after the ${kind.name}`,
+        async () => (await checkAs(b, world, leafId, caller)).body.decision !== 'allow',
+      );
       const firstDenyAt = Date.now();
       const repeat = await kind.change(b, world, rootId);
       expect(repeat.status).toBe(kind.repeatStatus);

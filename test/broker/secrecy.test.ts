@@ -36,7 +36,11 @@ describe('tool arguments exist only as their digest', () => {
     const denied = await checkAs(service, world, leafId, world.agent, { tool: 'issues.create_comment', args: { body: secret } });
     expect(allowed.body.decision).toBe('allow');
     expect(denied.body.decision).toBe('deny');
-    await service.http.post(`/api/broker/calls/${allowed.body.callId}/outcome`).set(world.broker.auth).send({ outcome: 'failed', errorCode: 'upstream_timeout' }).expect(200);
+    await service.http
+      .post(`/api/broker/calls/${allowed.body.callId}/outcome`)
+      .set(world.broker.auth)
+      .send({ outcome: 'failed', errorCode: 'upstream_timeout' })
+      .expect(200);
     const calls = await service.http.get(`/api/grants/${leafId}/calls`).set(world.owner.auth);
     expect(JSON.stringify(calls.body)).not.toContain(secret);
 

@@ -27,7 +27,9 @@ describe('a hostile tenant beside a legitimate one', () => {
     // Interleaved, so that bad and good checks land in the same batches of the call trail.
     const answers = await Promise.all(
       Array.from({ length: 400 }, (_, i) =>
-        i % 2 ? checkAs(service, victim, good.leafId, victim.agent) : checkAs(service, hostile, bad.rootId, hostile.agent, { tool: 'x\u0000' }),
+        i % 2
+          ? checkAs(service, victim, good.leafId, victim.agent)
+          : checkAs(service, hostile, bad.rootId, hostile.agent, { tool: 'x\u0000' }),
       ),
     );
     const floodAnswers = answers.filter((_, i) => i % 2 === 0);
@@ -70,7 +72,13 @@ describe('the call-trail writer', () => {
     const rows = [row('repos.read_file'), row('bad\u0000tool'), row('pulls.list'), row('repos.read_file')];
     const settled = await Promise.allSettled(rows.map((r) => writer.write(r)));
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    const stored = await service.deps.db('call_records').whereIn('id', rows.map((r) => r.id)).pluck('id');
+    const stored = await service.deps
+      .db('call_records')
+      .whereIn(
+        'id',
+        rows.map((r) => r.id),
+      )
+      .pluck('id');
     expect(stored.sort()).toEqual([rows[0]!.id, rows[2]!.id, rows[3]!.id].sort());
   });
 });

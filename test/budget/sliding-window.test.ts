@@ -47,9 +47,7 @@ describe('sliding-window budget script', () => {
   it('charges every ancestor: two children of a parent with 5 calls get 5 in total', async () => {
     const { spend } = await tree();
     const parent = level('grt_parent', 5);
-    const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => spend([level(i % 2 ? 'grt_left' : 'grt_right', 5), parent])),
-    );
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => spend([level(i % 2 ? 'grt_left' : 'grt_right', 5), parent])));
     expect(answers.filter((a) => a.kind === 'allowed')).toHaveLength(5);
   });
 
@@ -94,11 +92,26 @@ describe('sliding-window budget script', () => {
     const chain = [level('grt_m', 3)];
     expect(await budget.run({ rootId, levels: chain, expectedVersion: 'old', mode: 'consume' })).toEqual({ kind: 'missing' });
     const now = Date.now();
-    const version = await budget.restore(rootId, [{ ...chain[0]!, counted: [[now - 10, 1], [now - 5, 1]] }], 'new-random');
+    const version = await budget.restore(
+      rootId,
+      [
+        {
+          ...chain[0]!,
+          counted: [
+            [now - 10, 1],
+            [now - 5, 1],
+          ],
+        },
+      ],
+      'new-random',
+    );
     expect(version).toBe('new-random');
     expect(await redis.get(treeVersionKey(rootId))).toBe('new-random');
     // Two calls came back from the trail: one unit is left.
-    expect(await budget.run({ rootId, levels: chain, expectedVersion: version, mode: 'consume' })).toMatchObject({ kind: 'allowed', remaining: 0 });
+    expect(await budget.run({ rootId, levels: chain, expectedVersion: version, mode: 'consume' })).toMatchObject({
+      kind: 'allowed',
+      remaining: 0,
+    });
     // Another replica restoring later finds the version in place and changes nothing.
     expect(await budget.restore(rootId, [{ ...chain[0]!, counted: [] }], 'too-late')).toBe('new-random');
     expect(await budget.run({ rootId, levels: chain, expectedVersion: version, mode: 'probe' })).toMatchObject({ remaining: 0 });

@@ -12,7 +12,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-
 function createBody(overrides: Record<string, unknown> = {}) {
   return { kind: 'code_hosting_app', brokerId, externalInstallationId: 'gh-12345', tools: TOOLS, ...overrides };
 }
@@ -38,14 +37,20 @@ describe('POST /api/connections', () => {
 
   it('stores other kinds too (grant creation is what refuses them)', async () => {
     const owner = human(service, 'owner');
-    const res = await service.http.post('/api/connections').set(owner.auth).send(createBody({ kind: 'chat_app' }));
+    const res = await service.http
+      .post('/api/connections')
+      .set(owner.auth)
+      .send(createBody({ kind: 'chat_app' }));
     expect(res.status).toBe(201);
     expect(res.body.kind).toBe('chat_app');
   });
 
   it('refuses an unknown broker (400 naming body.brokerId)', async () => {
     const owner = human(service, 'owner');
-    const res = await service.http.post('/api/connections').set(owner.auth).send(createBody({ brokerId: 'brk_01jd0000000000000000000000' }));
+    const res = await service.http
+      .post('/api/connections')
+      .set(owner.auth)
+      .send(createBody({ brokerId: 'brk_01jd0000000000000000000000' }));
     expectProblem(res, 400, 'invalid_request');
     expect(res.body.errors).toEqual([{ path: 'body.brokerId', message: 'unknown broker' }]);
   });
@@ -54,7 +59,15 @@ describe('POST /api/connections', () => {
     ['an unknown field', { installationId: 'ins_01jd0000000000000000000000' }],
     ['a tool access that is neither read nor write', { tools: [{ name: 'x', access: 'admin' }] }],
     ['a tool with an unknown field', { tools: [{ name: 'x', access: 'read', secret: 's' }] }],
-    ['duplicate tool names', { tools: [{ name: 'x', access: 'read' }, { name: 'x', access: 'write' }] }],
+    [
+      'duplicate tool names',
+      {
+        tools: [
+          { name: 'x', access: 'read' },
+          { name: 'x', access: 'write' },
+        ],
+      },
+    ],
     ['no tools', { tools: [] }],
     ['a status (connections start connected)', { status: 'disconnected' }],
   ])('refuses %s (400)', async (_label, overrides) => {

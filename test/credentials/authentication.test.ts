@@ -189,7 +189,11 @@ describe('wrong-kind credentials on every route (iterates allRoutes)', () => {
   const kinds = ['human', 'agent', 'broker'] as const;
   const cases = allRoutes
     .filter((route) => route.auth !== null)
-    .flatMap((route) => kinds.filter((kind) => !route.auth!.kinds.includes(kind)).map((kind) => [`${route.method.toUpperCase()} ${route.path}`, kind, route] as const));
+    .flatMap((route) =>
+      kinds
+        .filter((kind) => !route.auth!.kinds.includes(kind))
+        .map((kind) => [`${route.method.toUpperCase()} ${route.path}`, kind, route] as const),
+    );
   let credentials: Record<(typeof kinds)[number], string>;
 
   beforeAll(async () => {

@@ -81,7 +81,12 @@ describe('human JWTs verified with a JWKS', () => {
   });
 
   it('refuses an HS256 token signed with JWT_SECRET: production does not use the shared secret', async () => {
-    const token = jwt.sign({}, service.config.JWT_SECRET, { subject: newUserId('dev'), expiresIn: '1h', issuer: ISSUER, audience: AUDIENCE });
+    const token = jwt.sign({}, service.config.JWT_SECRET, {
+      subject: newUserId('dev'),
+      expiresIn: '1h',
+      issuer: ISSUER,
+      audience: AUDIENCE,
+    });
     expectUnauthenticated(await createPod(token));
   });
 
@@ -103,12 +108,23 @@ describe('an identity provider that cannot be reached', () => {
     const down = createServer((_req, res) => res.writeHead(500).end('unavailable'));
     await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
     const { port } = down.address() as AddressInfo;
-    const cut = await startService({ NODE_ENV: 'production', JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE });
+    const cut = await startService({
+      NODE_ENV: 'production',
+      JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+    });
     try {
-      const failing = await cut.http.post('/api/pods').set(bearer(rs256({}))).send({ name: 'x' });
+      const failing = await cut.http
+        .post('/api/pods')
+        .set(bearer(rs256({})))
+        .send({ name: 'x' });
       expect({ status: failing.status, code: failing.body.code }).toEqual({ status: 503, code: 'dependency_unavailable' });
       await new Promise((resolve) => down.close(resolve));
-      const refused = await cut.http.post('/api/pods').set(bearer(rs256({}))).send({ name: 'x' });
+      const refused = await cut.http
+        .post('/api/pods')
+        .set(bearer(rs256({})))
+        .send({ name: 'x' });
       expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 503, code: 'dependency_unavailable' });
     } finally {
       await cut.close();
@@ -126,17 +142,39 @@ describe('a key set that becomes unreachable after a first successful fetch', ()
     });
     await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
     const { port } = flaky.address() as AddressInfo;
-    const cut = await startService({ NODE_ENV: 'production', JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE });
+    const cut = await startService({
+      NODE_ENV: 'production',
+      JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+    });
     try {
-      expect((await cut.http.post('/api/pods').set(bearer(rs256({}))).send({ name: 'x' })).status).toBe(201);
+      expect(
+        (
+          await cut.http
+            .post('/api/pods')
+            .set(bearer(rs256({})))
+            .send({ name: 'x' })
+        ).status,
+      ).toBe(201);
       up = false;
       const { privateKey: rotated } = generateKeyPairSync('rsa', { modulusLength: 2048 });
       // A dozen unseen kids: past the JWKS client's own rate limit too, every one is a 503.
       for (let i = 0; i < 12; i += 1) {
-        const unseen = await cut.http.post('/api/pods').set(bearer(rs256({}, { keyid: `rotated-${i}` }, rotated))).send({ name: 'x' });
+        const unseen = await cut.http
+          .post('/api/pods')
+          .set(bearer(rs256({}, { keyid: `rotated-${i}` }, rotated)))
+          .send({ name: 'x' });
         expect({ i, status: unseen.status, code: unseen.body.code }).toEqual({ i, status: 503, code: 'dependency_unavailable' });
       }
-      expect((await cut.http.post('/api/pods').set(bearer(rs256({}))).send({ name: 'x' })).status).toBe(201);
+      expect(
+        (
+          await cut.http
+            .post('/api/pods')
+            .set(bearer(rs256({})))
+            .send({ name: 'x' })
+        ).status,
+      ).toBe(201);
     } finally {
       await cut.close();
       await new Promise((resolve) => flaky.close(resolve));

@@ -85,9 +85,13 @@ describe('retention of acknowledged events', () => {
       const [row] = await db('events').where({ agent_id: agent.agentId }).whereNull('acked_at').orderBy('id', 'desc').limit(1);
       ids[key] = row.id;
       if (key === 'oldPending') break;
-      await db('events').where({ id: row.id }).update({ acked_at: db.raw(key === 'oldAcked' ? "now() - interval '2 hours'" : 'now()') });
+      await db('events')
+        .where({ id: row.id })
+        .update({ acked_at: db.raw(key === 'oldAcked' ? "now() - interval '2 hours'" : 'now()') });
     }
-    await db('events').where({ id: ids.oldPending }).update({ occurred_at: db.raw("now() - interval '3 hours'") });
+    await db('events')
+      .where({ id: ids.oldPending })
+      .update({ occurred_at: db.raw("now() - interval '3 hours'") });
 
     expect(await deleteAckedEvents(db, 3_600_000, 1)).toBeGreaterThanOrEqual(1);
     const left = await db('events').whereIn('id', Object.values(ids)).pluck('id');

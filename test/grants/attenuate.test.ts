@@ -21,7 +21,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-
 describe('POST /api/grants/:grantId/attenuate', () => {
   it('creates a narrower child linked to its parent and root; omitted fields inherit', async () => {
     const res = await attenuate(service, world.bot, parent.id, { tools: ['repos.read_file'], writeMode: 'read', budget: { calls: 10 } });
@@ -47,7 +46,11 @@ describe('POST /api/grants/:grantId/attenuate', () => {
   it('narrows a pod grant to a seat of the pod in its audience; only that seat hears of it', async () => {
     const res = await attenuate(service, world.bot, parent.id, { target: seatTarget(world.helper), tools: ['pulls.list'] });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ target: { kind: 'seat', id: world.helper.agentId }, audience: [world.helper.agentId], audienceMode: 'listed' });
+    expect(res.body).toMatchObject({
+      target: { kind: 'seat', id: world.helper.agentId },
+      audience: [world.helper.agentId],
+      audienceMode: 'listed',
+    });
     // The maker sees the child once, in the answer; afterwards a seat grant is for its seat.
     expectProblem(await service.http.get(`/api/grants/${res.body.id}`).set(world.bot.auth), 404, 'not_found');
     await service.http.get(`/api/grants/${res.body.id}`).set(world.helper.auth).expect(200);
@@ -56,7 +59,10 @@ describe('POST /api/grants/:grantId/attenuate', () => {
   });
 
   it('accepts a listed audience within the parent', async () => {
-    const res = await attenuate(service, world.bot, parent.id, { audience: [world.bot.agentId, world.member.userId], tools: ['pulls.list'] });
+    const res = await attenuate(service, world.bot, parent.id, {
+      audience: [world.bot.agentId, world.member.userId],
+      tools: ['pulls.list'],
+    });
     expect(res.status).toBe(201);
     expect(res.body.audience.sort()).toEqual([world.bot.agentId, world.member.userId].sort());
   });
@@ -108,7 +114,11 @@ describe('POST /api/grants/:grantId/attenuate', () => {
   });
 
   it('422 audience_not_member: a listed identity that is no member', async () => {
-    expectProblem(await attenuate(service, world.bot, parent.id, { audience: [world.bot.agentId, world.outsider.userId] }), 422, 'audience_not_member');
+    expectProblem(
+      await attenuate(service, world.bot, parent.id, { audience: [world.bot.agentId, world.outsider.userId] }),
+      422,
+      'audience_not_member',
+    );
   });
 
   it('422 expiry_out_of_range: an expiry in the past', async () => {

@@ -1,7 +1,7 @@
 import { startService, type TestService } from '../support/service';
 import { expectProblem } from '../support/problems';
 import { connection, human, installAgent, podWith } from '../support/world';
-import { grantWorld, inSeconds, podTarget, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
+import { grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
 
 let service: TestService;
 let world: GrantWorld;
@@ -21,8 +21,22 @@ describe('POST /api/grants: a root grant', () => {
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(
       [
-        'id', 'parentId', 'rootId', 'depth', 'target', 'audience', 'audienceMode', 'tools', 'writeMode', 'budget',
-        'expiresAt', 'createdAt', 'revokedAt', 'status', 'installationId', 'grantedBy',
+        'id',
+        'parentId',
+        'rootId',
+        'depth',
+        'target',
+        'audience',
+        'audienceMode',
+        'tools',
+        'writeMode',
+        'budget',
+        'expiresAt',
+        'createdAt',
+        'revokedAt',
+        'status',
+        'installationId',
+        'grantedBy',
       ].sort(),
     );
     expect(res.body).toMatchObject({
@@ -90,7 +104,6 @@ describe('POST /api/grants: a root grant', () => {
 });
 
 describe('POST /api/grants: every refusal of spec §7.1 with its code', () => {
-
   it('403 connection_not_owned: a member uses the owner’s connection', async () => {
     expectProblem(await postGrant(service, world, {}, world.member), 403, 'connection_not_owned');
   });
@@ -135,7 +148,11 @@ describe('POST /api/grants: every refusal of spec §7.1 with its code', () => {
     const stranger = human(service, 'stranger');
     const theirPod = await podWith(service, stranger);
     expectProblem(await postGrant(service, world, { target: { kind: 'pod', id: theirPod } }), 422, 'target_not_allowed');
-    expectProblem(await postGrant(service, world, { target: { kind: 'pod', id: 'pod_01jd0000000000000000000000' } }), 422, 'target_not_allowed');
+    expectProblem(
+      await postGrant(service, world, { target: { kind: 'pod', id: 'pod_01jd0000000000000000000000' } }),
+      422,
+      'target_not_allowed',
+    );
   });
 
   it('422 target_not_allowed: a seat not installed in a pod of the owner, or no seat at all', async () => {
@@ -143,7 +160,11 @@ describe('POST /api/grants: every refusal of spec §7.1 with its code', () => {
     const theirPod = await podWith(service, stranger);
     const theirAgent = await installAgent(service, stranger, theirPod, 'theirs');
     expectProblem(await postGrant(service, world, { target: seatTarget(theirAgent) }), 422, 'target_not_allowed');
-    expectProblem(await postGrant(service, world, { target: { kind: 'seat', id: 'agt_01jd0000000000000000000000' } }), 422, 'target_not_allowed');
+    expectProblem(
+      await postGrant(service, world, { target: { kind: 'seat', id: 'agt_01jd0000000000000000000000' } }),
+      422,
+      'target_not_allowed',
+    );
     expectProblem(await postGrant(service, world, { target: { kind: 'seat', id: world.member.userId } }), 422, 'target_not_allowed');
   });
 
@@ -171,7 +192,11 @@ describe('POST /api/grants: every refusal of spec §7.1 with its code', () => {
 
   it('422 expiry_out_of_range: expiresAt in the past or more than 365 days away', async () => {
     expectProblem(await postGrant(service, world, { expiresAt: inSeconds(-1) }), 422, 'expiry_out_of_range');
-    expectProblem(await postGrant(service, world, { expiresAt: new Date(Date.now() + 366 * DAY).toISOString() }), 422, 'expiry_out_of_range');
+    expectProblem(
+      await postGrant(service, world, { expiresAt: new Date(Date.now() + 366 * DAY).toISOString() }),
+      422,
+      'expiry_out_of_range',
+    );
   });
 
   it('lists every reason when several hold; the code is the first by status', async () => {
@@ -192,10 +217,18 @@ describe('the OpenAPI document', () => {
     const doc = (await service.http.get('/api/openapi.json').expect(200)).body;
     const ops: Array<[string, string, string[]]> = [
       ['/api/pods/{podId}/grants', 'get', ['not_found']],
-      ['/api/grants', 'post', ['server_derived_field', 'connection_not_owned', 'target_not_allowed', 'audience_not_member', 'tool_not_enabled', 'grant_widening']],
+      [
+        '/api/grants',
+        'post',
+        ['server_derived_field', 'connection_not_owned', 'target_not_allowed', 'audience_not_member', 'tool_not_enabled', 'grant_widening'],
+      ],
       ['/api/grants/{grantId}', 'get', ['not_found']],
       ['/api/grants/{grantId}/calls', 'get', ['not_found']],
-      ['/api/grants/{grantId}/attenuate', 'post', ['grant_widening', 'grant_not_usable', 'delegation_too_deep', 'runtime_stopped', 'credential_not_accepted']],
+      [
+        '/api/grants/{grantId}/attenuate',
+        'post',
+        ['grant_widening', 'grant_not_usable', 'delegation_too_deep', 'runtime_stopped', 'credential_not_accepted'],
+      ],
       ['/api/grants/{grantId}/revoke', 'post', ['not_connection_owner', 'not_found']],
       ['/api/grants/{grantId}', 'delete', ['not_connection_owner', 'not_found']],
     ];
@@ -203,7 +236,8 @@ describe('the OpenAPI document', () => {
       const operation = doc.paths[path]?.[method];
       expect({ path, method, documented: Boolean(operation) }).toEqual({ path, method, documented: true });
       const described = JSON.stringify(operation.responses);
-      for (const code of codes) expect({ path, method, code, found: described.includes(`\`${code}\``) }).toEqual({ path, method, code, found: true });
+      for (const code of codes)
+        expect({ path, method, code, found: described.includes(`\`${code}\``) }).toEqual({ path, method, code, found: true });
     }
     expect(doc.info.description).toContain('principal_not_in_audience');
   });

@@ -19,7 +19,11 @@ const read = (id: string, as: Human = world.owner) => service.http.get(`/api/gra
 describe('the effective audience follows membership at read time', () => {
   it('drops a removed member from a members-mode and a listed pod grant at once', async () => {
     const leaving = human(service, 'leaving');
-    await service.http.post(`/api/pods/${world.podId}/members`).set(world.owner.auth).send({ userId: leaving.userId, role: 'member' }).expect(201);
+    await service.http
+      .post(`/api/pods/${world.podId}/members`)
+      .set(world.owner.auth)
+      .send({ userId: leaving.userId, role: 'member' })
+      .expect(201);
     const members = await postGrant(service, world, {}).expect(201);
     const listed = await postGrant(service, world, { audience: [leaving.userId, world.bot.agentId] }).expect(201);
     expect(members.body.audience).toContain(leaving.userId);
@@ -37,7 +41,11 @@ describe('the effective audience follows membership at read time', () => {
     const seat = await postGrant(service, world, { target: seatTarget(temp) }).expect(201);
     const pod = await postGrant(service, world, {}).expect(201);
     const joiner = human(service, 'joiner');
-    await service.http.post(`/api/pods/${world.podId}/members`).set(world.owner.auth).send({ userId: joiner.userId, role: 'member' }).expect(201);
+    await service.http
+      .post(`/api/pods/${world.podId}/members`)
+      .set(world.owner.auth)
+      .send({ userId: joiner.userId, role: 'member' })
+      .expect(201);
     expect((await read(pod.body.id)).body.audience).toContain(joiner.userId);
     await service.http.delete(`/api/registry/pods/${world.podId}/agents/temp`).set(world.owner.auth).expect(204);
     expect((await read(seat.body.id)).body.audience).toEqual([]);
@@ -71,7 +79,10 @@ describe('status is computed from the whole chain at read time', () => {
     const root = await postGrant(service, world, {}).expect(201);
     const child = await attenuate(service, world.bot, root.body.id, { expiresAt: inSeconds(3600) }).expect(201);
     // Nothing in the API moves an expiry earlier; set the root's in the past to isolate the rule.
-    await service.deps.db('grants').where({ id: root.body.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    await service.deps
+      .db('grants')
+      .where({ id: root.body.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     const res = await read(child.body.id);
     expect(res.body).toMatchObject({ status: 'expired', expiresAt: child.body.expiresAt });
   });
@@ -112,7 +123,10 @@ describe('GET /api/pods/:podId/grants', () => {
     const active = await service.http.get(`/api/pods/${podId}/grants?status=active&limit=3`).set(world.owner.auth).expect(200);
     expect(active.body.items.map((g: { id: string }) => g.id)).toEqual([made[4], made[3], made[2]]);
     expect(active.body.nextCursor).not.toBeNull();
-    const rest = await service.http.get(`/api/pods/${podId}/grants?status=active&limit=3&cursor=${active.body.nextCursor}`).set(world.owner.auth).expect(200);
+    const rest = await service.http
+      .get(`/api/pods/${podId}/grants?status=active&limit=3&cursor=${active.body.nextCursor}`)
+      .set(world.owner.auth)
+      .expect(200);
     expect(rest.body.items.map((g: { id: string }) => g.id)).toEqual([made[0]]);
     expect(rest.body.nextCursor).toBeNull();
   });

@@ -20,7 +20,11 @@ beforeAll(async () => {
   world = await grantWorld(service);
   // A second connection owner in the pod, so grants come from connections of different members.
   secondOwner = human(service, 'second-owner');
-  await service.http.post(`/api/pods/${world.podId}/members`).set(world.owner.auth).send({ userId: secondOwner.userId, role: 'member' }).expect(201);
+  await service.http
+    .post(`/api/pods/${world.podId}/members`)
+    .set(world.owner.auth)
+    .send({ userId: secondOwner.userId, role: 'member' })
+    .expect(201);
   const theirs = await connection(service, secondOwner, world.brokerId);
   seats = [world.bot, world.helper, await installAgent(service, world.owner, world.podId, 'third')];
   for (const seat of seats) {
@@ -38,7 +42,11 @@ async function listed(auth: { Authorization: string }): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | undefined;
   do {
-    const res = await service.http.get(`/api/pods/${world.podId}/grants`).query({ limit: 2, ...(cursor ? { cursor } : {}) }).set(auth).expect(200);
+    const res = await service.http
+      .get(`/api/pods/${world.podId}/grants`)
+      .query({ limit: 2, ...(cursor ? { cursor } : {}) })
+      .set(auth)
+      .expect(200);
     ids.push(...res.body.items.map((g: { id: string }) => g.id));
     cursor = res.body.nextCursor ?? undefined;
   } while (cursor);
@@ -47,14 +55,24 @@ async function listed(auth: { Authorization: string }): Promise<string[]> {
 
 /** What the policy alone would show: `grants/read` asked about every grant of the pod. */
 async function readableByPolicy(caller: { kind: 'human' | 'agent'; id: string }): Promise<string[]> {
-  const rows: Array<{ id: string }> = await service.deps.db('grants').where('target_pod_id', world.podId).orderBy([
-    { column: 'created_at', order: 'desc' },
-    { column: 'id', order: 'desc' },
-  ]);
+  const rows: Array<{ id: string }> = await service.deps
+    .db('grants')
+    .where('target_pod_id', world.podId)
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
   const members = await service.deps.db('pod_members').where('pod_id', world.podId).pluck('member_id');
-  const facts = await loadGrantFactsMany(service.deps.db, rows.map((r) => r.id));
+  const facts = await loadGrantFactsMany(
+    service.deps.db,
+    rows.map((r) => r.id),
+  );
   return rows
-    .filter((row) => service.deps.policy.evaluate(decisions.grantsRead, { now_ms: Date.now(), caller, grant: policyFacts(facts.get(row.id)!, members) }).allow)
+    .filter(
+      (row) =>
+        service.deps.policy.evaluate(decisions.grantsRead, { now_ms: Date.now(), caller, grant: policyFacts(facts.get(row.id)!, members) })
+          .allow,
+    )
     .map((row) => row.id);
 }
 
@@ -64,7 +82,14 @@ describe('the read-scope pre-filter of GET /api/pods/:podId/grants', () => {
       ['connection owner', world.owner.auth, { kind: 'human', id: world.owner.userId }],
       ['another connection owner', secondOwner.auth, { kind: 'human', id: secondOwner.userId }],
       ['plain member', world.member.auth, { kind: 'human', id: world.member.userId }],
-      ...seats.map((seat) => [`seat ${seat.name}`, seat.auth, { kind: 'agent' as const, id: seat.agentId }] as [string, { Authorization: string }, { kind: 'agent'; id: string }]),
+      ...seats.map(
+        (seat) =>
+          [`seat ${seat.name}`, seat.auth, { kind: 'agent' as const, id: seat.agentId }] as [
+            string,
+            { Authorization: string },
+            { kind: 'agent'; id: string },
+          ],
+      ),
     ];
     for (const [label, auth, caller] of callers) {
       const expected = await readableByPolicy(caller);

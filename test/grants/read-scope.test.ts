@@ -35,7 +35,11 @@ beforeAll(async () => {
   service = await startService();
   world = await grantWorld(service);
   const removed = human(service, 'removed');
-  await service.http.post(`/api/pods/${world.podId}/members`).set(world.owner.auth).send({ userId: removed.userId, role: 'member' }).expect(201);
+  await service.http
+    .post(`/api/pods/${world.podId}/members`)
+    .set(world.owner.auth)
+    .send({ userId: removed.userId, role: 'member' })
+    .expect(201);
   const pod = await postGrant(service, world, { target: podTarget(world) }).expect(201);
   const seat = await postGrant(service, world, { target: seatTarget(world.bot) }).expect(201);
   grants = { pod: pod.body.id, seat: seat.body.id };
@@ -122,7 +126,10 @@ describe('the call trail', () => {
     for (const [i, tool] of ['a', 'b', 'c'].entries()) ids.push(await recordCall(grants.seat, tool, new Date(base + i)));
     const first = await service.http.get(`/api/grants/${grants.seat}/calls?limit=2`).set(world.bot.auth).expect(200);
     expect(first.body.items.map((c: { tool: string }) => c.tool)).toEqual(['c', 'b']);
-    const second = await service.http.get(`/api/grants/${grants.seat}/calls?limit=2&cursor=${first.body.nextCursor}`).set(world.bot.auth).expect(200);
+    const second = await service.http
+      .get(`/api/grants/${grants.seat}/calls?limit=2&cursor=${first.body.nextCursor}`)
+      .set(world.bot.auth)
+      .expect(200);
     expect(second.body.items.map((c: { tool: string }) => c.tool)).toEqual(['a', 'repos.read_file']);
     expect(second.body.nextCursor).toBeNull();
   });

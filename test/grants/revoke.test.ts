@@ -70,7 +70,11 @@ describe('revocation', () => {
       .where({ type: 'grant.revoked' })
       .whereRaw("data->>'rootId' = ?", [tree.root])
       .select('agent_id', service.deps.db.raw("data->>'grantId' as grant_id"));
-    const byGrant = (id: string) => rows.filter((r) => r.grant_id === id).map((r) => r.agent_id).sort();
+    const byGrant = (id: string) =>
+      rows
+        .filter((r) => r.grant_id === id)
+        .map((r) => r.agent_id)
+        .sort();
     expect(byGrant(tree.root)).toEqual([world.bot.agentId, world.helper.agentId].sort());
     expect(byGrant(tree.grandchild)).toEqual([world.helper.agentId]);
   });
@@ -80,7 +84,10 @@ describe('revocation', () => {
     const seat = await postGrant(service, world, { target: seatTarget(world.bot) }).expect(201);
     const problem = (res: { status: number; body: { code: string } }) => ({ status: res.status, code: res.body.code });
     expect(problem(await revoke(pod.body.id, world.member.auth))).toEqual({ status: 403, code: 'not_connection_owner' });
-    expect(problem(await service.http.delete(`/api/grants/${pod.body.id}`).set(world.member.auth))).toEqual({ status: 403, code: 'not_connection_owner' });
+    expect(problem(await service.http.delete(`/api/grants/${pod.body.id}`).set(world.member.auth))).toEqual({
+      status: 403,
+      code: 'not_connection_owner',
+    });
     expect(problem(await revoke(seat.body.id, world.member.auth))).toEqual({ status: 404, code: 'not_found' });
     expect(problem(await revoke(pod.body.id, world.outsider.auth))).toEqual({ status: 404, code: 'not_found' });
     expect(problem(await revoke('grt_01jd0000000000000000000000'))).toEqual({ status: 404, code: 'not_found' });
@@ -104,7 +111,11 @@ describe('revocation', () => {
         expect([200, 201, 422]).toContain(res.status);
         if (res.status === 422) expect(res.body.code).toBe('grant_not_usable');
       }
-      const active = await service.deps.db('grants').where({ root_id: root.body.id }).whereNull('revoked_at').count<{ count: string }[]>('* as count');
+      const active = await service.deps
+        .db('grants')
+        .where({ root_id: root.body.id })
+        .whereNull('revoked_at')
+        .count<{ count: string }[]>('* as count');
       expect({ round, active: Number(active[0]?.count) }).toEqual({ round, active: 0 });
     }
   });

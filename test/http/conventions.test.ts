@@ -39,7 +39,10 @@ describe('HTTP conventions (CONTRACT §1)', () => {
   });
 
   it('refuses a body over 64 KiB with 413', async () => {
-    const res = await service.http.post('/api/pods').set(bearer(token)).send({ name: 'x'.repeat(70 * 1024) });
+    const res = await service.http
+      .post('/api/pods')
+      .set(bearer(token))
+      .send({ name: 'x'.repeat(70 * 1024) });
     expect(res.status).toBe(413);
     expect(res.body.code).toBe('payload_too_large');
   });
@@ -63,6 +66,9 @@ describe('HTTP conventions (CONTRACT §1)', () => {
     expect(res.body).toMatchObject({ status: 'ready', checks: { postgres: true, redis: true, policy: true } });
     expect(res.body.policyRevision).toMatch(/^sha256:[0-9a-f]{64}$/);
     // Read from the Redis itself (the shared test Redis is usually started with no persistence).
-    expect(res.body.redisDurability).toEqual({ persistence: expect.stringMatching(/^(aof|rdb|none)$/), evictionPolicy: expect.any(String) });
+    expect(res.body.redisDurability).toEqual({
+      persistence: expect.stringMatching(/^(aof|rdb|none)$/),
+      evictionPolicy: expect.any(String),
+    });
   });
 });

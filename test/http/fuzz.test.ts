@@ -1,6 +1,16 @@
 import fc from 'fast-check';
+import type { Test } from 'supertest';
 import { startService, type TestService } from '../support/service';
-import { credential, hostileJson, hostileShapeText, hostileString, mutated, pathValue, percentEncode, type Credential } from '../support/fuzz-arbitraries';
+import {
+  credential,
+  hostileJson,
+  hostileShapeText,
+  hostileString,
+  mutated,
+  pathValue,
+  percentEncode,
+  type Credential,
+} from '../support/fuzz-arbitraries';
 import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 
 /**
@@ -14,8 +24,15 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 fc.configureGlobal({ seed: Number(process.env.FUZZ_SEED ?? 20261122), numRuns: RUNS, endOnFailure: true });
 
 type Parameter = { name: string; in: 'path' | 'query'; schema?: { type?: string } };
-type Operation = { parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: { $ref?: string } }> }; security?: unknown[] };
-type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, { properties?: Record<string, unknown> }> } };
+type Operation = {
+  parameters?: Parameter[];
+  requestBody?: { content: Record<string, { schema: { $ref?: string } }> };
+  security?: unknown[];
+};
+type Doc = {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+};
 
 let service: TestService;
 let doc: Doc;
@@ -56,7 +73,12 @@ async function world() {
     'POST /api/registry/pods/{podId}/agents/{name}/runtime-tokens': { name: 'fuzz' },
     'POST /api/pods': { name: 'Fuzz pod' },
     'POST /api/pods/{podId}/members': { userId: 'fuzz-user', role: 'member' },
-    'POST /api/connections': { kind: 'code_hosting_app', brokerId: w.broker.id, externalInstallationId: 'x', tools: [{ name: 'a.b', access: 'read' }] },
+    'POST /api/connections': {
+      kind: 'code_hosting_app',
+      brokerId: w.broker.id,
+      externalInstallationId: 'x',
+      tools: [{ name: 'a.b', access: 'read' }],
+    },
     'PATCH /api/connections/{connectionId}': { status: 'connected' },
   };
   return { ids, examples, tokens: { human: w.owner.token, agent: w.agent.token, broker: w.broker.token } };
@@ -79,7 +101,12 @@ type Body = { kind: 'none' } | { kind: 'json'; value: unknown } | { kind: 'raw';
 function bodies(doc: Doc, operation: Operation, example: Record<string, unknown> | undefined): fc.Arbitrary<Body> {
   const json = (value: fc.Arbitrary<unknown>) => value.map((v): Body => ({ kind: 'json', value: v }));
   const fields = fieldsBody(doc, operation);
-  const near = example ? [{ weight: 2, arbitrary: json(fc.constant(example)) }, { weight: 6, arbitrary: json(mutated(example)) }] : [];
+  const near = example
+    ? [
+        { weight: 2, arbitrary: json(fc.constant(example)) },
+        { weight: 6, arbitrary: json(mutated(example)) },
+      ]
+    : [];
   return fc.oneof(
     { weight: example ? 1 : 6, arbitrary: fc.constant<Body>({ kind: 'none' }) },
     ...near,
@@ -92,8 +119,14 @@ function bodies(doc: Doc, operation: Operation, example: Record<string, unknown>
 
 function query(operation: Operation): fc.Arbitrary<string> {
   const known = (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
-  const key = fc.oneof(fc.constantFrom(...known, 'unknown', '__proto__', 'limit'), hostileString.filter((s) => s.length < 20));
-  const value = fc.oneof(hostileString.filter((s) => s.length < 200), fc.constantFrom('0', '-1', '201', '1e3', 'NaN', '50', 'active'));
+  const key = fc.oneof(
+    fc.constantFrom(...known, 'unknown', '__proto__', 'limit'),
+    hostileString.filter((s) => s.length < 20),
+  );
+  const value = fc.oneof(
+    hostileString.filter((s) => s.length < 200),
+    fc.constantFrom('0', '-1', '201', '1e3', 'NaN', '50', 'active'),
+  );
   const junk = fc
     .array(fc.tuple(key, value), { maxLength: 4 })
     .map((pairs) => pairs.map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`).join('&'));
@@ -101,7 +134,7 @@ function query(operation: Operation): fc.Arbitrary<string> {
 }
 
 async function send(method: string, url: string, cred: Credential, body: Body) {
-  let req = (service.http as unknown as Record<string, (u: string) => import('supertest').Test>)[method]!(url);
+  let req = (service.http as unknown as Record<string, (u: string) => Test>)[method]!(url);
   if (cred.header) req = req.set('Authorization', cred.header);
   // As text: supertest would not send a bare number or string as JSON.
   if (body.kind === 'json') req = req.set('Content-Type', 'application/json').send(JSON.stringify(body.value) ?? 'null');
@@ -135,7 +168,9 @@ function fail(message: string): void {
 }
 
 const operations = () =>
-  Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })));
+  Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
+  );
 
 describe('fuzzing every route of the OpenAPI document', () => {
   it('covers every operation the document lists', () => {

@@ -19,7 +19,6 @@ afterAll(() => service.close());
 
 const LONE_SURROGATE = '\ud800';
 
-
 /** JSON text nested `depth` levels deep: supertest cannot stringify it (the stack overflows). */
 function deeplyNestedArgs(depth: number): string {
   return `{"grantId":"grt_01jd6x3c4vf8r9t2y5u7w0z1ab","tool":"repos.read_file","subjectToken":"x","args":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
@@ -47,7 +46,10 @@ describe('text that Postgres or the policy cannot take is a 400 everywhere', () 
 
   it('refuses a NUL in a pod name, a member id, a path id and a query value', async () => {
     expectProblem(await service.http.post('/api/pods').set(world.owner.auth).send({ name: 'pod\u0000' }), 400, 'invalid_request');
-    const member = await service.http.post(`/api/pods/${world.podId}/members`).set(world.owner.auth).send({ userId: 'bob\u0000', role: 'member' });
+    const member = await service.http
+      .post(`/api/pods/${world.podId}/members`)
+      .set(world.owner.auth)
+      .send({ userId: 'bob\u0000', role: 'member' });
     expectProblem(member, 400, 'invalid_request');
     expectProblem(await service.http.get('/api/grants/grt_%00').set(world.owner.auth), 400, 'invalid_request');
     expectProblem(await service.http.get(`/api/pods/${world.podId}/grants?cursor=%00`).set(world.owner.auth), 400, 'invalid_request');
@@ -75,7 +77,11 @@ describe('deep nesting', () => {
   });
 
   it('bounds the depth with a 400 for a valid broker', async () => {
-    const res = await service.http.post('/api/broker/check').set(world.broker.auth).set('Content-Type', 'application/json').send(deeplyNestedArgs(5000));
+    const res = await service.http
+      .post('/api/broker/check')
+      .set(world.broker.auth)
+      .set('Content-Type', 'application/json')
+      .send(deeplyNestedArgs(5000));
     expectProblem(res, 400, 'invalid_request');
     expect(res.body.errors[0].message).toMatch(/nested deeper than 32 levels/);
   });
@@ -107,7 +113,13 @@ describe('credentials and bodies', () => {
     const { port } = new URL(service.baseUrl);
     const res = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
       const req = httpRequest(
-        { host: '127.0.0.1', port: Number(port), path: '/api/pods', method: 'GET', headers: { Authorization: `Bearer ${'a'.repeat(40_000)}` } },
+        {
+          host: '127.0.0.1',
+          port: Number(port),
+          path: '/api/pods',
+          method: 'GET',
+          headers: { Authorization: `Bearer ${'a'.repeat(40_000)}` },
+        },
         (answer) => {
           let body = '';
           answer.on('data', (chunk) => (body += chunk));

@@ -14,11 +14,27 @@ const Thing = z.object({ id: z.string(), count: z.number().int() });
 
 const routes = [
   defineRoute(
-    { method: 'get', path: '/good', operationId: 'good', tag: 't', summary: 's', auth: null, success: { status: 200, description: 'd', schema: Thing } },
+    {
+      method: 'get',
+      path: '/good',
+      operationId: 'good',
+      tag: 't',
+      summary: 's',
+      auth: null,
+      success: { status: 200, description: 'd', schema: Thing },
+    },
     async () => ({ body: { id: 'a', count: 1 } }),
   ),
   defineRoute(
-    { method: 'get', path: '/bad-body', operationId: 'badBody', tag: 't', summary: 's', auth: null, success: { status: 200, description: 'd', schema: Thing } },
+    {
+      method: 'get',
+      path: '/bad-body',
+      operationId: 'badBody',
+      tag: 't',
+      summary: 's',
+      auth: null,
+      success: { status: 200, description: 'd', schema: Thing },
+    },
     async () => ({ body: { id: 'a', count: 1.5 } }),
   ),
   defineRoute(
@@ -37,7 +53,15 @@ const routes = [
     },
   ),
   defineRoute(
-    { method: 'get', path: '/undeclared', operationId: 'undeclared', tag: 't', summary: 's', auth: null, success: { status: 200, description: 'd', schema: Thing } },
+    {
+      method: 'get',
+      path: '/undeclared',
+      operationId: 'undeclared',
+      tag: 't',
+      summary: 's',
+      auth: null,
+      success: { status: 200, description: 'd', schema: Thing },
+    },
     async () => {
       throw new ApiError('last_owner');
     },

@@ -1,7 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../support/replica';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -14,7 +13,10 @@ const dist = path.resolve(__dirname, '../../dist/src');
 
 async function waitUntilReady(base: string): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt += 1) {
-    const ready = await fetch(`${base}/readyz`).then((res) => res.ok, () => false);
+    const ready = await fetch(`${base}/readyz`).then(
+      (res) => res.ok,
+      () => false,
+    );
     if (ready) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -44,7 +46,10 @@ it('finishes an in-flight request after SIGTERM, refuses new ones, and exits 0',
   child.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 200));
 
-  const refused = await fetch(`${base}/healthz`).then(() => 'answered', () => 'refused');
+  const refused = await fetch(`${base}/healthz`).then(
+    () => 'answered',
+    () => 'refused',
+  );
   expect(refused).toBe('refused');
   const res = await longPoll;
   expect(res.status).toBe(200);

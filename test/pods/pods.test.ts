@@ -10,7 +10,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-
 async function memberIds(podId: string, reader: Human): Promise<Record<string, string>> {
   const res = await service.http.get(`/api/pods/${podId}/members`).set(reader.auth).expect(200);
   expect(res.body.nextCursor).toBeNull();
@@ -30,7 +29,12 @@ describe('POST /api/pods and GET /api/pods/:podId', () => {
     const owner = human(service, 'owner');
     const res = await service.http.post('/api/pods').set(owner.auth).send({ name: '  Research  ' });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: expect.stringMatching(/^pod_[0-7][0-9a-z]{25}$/), name: 'Research', createdBy: owner.userId, createdAt: expect.any(String) });
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^pod_[0-7][0-9a-z]{25}$/),
+      name: 'Research',
+      createdBy: owner.userId,
+      createdAt: expect.any(String),
+    });
     expect(new Date(res.body.createdAt).toISOString()).toBe(res.body.createdAt);
     expect(await memberIds(res.body.id, owner)).toEqual({ [owner.userId]: 'owner' });
   });
@@ -89,7 +93,14 @@ describe('POST /api/pods/:podId/members', () => {
     const newcomer = human(service, 'new');
     const res = await addMember(podId, owner, newcomer.userId, 'admin');
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ podId, memberId: newcomer.userId, kind: 'human', role: 'admin', addedBy: owner.userId, addedAt: expect.any(String) });
+    expect(res.body).toEqual({
+      podId,
+      memberId: newcomer.userId,
+      kind: 'human',
+      role: 'admin',
+      addedBy: owner.userId,
+      addedAt: expect.any(String),
+    });
     const coOwner = human(service, 'co-owner');
     expect((await addMember(podId, owner, coOwner.userId, 'owner')).status).toBe(201);
     expect((await memberIds(podId, member))[coOwner.userId]).toBe('owner');
@@ -125,7 +136,10 @@ describe('POST /api/pods/:podId/members', () => {
   it('refuses a service id as a human user id, an unknown role and unknown fields (400)', async () => {
     expectProblem(await addMember(podId, owner, 'agt_01jd0000000000000000000000', 'member'), 400, 'invalid_request');
     expectProblem(await addMember(podId, owner, 'carol', 'superuser'), 400, 'invalid_request');
-    const extra = await service.http.post(`/api/pods/${podId}/members`).set(owner.auth).send({ userId: 'carol', role: 'member', kind: 'agent' });
+    const extra = await service.http
+      .post(`/api/pods/${podId}/members`)
+      .set(owner.auth)
+      .send({ userId: 'carol', role: 'member', kind: 'agent' });
     expectProblem(extra, 400, 'invalid_request');
   });
 });

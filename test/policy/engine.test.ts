@@ -30,7 +30,16 @@ let denyAll: Buffer;
 function buildModule(rego: string): Buffer {
   const dir = mkdtempSync(path.join(work, 'build-'));
   writeFileSync(path.join(dir, 'tiny.rego'), rego);
-  execFileSync(path.join(root, '.tools/bin/opa'), ['build', '-t', 'wasm', '-e', 'tiny/decision', '-o', path.join(dir, 'bundle.tar.gz'), path.join(dir, 'tiny.rego')]);
+  execFileSync(path.join(root, '.tools/bin/opa'), [
+    'build',
+    '-t',
+    'wasm',
+    '-e',
+    'tiny/decision',
+    '-o',
+    path.join(dir, 'bundle.tar.gz'),
+    path.join(dir, 'tiny.rego'),
+  ]);
   execFileSync('tar', ['-xzf', path.join(dir, 'bundle.tar.gz'), '-C', dir, '/policy.wasm'], { stdio: 'ignore' });
   return readFileSync(path.join(dir, 'policy.wasm'));
 }
@@ -120,7 +129,9 @@ describe('hot reload', () => {
     expect(await engine.reload()).toBe(false);
     expect(engine.revision).toBe(before);
     expect(engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER)).toEqual({ allow: true, reasons: [], decisionId: expect.any(String) });
-    expect(lines).toContainEqual(expect.objectContaining({ level: 50, keptRevision: before, msg: expect.stringContaining('policy module refused') }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 50, keptRevision: before, msg: expect.stringContaining('policy module refused') }),
+    );
   });
 
   it('refuses an empty file the same way', async () => {
@@ -147,7 +158,7 @@ describe('hot reload', () => {
     install(file, denyAll);
     expect(await engine.reload()).toBe(true);
     expect(engine.revision).toBe(sha256(denyAll));
-    expect(engine.evaluate(tiny, {})).toEqual({ allow: false, reasons: ["not_found"], decisionId: expect.any(String) });
+    expect(engine.evaluate(tiny, {})).toEqual({ allow: false, reasons: ['not_found'], decisionId: expect.any(String) });
     expect(lines).toContainEqual(expect.objectContaining({ msg: 'policy loaded', revision: sha256(denyAll), previous: sha256(allowAll) }));
   });
 
@@ -207,7 +218,9 @@ describe('decision log', () => {
     await deny.engine.reload();
     deny.engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER);
     deny.engine.evaluate(decisions.podsAccess, input);
-    expect(deny.lines.filter((line) => line.msg === 'policy decision').map((line) => (line.result as { allow: boolean }).allow)).toEqual([false]);
+    expect(deny.lines.filter((line) => line.msg === 'policy decision').map((line) => (line.result as { allow: boolean }).allow)).toEqual([
+      false,
+    ]);
 
     const off = engineOn(readFileSync(SERVICE_MODULE), { mode: 'off' });
     await off.engine.reload();
@@ -215,7 +228,6 @@ describe('decision log', () => {
     expect(off.lines.filter((line) => line.msg === 'policy decision')).toEqual([]);
   });
 });
-
 
 describe('the service without a usable policy module', () => {
   it('is not ready and fails closed: 503 dependency_unavailable where a decision is needed', async () => {

@@ -22,7 +22,11 @@ it('keeps the WASM memory flat over 50k evaluations with varying inputs', async 
 });
 
 it('measures live memory: one evaluation with a 2 MiB input grows it (so flat above means flat)', async () => {
-  const engine = new PolicyEngine({ path: path.resolve(__dirname, '../../build/policy/policy.wasm'), log: createLogger('silent'), decisionLog: 'off' });
+  const engine = new PolicyEngine({
+    path: path.resolve(__dirname, '../../build/policy/policy.wasm'),
+    log: createLogger('silent'),
+    decisionLog: 'off',
+  });
   await engine.reload();
   const before = engine.wasmMemoryBytes!;
   engine.evaluate(decisions.podsAccess, { action: `pod.read${'x'.repeat(2 * 1024 * 1024)}`, caller: { kind: 'human', role: 'member' } });

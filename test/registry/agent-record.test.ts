@@ -64,7 +64,11 @@ describe('GET /api/registry/pods/:podId/agents/:name', () => {
 
 describe('PATCH /api/registry/pods/:podId/agents/:name', () => {
   it('lets owners and admins change displayName and description, telling only that agent', async () => {
-    const res = await service.http.patch(path()).set(admin.auth).send({ displayName: 'Record bot', description: 'Keeps records' }).expect(200);
+    const res = await service.http
+      .patch(path())
+      .set(admin.auth)
+      .send({ displayName: 'Record bot', description: 'Keeps records' })
+      .expect(200);
     expect(res.body).toMatchObject({ displayName: 'Record bot', description: 'Keeps records', agentId: agent.agentId });
     const events = await poll(service, agent);
     expect(events).toHaveLength(1);

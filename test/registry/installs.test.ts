@@ -21,7 +21,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-
 const agents = () => `/api/registry/pods/${podId}/agents`;
 const tokens = (name: string) => `${agents()}/${name}/runtime-tokens`;
 

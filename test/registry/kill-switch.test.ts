@@ -40,8 +40,13 @@ const check = () =>
     .set(brokerAuth)
     .send({ grantId, tool: 'repos.read_file', subjectToken: agent.token, args: { path: 'README.md' } })
     .expect(200);
-const attenuate = () => service.http.post(`/api/grants/${grantId}/attenuate`).set(agent.auth).send({ tools: ['pulls.list'] });
-const runtime = (action: string) => service.http.post(`/api/registry/pods/${podId}/agents/${agent.name}/${action}`).set(owner.auth).expect(200);
+const attenuate = () =>
+  service.http
+    .post(`/api/grants/${grantId}/attenuate`)
+    .set(agent.auth)
+    .send({ tools: ['pulls.list'] });
+const runtime = (action: string) =>
+  service.http.post(`/api/registry/pods/${podId}/agents/${agent.name}/${action}`).set(owner.auth).expect(200);
 
 describe('the pod context lists the grants the agent can use now', () => {
   it('active grants whose effective audience has the agent; not revoked ones, not ones listing others', async () => {

@@ -48,7 +48,13 @@ describe('runtime status, start and stop', () => {
     // The stopped agent still authenticates, polls (without turning itself back on) and acks.
     const events = await poll(service, agent);
     expect(events.map((e) => e.type)).toEqual(['runtime.stop_requested']);
-    expect(events[0]?.data).toEqual({ agentId: agent.agentId, name: agent.name, desiredState: 'stopped', state: 'stopped', requestedBy: admin.userId });
+    expect(events[0]?.data).toEqual({
+      agentId: agent.agentId,
+      name: agent.name,
+      desiredState: 'stopped',
+      state: 'stopped',
+      requestedBy: admin.userId,
+    });
     await service.http.post(`/api/agents/runtime/events/${events[0]?.id}/ack`).set(agent.auth).expect(204);
     expect(await status()).toMatchObject({ desiredState: 'stopped', state: 'stopped', lastPolledAt: expect.any(String) });
   });

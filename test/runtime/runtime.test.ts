@@ -94,7 +94,10 @@ describe('an uninstalled agent', () => {
 
   it('a deleted runtime token is refused the very next request', async () => {
     const spare = await installAgent(service, owner, podId, 'spare-bot');
-    await service.http.delete(`/api/registry/pods/${podId}/agents/${spare.name}/runtime-tokens/${spare.tokenId}`).set(owner.auth).expect(204);
+    await service.http
+      .delete(`/api/registry/pods/${podId}/agents/${spare.name}/runtime-tokens/${spare.tokenId}`)
+      .set(owner.auth)
+      .expect(204);
     expect((await service.http.get('/api/agents/runtime/events').set(spare.auth)).status).toBe(401);
   });
 });

@@ -11,7 +11,11 @@ export interface PolledEvent {
 }
 
 /** Polls the agent's events over HTTP and returns them (expects a 200). */
-export async function poll(service: TestService, agent: InstalledAgent, query: { limit?: number; waitMs?: number } = {}): Promise<PolledEvent[]> {
+export async function poll(
+  service: TestService,
+  agent: InstalledAgent,
+  query: { limit?: number; waitMs?: number } = {},
+): Promise<PolledEvent[]> {
   const res = await service.http.get('/api/agents/runtime/events').query(query).set(agent.auth);
   if (res.status !== 200) throw new Error(`poll answered ${res.status}: ${JSON.stringify(res.body)}`);
   expect(res.body.nextCursor).toBeNull();

@@ -65,7 +65,9 @@ export function percentEncode(text: string): string {
   for (const char of text) {
     const code = char.codePointAt(0)!;
     if (code >= 0xd800 && code <= 0xdfff) {
-      out += [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+      out += [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)]
+        .map((b) => `%${b.toString(16).toUpperCase()}`)
+        .join('');
     } else {
       out += encodeURIComponent(char);
     }
@@ -111,7 +113,14 @@ export function mutated(example: Record<string, unknown>): fc.Arbitrary<unknown>
   const nested = keys.filter((k) => typeof example[k] === 'object' && example[k] !== null && !Array.isArray(example[k]));
   const replaceTop = fc.tuple(fc.constantFrom(...keys), hostileJson).map(([k, v]) => ({ ...example, [k]: v }));
   const drop = fc.constantFrom(...keys).map((k) => Object.fromEntries(Object.entries(example).filter(([key]) => key !== k)));
-  const add = fc.tuple(fc.oneof(hostileString.filter((k) => k.length < 30), fc.constantFrom('installationId', 'brokerId', 'extra')), hostileJson)
+  const add = fc
+    .tuple(
+      fc.oneof(
+        hostileString.filter((k) => k.length < 30),
+        fc.constantFrom('installationId', 'brokerId', 'extra'),
+      ),
+      hostileJson,
+    )
     .map(([k, v]) => JSON.parse(JSON.stringify({ ...example, [k]: v })));
   const replaceNested = nested.length
     ? [

@@ -27,7 +27,17 @@ export async function grantWorld(service: TestService): Promise<GrantWorld> {
   const helper = await installAgent(service, owner, podId, 'helper');
   const registered = await broker(service);
   const created = await connection(service, owner, registered.id);
-  return { owner, member, outsider, podId, bot, helper, brokerId: registered.id, connectionId: created.id, installationId: created.installationId };
+  return {
+    owner,
+    member,
+    outsider,
+    podId,
+    bot,
+    helper,
+    brokerId: registered.id,
+    connectionId: created.id,
+    installationId: created.installationId,
+  };
 }
 
 export const podTarget = (world: GrantWorld) => ({ kind: 'pod', id: world.podId });
@@ -48,4 +58,3 @@ export function attenuate(service: TestService, agent: InstalledAgent, parentId:
 export function inSeconds(seconds: number): string {
   return new Date(Date.now() + seconds * 1000).toISOString();
 }
-

@@ -8,15 +8,18 @@ describe('list cursors', () => {
     expect(decodeCursor(undefined)).toBeNull();
   });
 
-  it.each(['', 'not-base64!', Buffer.from('[1,2]').toString('base64url'), Buffer.from('["not a date","x"]').toString('base64url'), Buffer.from('{}').toString('base64url')])(
-    'refuses a cursor it did not issue (%s) with a 400',
-    (cursor) => {
-      expect(() => decodeCursor(cursor)).toThrow(ApiError);
-      try {
-        decodeCursor(cursor);
-      } catch (error) {
-        expect((error as ApiError).status).toBe(400);
-      }
-    },
-  );
+  it.each([
+    '',
+    'not-base64!',
+    Buffer.from('[1,2]').toString('base64url'),
+    Buffer.from('["not a date","x"]').toString('base64url'),
+    Buffer.from('{}').toString('base64url'),
+  ])('refuses a cursor it did not issue (%s) with a 400', (cursor) => {
+    expect(() => decodeCursor(cursor)).toThrow(ApiError);
+    try {
+      decodeCursor(cursor);
+    } catch (error) {
+      expect((error as ApiError).status).toBe(400);
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { ApiError } from '../../src/kernel/errors';
+import { type ApiError } from '../../src/kernel/errors';
 import { enforce } from '../../src/policy/enforce';
 
 function refusal(reasons: string[]): ApiError {

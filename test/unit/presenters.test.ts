@@ -29,7 +29,24 @@ describe('presenters', () => {
   it('show the grant record of CONTRACT §4 and no connection, broker or maker', () => {
     const shown = presentGrant(grant, { status: 'active', audience: ['bob'] });
     expect(Object.keys(shown).sort()).toEqual(
-      ['audience', 'audienceMode', 'budget', 'createdAt', 'depth', 'expiresAt', 'grantedBy', 'id', 'installationId', 'parentId', 'revokedAt', 'rootId', 'status', 'target', 'tools', 'writeMode'].sort(),
+      [
+        'audience',
+        'audienceMode',
+        'budget',
+        'createdAt',
+        'depth',
+        'expiresAt',
+        'grantedBy',
+        'id',
+        'installationId',
+        'parentId',
+        'revokedAt',
+        'rootId',
+        'status',
+        'target',
+        'tools',
+        'writeMode',
+      ].sort(),
     );
     expect(JSON.stringify(shown)).not.toMatch(/con_secret|brk_secret|agt_maker/);
     expect(shown.budget).toEqual({ calls: 10, windowMs: 60000 });

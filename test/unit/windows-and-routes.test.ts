@@ -3,7 +3,11 @@ import { LruCache } from '../../src/cache/lru';
 import { errorCodesOf } from '../../src/kernel/route';
 
 describe('window shapes', () => {
-  const budget = new SlidingWindowBudget({ defineCommand: () => undefined, grantBudgetWindow: () => null, grantBudgetRestore: () => null } as never);
+  const budget = new SlidingWindowBudget({
+    defineCommand: () => undefined,
+    grantBudgetWindow: () => null,
+    grantBudgetRestore: () => null,
+  } as never);
 
   it('keeps exact windows up to the exact limit and buckets (100 a window) above it', () => {
     expect(budget.bucketMsOf({ calls: DEFAULT_WINDOW_SHAPE.exactMaxCalls, windowMs: 3_600_000 })).toBe(0);
@@ -26,8 +30,14 @@ describe('a bounded LRU', () => {
 
 describe('the problem codes a route can answer with', () => {
   it('adds credentials, not_found and body codes to what the route declares', () => {
-    const codes = errorCodesOf({ auth: { kinds: ['human'], authenticate: async () => null as never }, path: '/api/x/:id', errors: ['last_owner'] });
-    expect(codes).toEqual(expect.arrayContaining(['unauthenticated', 'credential_not_accepted', 'not_found', 'last_owner', 'invalid_request']));
+    const codes = errorCodesOf({
+      auth: { kinds: ['human'], authenticate: async () => null as never },
+      path: '/api/x/:id',
+      errors: ['last_owner'],
+    });
+    expect(codes).toEqual(
+      expect.arrayContaining(['unauthenticated', 'credential_not_accepted', 'not_found', 'last_owner', 'invalid_request']),
+    );
     expect(errorCodesOf({ auth: null, path: '/healthz' })).not.toContain('unauthenticated');
   });
 });

@@ -7,7 +7,10 @@ export const podsAccess = defineDecision(
   z.strictObject({
     action: z.string(),
     caller: z.strictObject({ kind: z.enum(['human', 'agent', 'broker']), role: z.enum(['owner', 'admin', 'member']).nullable() }),
-    member: z.strictObject({ role: z.enum(['owner', 'admin', 'member']) }).optional().describe('the member the action is about'),
+    member: z
+      .strictObject({ role: z.enum(['owner', 'admin', 'member']) })
+      .optional()
+      .describe('the member the action is about'),
     pod: z.strictObject({ owner_count: z.number().int().nullable() }).optional(),
   }),
   verdict({}),

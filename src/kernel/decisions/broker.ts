@@ -16,8 +16,13 @@ export const brokerCheck = defineDecision(
     trust_asserted_principal: z.boolean().describe('BROKER_TRUST_ASSERTED_PRINCIPAL'),
     chain: z.array(ChainLink).describe('the grant first, its root last'),
     connection: ConnectionFact,
-    members: z.record(z.string(), z.array(z.string())).describe("by pod id of the chain's targets: the principal's id when a current member"),
-    runtime: z.strictObject({ desired_state: z.enum(['running', 'stopped']) }).optional().describe('agent principals only'),
+    members: z
+      .record(z.string(), z.array(z.string()))
+      .describe("by pod id of the chain's targets: the principal's id when a current member"),
+    runtime: z
+      .strictObject({ desired_state: z.enum(['running', 'stopped']) })
+      .optional()
+      .describe('agent principals only'),
   }),
   verdict({ reason: z.string().describe('the one reason the broker reports: `allowed`, or the first deny reason by precedence') }),
 );

@@ -22,14 +22,22 @@ export const Verdict = z.object({ allow: z.boolean(), reasons: z.array(z.string(
 
 /** An output schema: the verdict and what the decision derives beside it, consistent with itself. */
 export function verdict<S extends z.ZodRawShape>(derived: S) {
-  return Verdict.extend(derived).refine((d) => {
-    const { allow, reasons } = d as z.infer<typeof Verdict>;
-    return allow === (reasons.length === 0);
-  }, {
-    message: 'a decision allows exactly when it gives no reason',
-  });
+  return Verdict.extend(derived).refine(
+    (d) => {
+      const { allow, reasons } = d as z.infer<typeof Verdict>;
+      return allow === (reasons.length === 0);
+    },
+    {
+      message: 'a decision allows exactly when it gives no reason',
+    },
+  );
 }
 
-export function defineDecision<I extends z.ZodType, O extends z.ZodType>(packageName: string, description: string, input: I, output: O): DecisionDefinition<I, O> {
+export function defineDecision<I extends z.ZodType, O extends z.ZodType>(
+  packageName: string,
+  description: string,
+  input: I,
+  output: O,
+): DecisionDefinition<I, O> {
   return { entrypoint: `${packageName.replaceAll('.', '/')}/decision`, packageName, description, input, output };
 }

@@ -12,7 +12,10 @@ export const grantsCreate = defineDecision(
     caller: Caller,
     connection: ConnectionFact.optional(),
     target: z.strictObject({ kind: z.string(), id: z.string() }).describe('as requested; an unknown kind is refused'),
-    pod: z.strictObject({ id: z.string(), members: z.array(z.string()) }).optional().describe("the target pod (a seat's own pod)"),
+    pod: z
+      .strictObject({ id: z.string(), members: z.array(z.string()) })
+      .optional()
+      .describe("the target pod (a seat's own pod)"),
     seat: z.strictObject({ id: z.string(), pod_id: z.string() }).optional().describe('the installed agent a seat target names'),
     request: z.strictObject({
       tools: z.array(z.string()),

@@ -1,0 +1,91 @@
+// The layering of src/, checked on every test run (dependency-cruiser reads the imports, type-only
+// ones included):
+//   - no circle of files and no circle of folders;
+//   - src/kernel imports nothing of src/ outside itself;
+//   - only the top (src/*.ts: composition, routes, entry scripts) and src/admin import src/http,
+//     so no domain knows the web framework.
+// `--graph` prints the folder graph (what the README's architecture section draws).
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const cruise = JSON.parse(
+  execFileSync(
+    path.join(root, 'node_modules/.bin/depcruise'),
+    ['src', '--output-type', 'json', '--ts-config', 'tsconfig.json', '--no-config', '--ts-pre-compilation-deps'],
+    {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+    },
+  ),
+);
+
+const modules = cruise.modules.filter((m) => m.source.startsWith('src/'));
+const folderOf = (file) => (file.split('/').length > 2 ? file.split('/')[1] : '(top)');
+const fileEdges = new Map(modules.map((m) => [m.source, m.dependencies.map((d) => d.resolved).filter((d) => d.startsWith('src/'))]));
+const folderEdges = new Map();
+for (const [from, tos] of fileEdges) {
+  for (const to of tos) {
+    if (folderOf(from) === folderOf(to)) continue;
+    if (!folderEdges.has(folderOf(from))) folderEdges.set(folderOf(from), new Set());
+    folderEdges.get(folderOf(from)).add(folderOf(to));
+  }
+}
+
+/** Strongly connected components of more than one node: the circles (Tarjan). */
+function circles(graph) {
+  let index = 0;
+  const stack = [];
+  const onStack = new Set();
+  const indexOf = new Map();
+  const low = new Map();
+  const found = [];
+  const visit = (node) => {
+    indexOf.set(node, index);
+    low.set(node, index++);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!indexOf.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node), low.get(next)));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node), indexOf.get(next)));
+    }
+    if (low.get(node) === indexOf.get(node)) {
+      const component = [];
+      let member;
+      do {
+        member = stack.pop();
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== node);
+      if (component.length > 1) found.push(component);
+    }
+  };
+  for (const node of graph.keys()) if (!indexOf.has(node)) visit(node);
+  return found;
+}
+
+const problems = [];
+for (const circle of circles(new Map([...fileEdges].map(([k, v]) => [k, new Set(v)]))))
+  problems.push(`circle of files: ${circle.join(' -> ')}`);
+for (const circle of circles(folderEdges)) problems.push(`circle of folders: ${circle.join(' -> ')}`);
+for (const [from, tos] of fileEdges) {
+  for (const to of tos) {
+    if (folderOf(from) === 'kernel' && folderOf(to) !== 'kernel') problems.push(`the kernel imports upward: ${from} -> ${to}`);
+    if (folderOf(to) === 'http' && !['http', '(top)', 'admin'].includes(folderOf(from)))
+      problems.push(`a domain knows HTTP: ${from} -> ${to}`);
+  }
+}
+
+if (process.argv.includes('--graph')) {
+  for (const [from, tos] of [...folderEdges].sort()) console.log(`${from} -> ${[...tos].sort().join(', ')}`);
+}
+if (problems.length > 0) {
+  console.error(problems.join('\n'));
+  process.exit(1);
+}
+console.log(
+  `architecture: ${modules.length} files in ${new Set(modules.map((m) => folderOf(m.source))).size} folders, no circle, layers hold`,
+);
