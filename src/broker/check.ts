@@ -40,9 +40,8 @@ const REFUSALS = ['not_found', 'subject_token_invalid', 'principal_assertion_ref
  * anything else, with a remembered token confirmed first), then the subject and the rest.
  */
 export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: CheckRequest): Promise<CheckAnswer> {
-  const components = deps;
   const requestedAt = new Date(deps.clock.now());
-  const chain = await components.chains.get(request.grantId);
+  const chain = await deps.chains.get(request.grantId);
   if (!chain) {
     // Only a broker whose token is valid right now learns that a grant does not exist.
     if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
@@ -50,12 +49,12 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
   }
   const rootId = chain[0]!.root_id;
 
-  let snapshot = components.trees.current(rootId, deps.clock.now()) ?? (await freshSnapshot(deps, rootId));
+  let snapshot = deps.trees.current(rootId, deps.clock.now()) ?? (await freshSnapshot(deps, rootId));
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
     const now = deps.clock.now();
     await confirmBroker(deps, snapshot, broker, chain[0]!.broker_id === broker.brokerId);
     const subject = await subjectOfCall(deps, snapshot, request, now);
-    const facts = await components.trees.factsFor(snapshot, chain, subject.principal);
+    const facts = await deps.trees.factsFor(snapshot, chain, subject.principal);
     const input = checkInput(
       { brokerId: broker.brokerId, tool: request.tool, subject, trustAssertedPrincipal: deps.trustAssertedPrincipal, now },
       chain,
@@ -69,20 +68,20 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
 
     const callId = newId('call');
     const levels = budgetLevels(chain);
-    const answer = await components.budget.run({
+    const answer = await deps.budget.run({
       rootId,
       levels,
       expectedVersion: snapshot.version,
       mode: decision.allow ? 'consume' : 'probe',
     });
     if (answer.kind === 'stale' || answer.kind === 'missing') {
-      const version = answer.kind === 'stale' ? answer.version : await rebuildTreeWindows(deps.db, components.budget, rootId);
-      snapshot = components.trees.renew(rootId, version, deps.clock.now());
+      const version = answer.kind === 'stale' ? answer.version : await rebuildTreeWindows(deps.db, deps.budget, rootId);
+      snapshot = deps.trees.renew(rootId, version, deps.clock.now());
       continue;
     }
     const result = answerOf(callId, String(decision.reason), answer);
     try {
-      await components.trail.write({
+      await deps.trail.write({
         id: callId,
         grant_id: chain[0]!.id,
         tool: request.tool,
@@ -98,7 +97,7 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
       // No record, no answer: the broker must not run a call the trail does not show. The unit
       // it took is given back, so every consumed unit has its record.
       deps.log.error({ err: { message: (error as Error).message }, callId }, 'call record not written');
-      if (answer.kind === 'allowed') await components.budget.refund(rootId, levels, answer.atMs).catch(() => undefined);
+      if (answer.kind === 'allowed') await deps.budget.refund(rootId, levels, answer.atMs).catch(() => undefined);
       throw new DependencyUnavailableError('the call trail could not be written');
     }
     brokerDecisions.labels(result.decision, result.reason).inc();
