@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineDecision, verdict } from './define';
-import { Caller, ConnectionFact, GrantFacts, Millis } from './facts';
+import { Caller, ConnectionFact, GrantFact, GrantFacts, Millis } from './facts';
 
 const Status = z.enum(['active', 'expired', 'revoked']);
 
@@ -49,16 +49,8 @@ export const grantsRevoke = defineDecision(
 );
 
 /** The child as requested, every omitted field inherited: its target may name an unknown kind. */
-const ChildFact = z.strictObject({
-  id: z.string(),
+const ChildFact = GrantFact.extend({
   target: z.strictObject({ kind: z.string(), id: z.string(), pod_id: z.string() }),
-  audience_mode: z.enum(['members', 'listed']),
-  audience: z.array(z.string()),
-  tools: z.array(z.string()),
-  write_mode: z.enum(['read', 'write']),
-  budget: z.strictObject({ calls: z.number().int(), window_ms: z.number().int() }),
-  expires_at_ms: Millis,
-  revoked: z.boolean(),
 });
 
 export const grantsAttenuate = defineDecision(
