@@ -3,10 +3,15 @@
 //      (a throwaway database) and Redis (a throwaway key prefix), through a chain of depth 3
 //      (root -> child -> grandchild -> great-grandchild), driven by autocannon;
 //   2. the same broker/check entrypoint evaluated in-process by opa-wasm (evaluations/s);
-//   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load.
+//   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load;
+//   4. the service again, on a module with the three example org packages enforced
+//      (ORG_POLICY_MODES) and a chain whose root constrains repositories, refs and paths, so
+//      every check also extracts its resources from `args` (CONTRACT §8, §10).
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (off),
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL.
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   REDIS_KEY_PREFIX,
@@ -34,20 +39,24 @@ const { loadPolicy } = require('@open-policy-agent/opa-wasm');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
 const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
+/** What every benchmarked check calls with: a read of a file of a repository at a ref. */
+const CHECK_ARGS = { repository: 'acme/api', ref: 'refs/heads/feature/bench', path: 'docs/README.md' };
+/** What the org-packages run constrains its chain to (at the root; the children inherit it). */
+const BENCH_RESOURCES = { repositories: ['acme/*', 'acme-labs/docs'], refs: ['refs/heads/*'], paths: ['docs/**', 'src/**'] };
 
 /** Pod, member agent, broker, connection, and a depth-3 chain of grants, through the API. */
-async function seed(base, db) {
+async function seed(base, db, { resources, name = 'bench' } = {}) {
   const owner = humanToken(`bench-owner-${run}`);
   const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Bench pod' });
   await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
   const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
     .token;
-  const broker = await registerBroker(db, 'bench-broker');
+  const broker = await registerBroker(db, `${name}-broker`);
   const connection = await api(base, 'POST', '/api/connections', owner, {
     kind: 'code_hosting_app',
     brokerId: broker.id,
-    externalInstallationId: `bench-${run}`,
-    tools: [{ name: 'repos.read_file', access: 'read' }],
+    externalInstallationId: `${name}-${run}`,
+    tools: [{ name: 'repos.read_file', access: 'read', resource: { repository: '/repository', ref: '/ref', path: '/path' } }],
   });
   // Large enough never to deny during the run; a short window keeps the sorted sets small.
   const budget = { calls: 1_000_000, windowMs: 1000 };
@@ -56,6 +65,7 @@ async function seed(base, db) {
     target: { kind: 'pod', id: pod.id },
     tools: ['repos.read_file'],
     budget,
+    ...(resources ? { resources } : {}),
   });
   for (let depth = 1; depth <= 3; depth += 1) grant = await api(base, 'POST', `/api/grants/${grant.id}/attenuate`, agentToken, {});
   return { brokerToken: broker.token, agentToken, leafId: grant.id };
@@ -94,7 +104,12 @@ async function checkInputFor(db, leafId, agentId, brokerId) {
   const principal = { kind: 'agent', id: agentId };
   const facts = await new TreeFactsCache(db, 0).factsFor(new TreeSnapshot('bench', 0), chain, principal);
   const subject = { principal, source: 'subject_token' };
-  return checkInput({ brokerId, tool: 'repos.read_file', subject, trustAssertedPrincipal: false, now: Date.now() }, chain, facts);
+  const localTime = { time_zone: 'UTC', weekday: 3, hour: 10, minute: 0 };
+  return checkInput(
+    { brokerId, tool: 'repos.read_file', args: CHECK_ARGS, subject, trustAssertedPrincipal: false, now: Date.now(), localTime },
+    chain,
+    facts,
+  );
 }
 
 /**
@@ -166,7 +181,7 @@ async function main() {
       grantId: world.leafId,
       tool: 'repos.read_file',
       subjectToken: world.agentToken,
-      args: { path: 'README.md', ref: 'main' },
+      args: CHECK_ARGS,
     });
     const before = Number((await db('call_records').count({ n: '*' }))[0].n);
     const service = await load('POST /api/broker/check', {
@@ -180,6 +195,34 @@ async function main() {
     results.recorded = { ...byOutcome, before };
 
     results.redisMemory = await redisBytesPerCall(base, db, world);
+
+    // The example org packages enforced (working hours read the service's clock: UTC+14 at most
+    // keeps a weekday noon somewhere; a denial would show as non-allowed records below).
+    const orgModule = path.join(mkdtempSync(path.join(tmpdir(), 'bench-org-')), 'policy.wasm');
+    execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
+      env: { ...process.env, POLICY_BUILD_OUT: orgModule, ORG_POLICY_MODES: ORG_MODES },
+      stdio: 'ignore',
+    });
+    const orgBase = await startService({
+      DECISION_LOG: process.env.BENCH_DECISION_LOG ?? 'off',
+      POLICY_WASM_PATH: orgModule,
+      POLICY_TIME_ZONE: workingZone(),
+    });
+    const orgWorld = await seed(orgBase, db, { resources: BENCH_RESOURCES, name: 'bench-org' });
+    const orgBody = JSON.stringify({
+      grantId: orgWorld.leafId,
+      tool: 'repos.read_file',
+      subjectToken: orgWorld.agentToken,
+      args: CHECK_ARGS,
+    });
+    const probe = await api(orgBase, 'POST', '/api/broker/check', orgWorld.brokerToken, JSON.parse(orgBody));
+    if (probe.decision !== 'allow') throw new Error(`the org-packages check is denied: ${JSON.stringify(probe)}`);
+    const org = await load('POST /api/broker/check, example org packages enforced, resources constrained', {
+      url: `${orgBase}/api/broker/check`,
+      headers: { authorization: `Bearer ${orgWorld.brokerToken}`, 'content-type': 'application/json' },
+      body: orgBody,
+    });
+    results.serviceOrg = summary(org);
 
     const agentId = (await db('agents').first('id')).id;
     const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
@@ -215,6 +258,21 @@ async function main() {
   report(results);
 }
 
+const ORG_MODES = ['protected_branches', 'repository_allowlist', 'working_hours'].map((p) => `broker.check.${p}=enforce`).join(',');
+
+/** An IANA zone where it is a weekday, 09:00 to 18:00, now: the working-hours rule then allows. */
+function workingZone() {
+  for (const zone of Intl.supportedValuesOf('timeZone')) {
+    const parts = Object.fromEntries(
+      new Intl.DateTimeFormat('en-US', { timeZone: zone, weekday: 'short', hour: 'numeric', hourCycle: 'h23' })
+        .formatToParts(Date.now())
+        .map((p) => [p.type, p.value]),
+    );
+    if (!['Sat', 'Sun'].includes(parts.weekday) && Number(parts.hour) >= 10 && Number(parts.hour) < 17) return zone;
+  }
+  return 'UTC';
+}
+
 function report(r) {
   const allowed = r.recorded.pending ?? 0;
   console.log('\n=== broker check benchmark ===');
@@ -222,13 +280,15 @@ function report(r) {
   console.log(`load: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per target; chain depth 3 (4 grants); agent subjectToken`);
   console.table({
     'service POST /api/broker/check': r.service,
+    'service, org packages + resources': r.serviceOrg,
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
   console.log(
     `ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
       `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
-      `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}`,
+      `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}; ` +
+      `service with org packages / without = ${(r.serviceOrg.requestsPerSec / r.service.requestsPerSec).toFixed(3)}`,
   );
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
   const m = r.redisMemory;

@@ -1,3 +1,4 @@
+import { localTimeIn } from './kernel/local-time';
 import { Redis } from 'ioredis';
 import { createBrokerComponents, createBrokerService } from './broker/service';
 import { readRedisDurability } from './budget/durability';
@@ -105,6 +106,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       clock,
       resolveCredential,
       trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
+      localTime: localTimeIn(config.POLICY_TIME_ZONE),
     }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),

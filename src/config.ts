@@ -46,6 +46,18 @@ const environmentSchema = z
     // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is
     // refused (403). Only for brokers that authenticate their callers themselves and are trusted to.
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
+    // The zone in which org rules read the time of a call (broker check input `local_time`).
+    POLICY_TIME_ZONE: z
+      .string()
+      .default('UTC')
+      .refine((zone) => {
+        try {
+          new Intl.DateTimeFormat('en-US', { timeZone: zone });
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'an IANA time zone such as Europe/Berlin'),
     // Backstop for cross-replica invalidation: cached broker facts are reloaded at least this often.
     BROKER_FACT_MAX_AGE_MS: int(0, 3_600_000).default(60_000),
     // A change that forbids calls answers 2xx only once every replica is told (see src/cache/invalidation.ts).

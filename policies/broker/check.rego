@@ -13,6 +13,8 @@ package broker.check
 
 import data.broker.ownership
 import data.lib.grants
+import data.lib.org
+import data.lib.resources
 
 # Which reason a denial reports when several hold: refusals of the request first, then the
 # grant's own state, then the tool, then who is calling.
@@ -24,23 +26,30 @@ precedence := [
 	"connection_disconnected",
 	"tool_not_allowed",
 	"write_not_allowed",
+	"resource_unknown",
+	"resource_not_allowed",
 	"principal_not_in_audience",
 	"runtime_stopped",
 ]
 
 # METADATA
 # title: decision
-# description: '`{allow, reasons, reason}`; reasons are the deny reasons of CONTRACT §5.'
+# description: |
+#   `{allow, reasons, reason, org}`: reasons are the deny reasons of CONTRACT §5 and §8, those of
+#   enforced org rules, and `approval_required` when one of them asks for approval; `org` holds
+#   the org findings (lib.org), shadow ones included.
 # entrypoint: true
 default decision := {"allow": false, "reasons": ["not_found"], "reason": "not_found"}
 
-decision := {"allow": count(reasons) == 0, "reasons": sort(reasons), "reason": reason} if {
+decision := {"allow": count(reasons) == 0, "reasons": sort(reasons), "reason": reason, "org": org_findings} if {
 	ownership.owned_by(input.chain[0], input.broker_id)
 }
 
+org_findings := org.decision_findings("broker.check")
+
 reason := "allowed" if count(reasons) == 0
 
-reason := [r | some r in precedence; r in reasons][0] if count(reasons) > 0
+reason := org.ordered_reasons(precedence, reasons, org_findings)[0] if count(reasons) > 0
 
 chain_status := grants.status(input.chain, input.now_ms)
 
@@ -62,14 +71,28 @@ reasons contains "connection_disconnected" if input.connection.status != "connec
 # Every level must allow the tool: a child never widens its parent, even if one was stored wider.
 reasons contains "tool_not_allowed" if {
 	some grant in input.chain
-	not input.tool in grant.tools
+	not input.tool.name in grant.tools
 }
 
-reasons contains "tool_not_allowed" if not input.connection.tools[input.tool]
+# The connection must enable the tool: `tool.access` is its access there, absent when it does not.
+reasons contains "tool_not_allowed" if not input.tool.access
+
+reasons contains "tool_not_allowed" if not input.connection.tools[input.tool.name]
 
 reasons contains "write_not_allowed" if {
 	some grant in input.chain
-	grants.tool_beyond_mode(input.connection.tools[input.tool], grant.write_mode)
+	grants.tool_beyond_mode(input.tool.access, grant.write_mode)
+}
+
+# Every level of the chain must allow the call's resources (CONTRACT §8).
+reasons contains "resource_unknown" if {
+	some grant in input.chain
+	resources.unknown(grant, input.resource)
+}
+
+reasons contains "resource_not_allowed" if {
+	some grant in input.chain
+	resources.not_allowed(grant, input.resource)
 }
 
 reasons contains "principal_not_in_audience" if {
@@ -85,3 +108,8 @@ reasons contains "runtime_stopped" if {
 	input.principal.kind == "agent"
 	input.runtime.desired_state == "stopped"
 }
+
+# The security team's own rules (lib.org): enforced denials, and approvals asked for.
+reasons contains finding.reason if some finding in org_findings.denials
+
+reasons contains "approval_required" if count(org_findings.approvals) > 0

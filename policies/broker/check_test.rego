@@ -15,7 +15,10 @@ child := object.union(root, {"id": "grt_child", "parent_id": "grt_root", "write_
 base := {
 	"now_ms": now,
 	"broker_id": "brk_1",
-	"tool": "repos.read_file",
+	"local_time": {"time_zone": "UTC", "weekday": 1, "hour": 10, "minute": 0},
+	"tool": {"name": "repos.read_file", "access": "read"},
+	"args": {"path": "README.md"},
+	"resource": {},
 	"principal": {"kind": "agent", "id": "agt_1"},
 	"principal_source": "subject_token",
 	"trust_asserted_principal": false,
@@ -27,7 +30,7 @@ base := {
 
 test_allows_a_usable_chain if {
 	d := check.decision with input as object.union(base, {})
-	d == {"allow": true, "reasons": [], "reason": "allowed"}
+	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings}
 }
 
 test_another_broker_learns_nothing if {
@@ -74,7 +77,7 @@ test_disconnected if {
 }
 
 test_tool_outside_the_grant if {
-	d := check.decision with input as object.union(base, {"tool": "pulls.merge"})
+	d := check.decision with input as object.union(base, {"tool": {"name": "pulls.merge"}})
 	d.reason == "tool_not_allowed"
 }
 
@@ -84,12 +87,12 @@ test_tool_no_longer_on_the_connection if {
 }
 
 test_write_tool_under_a_read_level if {
-	d := check.decision with input as object.union(base, {"tool": "issues.comment"})
+	d := check.decision with input as object.union(base, {"tool": {"name": "issues.comment", "access": "write"}})
 	d.reason == "write_not_allowed"
 }
 
 test_write_tool_under_write_levels if {
-	d := check.decision with input as object.union(base, {"tool": "issues.comment", "chain": [root]})
+	d := check.decision with input as object.union(base, {"tool": {"name": "issues.comment", "access": "write"}, "chain": [root]})
 	d.allow
 }
 
@@ -116,8 +119,94 @@ test_users_have_no_runtime if {
 }
 
 test_reason_follows_precedence if {
-	patch := {"runtime": {"desired_state": "stopped"}, "tool": "pulls.merge"}
+	patch := {"runtime": {"desired_state": "stopped"}, "tool": {"name": "pulls.merge"}}
 	d := check.decision with input as object.union(object.remove(base, ["members"]), patch)
 	d.reasons == ["principal_not_in_audience", "runtime_stopped", "tool_not_allowed"]
+	d.reason == "tool_not_allowed"
+}
+
+# CONTRACT §8: resources constrain every level of the chain.
+constrained(grant, patterns) := object.union(grant, {"resources": patterns})
+
+constrained_base := object.union(base, {
+	"chain": [child, constrained(root, {"repositories": ["acme/*"]})],
+	"tool": {"name": "repos.read_file", "access": "read", "resource": {"repository": "/repo"}},
+})
+
+on_repository(req, repository) := object.union(req, {"args": {"repo": repository}, "resource": {"repository": repository}})
+
+test_a_call_on_a_resource_the_chain_allows if {
+	d := check.decision with input as on_repository(constrained_base, "acme/api")
+	d.allow
+}
+
+test_a_call_on_a_resource_outside_the_chain if {
+	d := check.decision with input as on_repository(constrained_base, "acme-evil/api")
+	d.reason == "resource_not_allowed"
+}
+
+test_a_call_that_names_no_constrained_resource_fails_closed if {
+	d := check.decision with input as constrained_base
+	d.reason == "resource_unknown"
+}
+
+# CONTRACT §10: org packages add findings by their mode.
+org_deny := {{"reason": "default_branch_write", "message": "use a pull request"}}
+
+with_org_rule(mode) := {"broker.check": {"team_rule": mode}}
+
+test_an_enforced_org_rule_denies_with_its_own_reason if {
+	d := check.decision with input as base
+		with data.org_settings.modes as with_org_rule("enforce")
+		with data.org.broker.check.team_rule.deny as org_deny
+	d.allow == false
+	d.reason == "default_branch_write"
+	d.org.denials == [{"package": "org.broker.check.team_rule", "reason": "default_branch_write", "message": "use a pull request"}]
+}
+
+test_a_core_reason_comes_before_an_org_reason if {
+	d := check.decision with input as object.union(base, {"tool": {"name": "pulls.merge"}})
+		with data.org_settings.modes as with_org_rule("enforce")
+		with data.org.broker.check.team_rule.deny as org_deny
+	d.reason == "tool_not_allowed"
+	"default_branch_write" in d.reasons
+}
+
+test_a_shadow_org_rule_is_reported_not_enforced if {
+	d := check.decision with input as base
+		with data.org_settings.modes as with_org_rule("shadow")
+		with data.org.broker.check.team_rule.deny as org_deny
+	d.allow
+	d.org.shadow == [{
+		"package": "org.broker.check.team_rule", "reason": "default_branch_write",
+		"message": "use a pull request", "effect": "deny",
+	}]
+}
+
+test_an_org_rule_that_is_off_is_not_read if {
+	d := check.decision with input as base
+		with data.org_settings.modes as with_org_rule("off")
+		with data.org.broker.check.team_rule.deny as org_deny
+	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings}
+}
+
+test_an_org_rule_may_require_approval if {
+	d := check.decision with input as base
+		with data.org_settings.modes as with_org_rule("enforce")
+		with data.org.broker.check.team_rule.require_approval as {{"reason": "production_write"}}
+	d.reason == "approval_required"
+	d.org.approvals == [{"package": "org.broker.check.team_rule", "reason": "production_write", "message": ""}]
+}
+
+test_an_org_denial_comes_before_an_approval if {
+	d := check.decision with input as base
+		with data.org_settings.modes as with_org_rule("enforce")
+		with data.org.broker.check.team_rule.deny as {{"message": "no reason given"}}
+		with data.org.broker.check.team_rule.require_approval as {{"reason": "production_write"}}
+	d.reason == "org_denied"
+}
+
+test_a_tool_without_access_on_its_connection_is_not_allowed if {
+	d := check.decision with input as object.union(object.remove(base, ["tool"]), {"tool": {"name": "repos.read_file"}})
 	d.reason == "tool_not_allowed"
 }

@@ -14,6 +14,8 @@ package grants.attenuate
 
 import data.grants.scope
 import data.lib.grants
+import data.lib.org
+import data.lib.resources
 
 parent := input.grant.chain[0]
 
@@ -36,6 +38,7 @@ decision := {
 	"widened": sort(widened),
 	"child_status": grants.status(array.concat([child], input.grant.chain), input.now_ms),
 	"child_audience": sort(grants.effective_audience(child, input.grant.members)),
+	"org": org_findings,
 } if {
 	scope.can_read(input.caller, input.grant)
 }
@@ -69,6 +72,13 @@ reasons contains "expiry_out_of_range" if {
 	child.expires_at_ms <= input.now_ms
 }
 
+# The security team's own rules (lib.org): enforced denials, and approvals asked for.
+reasons contains finding.reason if some finding in org_findings.denials
+
+reasons contains "approval_required" if count(org_findings.approvals) > 0
+
+org_findings := org.decision_findings("grants.attenuate")
+
 parent_usable if {
 	grants.status(input.grant.chain, input.now_ms) == "active"
 	input.grant.connection.status == "connected"
@@ -93,6 +103,8 @@ widened contains "expiresAt" if {
 	some ancestor in input.grant.chain
 	child.expires_at_ms > ancestor.expires_at_ms
 }
+
+widened contains "resources" if not resources.within(child, parent)
 
 widened contains "target" if not target_within
 

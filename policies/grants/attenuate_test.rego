@@ -53,6 +53,7 @@ test_narrower_child_allowed if {
 		"allow": true,
 		"reasons": [],
 		"widened": [],
+		"org": fixtures.no_org_findings,
 		"child_status": "active",
 		"child_audience": ["agt_1", "agt_2", "alice", "bob"],
 	} with input as base
@@ -200,4 +201,31 @@ test_live_children_are_capped if {
 	attenuate.decision.allow with input as object.union(base, {"live_children": 2})
 	refused := attenuate.decision with input as object.union(base, {"live_children": 3})
 	refused.reasons == ["too_many_children"]
+}
+
+# CONTRACT §8: a child narrows the parent's resources, never widens them.
+under_acme := with_parent(base, {"resources": {"repositories": ["acme/*"]}})
+
+test_a_child_may_narrow_resources if {
+	attenuate.decision.allow with input as with_child(under_acme, {"resources": {"repositories": ["acme/api"]}})
+}
+
+test_a_child_may_not_widen_resources if {
+	d := attenuate.decision with input as with_child(under_acme, {"resources": {"repositories": ["acme/*", "other/*"]}})
+	d.reasons == ["grant_widening"]
+	d.widened == ["resources"]
+}
+
+test_a_child_may_not_drop_a_constrained_dimension if {
+	d := attenuate.decision with input as under_acme
+	d.widened == ["resources"]
+}
+
+# CONTRACT §10: org packages of grants.attenuate.
+test_an_org_rule_refuses_an_attenuation if {
+	d := attenuate.decision with input as base
+		with data.org_settings.modes as {"grants.attenuate": {"team_rule": "enforce"}}
+		with data.org.grants.attenuate.team_rule.deny as {{"reason": "no_subdelegation"}}
+		with data.org.grants.attenuate.team_rule.require_approval as {{"reason": "sensitive"}}
+	d.reasons == ["approval_required", "no_subdelegation"]
 }

@@ -12,6 +12,7 @@ package grants.create
 
 import data.grants.scope
 import data.lib.grants
+import data.lib.org
 
 # CONTRACT §4: expiresAt is in the future and at most 365 days away.
 max_lifetime_ms := 365 * 86400000
@@ -27,7 +28,7 @@ decision := {"allow": false, "reasons": ["connection_not_owned"]} if {
 	not owns_connection
 }
 
-decision := {"allow": count(reasons) == 0, "reasons": sort(reasons)} if owns_connection
+decision := {"allow": count(reasons) == 0, "reasons": sort(reasons), "org": org_findings} if owns_connection
 
 owns_connection if scope.is_connection_owner(input.caller, input.connection)
 
@@ -72,6 +73,13 @@ reasons contains "grant_widening" if grants.tools_beyond_mode(input.request.tool
 reasons contains "expiry_out_of_range" if input.request.expires_at_ms <= input.now_ms
 
 reasons contains "expiry_out_of_range" if input.request.expires_at_ms > input.now_ms + max_lifetime_ms
+
+# The security team's own rules (lib.org): enforced denials, and approvals asked for.
+reasons contains finding.reason if some finding in org_findings.denials
+
+reasons contains "approval_required" if count(org_findings.approvals) > 0
+
+org_findings := org.decision_findings("grants.create")
 
 in_scope(id) if {
 	input.target.kind == "pod"

@@ -1,6 +1,7 @@
 package grants.create_test
 
 import data.grants.create
+import data.lib.fixtures_test as fixtures
 
 now := 1000
 
@@ -27,7 +28,7 @@ with_request(req, patch) := object.union(req, {"request": object.union(req.reque
 with_connection(req, patch) := object.union(req, {"connection": object.union(req.connection, patch)})
 
 test_owner_creates_pod_grant if {
-	create.decision == {"allow": true, "reasons": []} with input as base
+	create.decision == {"allow": true, "reasons": [], "org": fixtures.no_org_findings} with input as base
 }
 
 test_owner_creates_seat_grant if {
@@ -119,4 +120,14 @@ test_every_reason_at_once if {
 		"connection_disconnected", "connection_kind_not_allowed", "expiry_out_of_range",
 		"grant_widening", "tool_not_enabled",
 	] with input as req
+}
+
+# CONTRACT §10: org packages of grants.create.
+test_an_org_rule_refuses_a_grant if {
+	d := create.decision with input as base
+		with data.org_settings.modes as {"grants.create": {"team_rule": "enforce"}}
+		with data.org.grants.create.team_rule.deny as {{"reason": "no_write_grants", "message": "ask the security team"}}
+		with data.org.grants.create.team_rule.require_approval as {{"reason": "sensitive"}}
+	d.reasons == ["approval_required", "no_write_grants"]
+	d.org.denials[0].message == "ask the security team"
 }

@@ -39,3 +39,6 @@ grant(patch) := object.union(
 
 # The facts of a grant as the grant decisions read them (`input.grant`).
 facts(chain) := {"chain": chain, "members": members, "connection": connection}
+
+# What a decision's `org` field holds when no org package speaks.
+no_org_findings := {"denials": [], "approvals": [], "shadow": []}

@@ -23,6 +23,8 @@ export interface CheckAnswer {
   decision: 'allow' | 'deny';
   callId: string;
   reason: string;
+  /** The message of the org rule whose reason this is (CONTRACT §10). */
+  message?: string;
   retryAfterMs?: number;
   budget: { remaining: number; resetMs: number };
 }
@@ -56,7 +58,15 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
     const subject = await subjectOfCall(deps, snapshot, request, now);
     const facts = await deps.trees.factsFor(snapshot, chain, subject.principal);
     const input = checkInput(
-      { brokerId: broker.brokerId, tool: request.tool, subject, trustAssertedPrincipal: deps.trustAssertedPrincipal, now },
+      {
+        brokerId: broker.brokerId,
+        tool: request.tool,
+        args: request.args,
+        subject,
+        trustAssertedPrincipal: deps.trustAssertedPrincipal,
+        now,
+        localTime: deps.localTime(now),
+      },
       chain,
       facts,
     );
@@ -79,7 +89,8 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
       snapshot = deps.trees.renew(rootId, version, deps.clock.now());
       continue;
     }
-    const result = answerOf(callId, String(decision.reason), answer);
+    const orgMessage = decision.org?.denials.find((finding) => finding.reason === decision.reason)?.message;
+    const result = answerOf(callId, String(decision.reason), answer, orgMessage || undefined);
     try {
       await deps.trail.write({
         id: callId,
@@ -133,7 +144,12 @@ function budgetLevels(chain: Chain) {
   return chain.map((grant) => ({ grantId: grant.id, calls: grant.budget.calls, windowMs: grant.budget.window_ms }));
 }
 
-function answerOf(callId: string, policyReason: string, answer: Exclude<BudgetAnswer, { kind: 'stale' | 'missing' }>): CheckAnswer {
+function answerOf(
+  callId: string,
+  policyReason: string,
+  answer: Exclude<BudgetAnswer, { kind: 'stale' | 'missing' }>,
+  message: string | undefined,
+): CheckAnswer {
   switch (answer.kind) {
     case 'allowed':
       return { decision: 'allow', callId, reason: 'allowed', budget: { remaining: answer.remaining, resetMs: answer.resetMs } };
@@ -146,6 +162,12 @@ function answerOf(callId: string, policyReason: string, answer: Exclude<BudgetAn
         budget: { remaining: 0, resetMs: answer.resetMs },
       };
     case 'probed':
-      return { decision: 'deny', callId, reason: policyReason, budget: { remaining: answer.remaining, resetMs: answer.resetMs } };
+      return {
+        decision: 'deny',
+        callId,
+        reason: policyReason,
+        ...(message ? { message } : {}),
+        budget: { remaining: answer.remaining, resetMs: answer.resetMs },
+      };
   }
 }

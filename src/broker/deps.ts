@@ -1,3 +1,4 @@
+import type { LocalTime } from '../kernel/local-time';
 import type { CallTrailWriter } from './call-trail';
 import type { ChainCache } from './chain';
 import type { Clock } from '../kernel/clock';
@@ -28,4 +29,6 @@ export interface BrokerDeps extends BrokerComponents {
   resolveCredential: CredentialResolver;
   /** BROKER_TRUST_ASSERTED_PRINCIPAL: a fact for broker/check, which decides. */
   trustAssertedPrincipal: boolean;
+  /** now in POLICY_TIME_ZONE, for org rules about working hours. */
+  localTime: (nowMs: number) => LocalTime;
 }

@@ -1,25 +1,40 @@
+import jsonPointer from 'jsonpointer';
+import type { ToolResourcePointers } from '../connections/repository';
+import type { LocalTime } from '../kernel/local-time';
 import type { Chain } from './chain';
 import type { CallSubject } from './credentials';
 import type { MutableFacts } from './tree-facts';
 
+export interface CallFacts {
+  brokerId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  subject: CallSubject;
+  trustAssertedPrincipal: boolean;
+  now: number;
+  localTime: LocalTime;
+}
+
 /**
- * The input of broker/check/decision (policies/broker/check.rego). Facts only; no rule is
- * decided here. The call's arguments never enter the input (nor the decision log).
+ * The input of broker/check/decision (policies/broker/check.rego and the org packages). Facts
+ * only; no rule is decided here. `args` enter the input in memory only: the decision log keeps a
+ * digest of the input, never the input.
  */
-export function checkInput(
-  request: { brokerId: string; tool: string; subject: CallSubject; trustAssertedPrincipal: boolean; now: number },
-  chain: Chain,
-  facts: MutableFacts,
-) {
+export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts) {
   const revoked = new Set(facts.revokedIds);
-  const { principal, source } = request.subject;
+  const { principal, source } = call.subject;
+  const access = Object.hasOwn(facts.connection.tools, call.tool) ? facts.connection.tools[call.tool] : undefined;
+  const pointers = access && Object.hasOwn(facts.toolResources, call.tool) ? facts.toolResources[call.tool] : undefined;
   return {
-    now_ms: request.now,
-    broker_id: request.brokerId,
-    tool: request.tool,
+    now_ms: call.now,
+    local_time: call.localTime,
+    broker_id: call.brokerId,
+    tool: { name: call.tool, ...(access ? { access } : {}), ...(pointers ? { resource: pointers } : {}) },
+    args: call.args,
+    resource: resourceOf(call.args, pointers),
     principal: principal ?? undefined,
     principal_source: source,
-    trust_asserted_principal: request.trustAssertedPrincipal,
+    trust_asserted_principal: call.trustAssertedPrincipal,
     chain: chain.map((grant) => ({ ...grant, revoked: revoked.has(grant.id) })),
     connection: facts.connection,
     // Says only whether the principal is a current member of each pod: all that the effective
@@ -27,4 +42,20 @@ export function checkInput(
     members: principal ? Object.fromEntries(facts.memberOf.map((podId) => [podId, [principal.id]])) : {},
     ...(principal?.kind === 'agent' && facts.desiredState ? { runtime: { desired_state: facts.desiredState } } : {}),
   };
+}
+
+/**
+ * The strings the tool's pointers find in `args`. A pointer that finds nothing, or anything but
+ * a string, leaves its key out: the policy then answers `resource_unknown` wherever the chain
+ * constrains that dimension (fail closed).
+ */
+export function resourceOf(args: Record<string, unknown>, pointers: ToolResourcePointers | undefined) {
+  const resource: { repository?: string; ref?: string; path?: string } = {};
+  for (const key of ['repository', 'ref', 'path'] as const) {
+    const pointer = pointers?.[key];
+    if (pointer === undefined) continue;
+    const value: unknown = jsonPointer.get(args, pointer);
+    if (typeof value === 'string') resource[key] = value;
+  }
+  return resource;
 }

@@ -25,7 +25,10 @@ export const CheckResult = z
   .object({
     decision: z.enum(['allow', 'deny']),
     callId: z.string(),
-    reason: z.string().openapi({ description: '`allowed`, or the deny reason of CONTRACT §5' }),
+    reason: z.string().openapi({
+      description: "`allowed`, or the deny reason of CONTRACT §5 and §8, or an org rule's own reason (§10)",
+    }),
+    message: z.string().optional().openapi({ description: "With an org rule's reason: the rule's message" }),
     retryAfterMs: z.number().int().optional().openapi({ description: 'With budget_exhausted: when the first unit frees' }),
     budget: z.object({
       remaining: z.number().int().openapi({ description: 'Calls left now, the least over the whole chain' }),

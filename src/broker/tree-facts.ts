@@ -1,6 +1,6 @@
 import type { Database } from '../db/database';
 import { LruCache } from '../cache/lru';
-import type { ConnectionRow } from '../connections/repository';
+import type { ConnectionRow, ToolResourcePointers } from '../connections/repository';
 import { toConnectionFact, type ConnectionFact } from '../grants/facts';
 import type { Chain } from './chain';
 
@@ -10,6 +10,8 @@ import type { CallPrincipal } from '../kernel/principals';
 export interface MutableFacts {
   revokedIds: string[];
   connection: ConnectionFact;
+  /** Resource pointers of the connection's tools that declare them (CONTRACT §8), by tool name. */
+  toolResources: Record<string, ToolResourcePointers>;
   /** Pods of the chain's targets the principal is a current member of. */
   memberOf: string[];
   /** desired_state of an agent principal; null for a user or an agent that is gone. */
@@ -26,6 +28,7 @@ const ENTRIES_PER_TREE = 2_000;
 const NO_PRINCIPAL_FACTS: MutableFacts = Object.freeze({
   revokedIds: [],
   connection: { id: '', owner_id: '', kind: '', status: 'disconnected' as const, tools: {} },
+  toolResources: {},
   memberOf: [],
   desiredState: null,
 });
@@ -75,6 +78,8 @@ select
   (select row_to_json(c) from (select id, owner_id, kind, status from connections where id = ?) c) as connection,
   (select coalesce(json_object_agg(name, access), '{}'::json) from connection_tools
     where connection_id = ?) as tools,
+  (select coalesce(json_object_agg(name, resource) filter (where resource is not null), '{}'::json)
+    from connection_tools where connection_id = ?) as tool_resources,
   (select coalesce(json_agg(pod_id), '[]'::json) from pod_members
     where member_id = ? and pod_id in (select json_array_elements_text(?::json))) as member_of,
   (select desired_state from agents where id = ?) as desired_state`;
@@ -83,6 +88,7 @@ interface FactsRow {
   revoked_ids: string[];
   connection: Pick<ConnectionRow, 'id' | 'owner_id' | 'kind' | 'status'> | null;
   tools: ConnectionFact['tools'];
+  tool_resources: Record<string, ToolResourcePointers>;
   member_of: string[];
   desired_state: 'running' | 'stopped' | null;
 }
@@ -128,6 +134,7 @@ export class TreeFactsCache {
       JSON.stringify(chain.map((g) => g.id)),
       connectionId,
       connectionId,
+      connectionId,
       principal.id,
       JSON.stringify(podIds),
       principal.kind === 'agent' ? principal.id : null,
@@ -137,6 +144,7 @@ export class TreeFactsCache {
       revokedIds: row.revoked_ids,
       // A connection that is gone is as good as disconnected: nothing is allowed through it.
       connection: row.connection ? toConnectionFact(row.connection, row.tools) : { ...NO_PRINCIPAL_FACTS.connection },
+      toolResources: row.tool_resources,
       memberOf: row.member_of,
       desiredState: row.desired_state,
     };

@@ -15,9 +15,16 @@ export interface ConnectionRow {
   updated_at: Date;
 }
 
+export interface ToolResourcePointers {
+  repository?: string;
+  ref?: string;
+  path?: string;
+}
+
 export interface ConnectionTool {
   name: string;
   access: 'read' | 'write';
+  resource?: ToolResourcePointers;
 }
 
 export function findConnection(db: Queryable, id: string): Promise<ConnectionRow | undefined> {
@@ -25,7 +32,13 @@ export function findConnection(db: Queryable, id: string): Promise<ConnectionRow
 }
 
 export function listConnectionTools(db: Queryable, connectionId: string): Promise<ConnectionTool[]> {
-  return db('connection_tools').where({ connection_id: connectionId }).orderBy('name').select('name', 'access');
+  return db('connection_tools')
+    .where({ connection_id: connectionId })
+    .orderBy('name')
+    .select('name', 'access', 'resource')
+    .then((rows: Array<{ name: string; access: 'read' | 'write'; resource: ToolResourcePointers | null }>) =>
+      rows.map(({ resource, ...tool }) => (resource ? { ...tool, resource } : tool)),
+    );
 }
 
 export async function insertConnection(
@@ -34,7 +47,9 @@ export async function insertConnection(
   tools: ConnectionTool[],
 ): Promise<ConnectionRow> {
   const [inserted] = await trx<ConnectionRow>('connections').insert(row).returning('*');
-  await trx('connection_tools').insert(tools.map((tool) => ({ connection_id: row.id, ...tool })));
+  await trx('connection_tools').insert(
+    tools.map((tool) => ({ connection_id: row.id, name: tool.name, access: tool.access, resource: tool.resource ?? null })),
+  );
   return inserted as ConnectionRow;
 }
 

@@ -5,7 +5,23 @@ export const ToolName = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, 'letters, digits and . _ : / -, at most 128')
   .openapi({ example: 'repos.read_file' });
 
-export const ConnectionToolSchema = z.strictObject({ name: ToolName, access: z.enum(['read', 'write']) }).openapi('ConnectionTool');
+/** An RFC 6901 JSON pointer into a call's `args`: `/owner_repo`, `/ref`, `/files/0/path`. */
+const ArgsPointer = z
+  .string()
+  .max(256)
+  .regex(/^(\/([^~/]|~[01])*)+$/, 'an RFC 6901 JSON pointer such as /repository')
+  .openapi({ example: '/repository' });
+
+export const ToolResourceSchema = z
+  .strictObject({ repository: ArgsPointer.optional(), ref: ArgsPointer.optional(), path: ArgsPointer.optional() })
+  .refine((resource) => Object.values(resource).some((pointer) => pointer !== undefined), 'name at least one of repository, ref, path')
+  .openapi('ToolResource', {
+    description: "Where the call's repository, ref and path sit in its `args` (CONTRACT §8); checked against grants' `resources`.",
+  });
+
+export const ConnectionToolSchema = z
+  .strictObject({ name: ToolName, access: z.enum(['read', 'write']), resource: ToolResourceSchema.optional() })
+  .openapi('ConnectionTool');
 
 export const ConnectionSchema = z
   .object({

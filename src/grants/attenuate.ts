@@ -11,6 +11,7 @@ import { emitGrantEvent } from './events';
 import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type GrantFacts } from './facts';
 import { presentGrant } from './presenters';
 import { countLiveChildren, insertGrant, lockTree, rootIdOf, type GrantRow } from './repository';
+import { inheritResources } from './resource-patterns';
 import type { AttenuateGrantInput } from './schemas';
 
 /**
@@ -47,6 +48,7 @@ async function childOf(
     budget_calls: body.budget?.calls ?? parent.budget_calls,
     budget_window_ms: body.budget?.windowMs ?? Number(parent.budget_window_ms),
     expires_at: body.expiresAt ? new Date(body.expiresAt) : parent.expires_at,
+    resources: inheritResources(parent.resources, body.resources),
     created_at: new Date(now),
     revoked_at: null,
     granted_by: parent.granted_by,

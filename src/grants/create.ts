@@ -56,7 +56,13 @@ export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, b
       target: body.target,
       pod,
       seat,
-      request: { tools: body.tools, write_mode: writeMode, audience: body.audience, expires_at_ms: expiresAt.getTime() },
+      request: {
+        tools: body.tools,
+        write_mode: writeMode,
+        audience: body.audience,
+        expires_at_ms: expiresAt.getTime(),
+        ...(body.resources ? { resources: body.resources } : {}),
+      },
     }),
   );
   if (!connectionRow || !connection || !pod) throw new Error('grants/create allowed without a connection or a target pod');
@@ -82,6 +88,7 @@ export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, b
     budget_calls: body.budget?.calls ?? GRANT_DEFAULTS.budget.calls,
     budget_window_ms: body.budget?.windowMs ?? GRANT_DEFAULTS.budget.windowMs,
     expires_at: expiresAt,
+    resources: body.resources ?? null,
     created_at: new Date(now),
     revoked_at: null,
     granted_by: principal.userId,

@@ -44,6 +44,7 @@ export function toGrantFact(row: GrantRow): GrantFact {
     budget: { calls: row.budget_calls, window_ms: Number(row.budget_window_ms) },
     expires_at_ms: new Date(row.expires_at).getTime(),
     revoked: row.revoked_at !== null,
+    ...(row.resources ? { resources: row.resources } : {}),
   };
 }
 

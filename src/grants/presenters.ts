@@ -20,6 +20,7 @@ export function presentGrant(row: GrantRow, view: GrantView) {
     tools: row.tools,
     writeMode: row.write_mode,
     budget: { calls: row.budget_calls, windowMs: Number(row.budget_window_ms) },
+    resources: row.resources,
     expiresAt: iso(row.expires_at),
     createdAt: iso(row.created_at),
     revokedAt: iso(row.revoked_at),

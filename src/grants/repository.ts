@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import type { Resources } from './resource-patterns';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -29,6 +30,8 @@ export interface GrantRow {
   expires_at: Date;
   created_at: Date;
   revoked_at: Date | null;
+  /** jsonb: CONTRACT §8 patterns by dimension; null constrains nothing. */
+  resources: Resources | null;
   /** The connection owner whose capability this is (the same along a tree). */
   granted_by: string;
   /** Who made this record: the owner for a root, the attenuating agent for a child. */

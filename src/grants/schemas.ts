@@ -1,4 +1,5 @@
 import { ToolName } from '../connections/schemas';
+import { ResourcesSchema } from './resource-patterns';
 import { ApiError } from '../kernel/errors';
 import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';
 
@@ -67,6 +68,7 @@ const Limits = {
   writeMode: z.enum(['read', 'write']).optional(),
   budget: BudgetInput.optional(),
   expiresAt: z.iso.datetime({ offset: false }).optional(),
+  resources: ResourcesSchema.optional(),
 };
 
 export const CreateGrantBody = refusingServerDerived(
@@ -80,7 +82,8 @@ export const CreateGrantBody = refusingServerDerived(
 export const AttenuateGrantBody = refusingServerDerived(
   z.strictObject({ target: TargetSchema.optional(), tools: Tools.optional(), ...Limits }).openapi('AttenuateGrant', {
     description:
-      'Every omitted field inherits the parent. tools ⊆, audience ⊆, writeMode ≤, calls ≤, windowMs ≥, expiresAt ≤; ' +
+      'Every omitted field inherits the parent (`resources` dimension by dimension). tools ⊆, audience ⊆, writeMode ≤, calls ≤, ' +
+      "windowMs ≥, expiresAt ≤, every resource pattern covered by one of the parent's; " +
       'a pod target may narrow to a seat of that pod in the parent audience.',
   }),
 );
@@ -102,6 +105,7 @@ export const GrantSchema = z
     tools: z.array(z.string()),
     writeMode: z.enum(['read', 'write']),
     budget: z.object({ calls: z.number().int(), windowMs: z.number().int() }),
+    resources: ResourcesSchema.nullable().openapi({ description: '`null`: unrestricted (CONTRACT §8)' }),
     expiresAt: timestamp,
     createdAt: timestamp,
     revokedAt: timestamp.nullable(),

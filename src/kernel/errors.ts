@@ -13,6 +13,8 @@ export const PROBLEMS = {
   not_installed_agent: { status: 403, title: 'Only an agent installed in the pod may do this' },
   principal_not_in_audience: { status: 403, title: "The caller is not in the grant's effective audience" },
   principal_assertion_refused: { status: 403, title: "A broker may not assert the principal; forward the caller's subjectToken" },
+  org_policy_denied: { status: 403, title: "An org policy of the security team refuses this; `reasons` name the policy's own codes" },
+  approval_required: { status: 403, title: 'An org policy requires a human approval, which this request cannot carry' },
   not_pod_admin: { status: 403, title: 'Only owners and admins of the pod may do this' },
   owner_role_required: { status: 403, title: 'Only an owner of the pod may do this' },
   not_found: { status: 404, title: 'Not found' },

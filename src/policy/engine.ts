@@ -4,6 +4,8 @@ import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import type { Logger } from '../kernel/log';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import { digestOf } from '../kernel/digest';
+import type { OrgFindings } from '../kernel/decisions/org';
+import { loggableResult, reportShadow } from './shadow';
 import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kernel/decisions/catalogue';
 
 /**
@@ -178,18 +180,26 @@ export class PolicyEngine {
     // The id names this decision in the decision log, and the broker records it on the call it
     // approved, so an audit can go from a call to the exact decision (input digest, revision).
     const decisionId = randomUUID();
-    this.logDecision(decisionId, entrypoint, input as object, result as { allow: boolean }, loaded.revision);
+    const verdict = result as { allow: boolean; org?: OrgFindings };
+    this.logDecision(decisionId, entrypoint, input as object, verdict, loaded.revision);
+    reportShadow(this.log, decisionId, entrypoint, verdict.allow, verdict.org);
     return { ...(result as object), decisionId } as Decided<D>;
   }
 
-  private logDecision(decisionId: string, entrypoint: string, input: object, result: { allow: boolean }, revision: string): void {
+  private logDecision(
+    decisionId: string,
+    entrypoint: string,
+    input: object,
+    result: { allow: boolean; org?: OrgFindings },
+    revision: string,
+  ): void {
     if (this.decisionLog === 'off' || (this.decisionLog === 'deny' && result.allow)) return;
     this.log.info(
       {
         decision_id: decisionId,
         entrypoint,
         input_digest: digestOf(input),
-        result,
+        result: loggableResult(result),
         revision,
         timestamp: new Date().toISOString(),
       },

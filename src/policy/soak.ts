@@ -98,11 +98,19 @@ function brokerCheckInputs(count: number): Array<DecisionInput<typeof decisions.
       tools: TOOLS.slice(0, 4 - level),
       write_mode: level === 0 && i % 2 === 0 ? ('read' as const) : ('write' as const),
       budget: { calls: 1000, window_ms: 3_600_000 },
+      ...(i % 3 === 1 && level === 0 ? { resources: { repositories: ['acme/repo-1*', 'acme/*-2'] } } : {}),
     }));
     return {
       now_ms: now,
       broker_id: 'brk_soak',
-      tool: TOOLS[i % TOOLS.length]!,
+      local_time: { time_zone: 'UTC', weekday: 1 + (i % 7), hour: i % 24, minute: i % 60 },
+      tool: {
+        name: TOOLS[i % TOOLS.length]!,
+        ...(i % TOOLS.length === 3 ? {} : { access: i % TOOLS.length === 2 ? ('write' as const) : ('read' as const) }),
+        ...(i % 2 === 0 ? { resource: { repository: '/repository', ref: '/ref' } } : {}),
+      },
+      args: { repository: `acme/repo-${i % 9}`, ref: 'refs/heads/main', body: 'x'.repeat(i % 50) },
+      resource: i % 2 === 0 ? { repository: `acme/repo-${i % 9}`, ref: 'refs/heads/main' } : {},
       principal:
         i % 43 === 0 ? undefined : { kind: i % 6 === 0 ? ('user' as const) : ('agent' as const), id: i % 6 === 0 ? 'user-1' : agentId },
       principal_source: i % 47 === 0 ? ('asserted' as const) : ('subject_token' as const),

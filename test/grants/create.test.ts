@@ -33,6 +33,7 @@ describe('POST /api/grants: a root grant', () => {
         'budget',
         'expiresAt',
         'createdAt',
+        'resources',
         'revokedAt',
         'status',
         'installationId',

@@ -21,6 +21,7 @@ const grant: GrantRow = {
   expires_at: new Date('2026-12-01T00:00:00Z'),
   created_at: new Date('2026-11-22T00:00:00Z'),
   revoked_at: null,
+  resources: { repositories: ['acme/*'] },
   granted_by: 'alice',
   created_by: 'agt_maker',
 };
@@ -40,6 +41,7 @@ describe('presenters', () => {
         'id',
         'installationId',
         'parentId',
+        'resources',
         'revokedAt',
         'rootId',
         'status',

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { defineDecision, verdict } from './define';
 import { ChainLink, ConnectionFact, Millis } from './facts';
+import { OrgOutput } from './org';
+
+const ResourcePointers = z.strictObject({
+  repository: z.string().optional(),
+  ref: z.string().optional(),
+  path: z.string().optional(),
+});
 
 export const CallPrincipalFact = z.strictObject({ kind: z.enum(['user', 'agent']), id: z.string() });
 
@@ -10,7 +17,25 @@ export const brokerCheck = defineDecision(
   z.strictObject({
     now_ms: Millis,
     broker_id: z.string().describe('the broker asking'),
-    tool: z.string(),
+    tool: z
+      .strictObject({
+        name: z.string(),
+        access: z.enum(['read', 'write']).optional().describe('absent: the connection does not enable the tool'),
+        resource: ResourcePointers.optional().describe("where the tool's repository, ref and path sit in `args`"),
+      })
+      .describe('the tool called, as its connection declares it'),
+    args: z.record(z.string(), z.unknown()).describe("the call's arguments: evaluated in memory, never stored or logged"),
+    resource: z
+      .strictObject({ repository: z.string().optional(), ref: z.string().optional(), path: z.string().optional() })
+      .describe("the strings the tool's pointers found in `args` (CONTRACT §8); a pointer that found none leaves its key out"),
+    local_time: z
+      .strictObject({
+        time_zone: z.string().describe('POLICY_TIME_ZONE, an IANA zone'),
+        weekday: z.number().int().min(1).max(7).describe('ISO 8601: 1 is Monday, 7 is Sunday'),
+        hour: z.number().int().min(0).max(23),
+        minute: z.number().int().min(0).max(59),
+      })
+      .describe('now_ms in the configured time zone: the WASM target has no clock or zone database'),
     principal: CallPrincipalFact.optional().describe('who the call is for; absent when the forwarded subjectToken did not verify'),
     principal_source: z.enum(['subject_token', 'asserted']),
     trust_asserted_principal: z.boolean().describe('BROKER_TRUST_ASSERTED_PRINCIPAL'),
@@ -24,7 +49,10 @@ export const brokerCheck = defineDecision(
       .optional()
       .describe('agent principals only'),
   }),
-  verdict({ reason: z.string().describe('the one reason the broker reports: `allowed`, or the first deny reason by precedence') }),
+  verdict({
+    reason: z.string().describe('the one reason the broker reports: `allowed`, or the first deny reason by precedence'),
+    org: OrgOutput,
+  }),
 );
 
 export const brokerOutcome = defineDecision(

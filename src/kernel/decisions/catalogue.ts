@@ -5,6 +5,7 @@ import { grantsAttenuate, grantsCreate, grantsList, grantsRead, grantsRevoke } f
 
 export * from './define';
 export * from './facts';
+export * from './org';
 
 /**
  * Every decision the service asks the policy for, once. From here come the TypeScript types of

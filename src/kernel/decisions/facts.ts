@@ -6,6 +6,14 @@ import { z } from 'zod';
  */
 export const Millis = z.number().int().describe('milliseconds since the epoch');
 
+/** CONTRACT §8 patterns by dimension; a dimension that is absent is unrestricted. */
+export const ResourcesFact = z.strictObject({
+  repositories: z.array(z.string()).optional(),
+  refs: z.array(z.string()).optional(),
+  paths: z.array(z.string()).optional(),
+});
+export type ResourcesFact = z.infer<typeof ResourcesFact>;
+
 export const GrantFact = z.strictObject({
   id: z.string(),
   target: z.strictObject({ kind: z.enum(['pod', 'seat']), id: z.string(), pod_id: z.string() }),
@@ -16,6 +24,7 @@ export const GrantFact = z.strictObject({
   budget: z.strictObject({ calls: z.number().int(), window_ms: z.number().int() }),
   expires_at_ms: Millis,
   revoked: z.boolean(),
+  resources: ResourcesFact.optional().describe('absent: the grant constrains no resource'),
 });
 export type GrantFact = z.infer<typeof GrantFact>;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineDecision, verdict } from './define';
-import { Caller, ConnectionFact, GrantFact, GrantFacts, Millis } from './facts';
+import { Caller, ConnectionFact, GrantFact, GrantFacts, Millis, ResourcesFact } from './facts';
+import { OrgOutput } from './org';
 
 const Status = z.enum(['active', 'expired', 'revoked']);
 
@@ -22,9 +23,10 @@ export const grantsCreate = defineDecision(
       write_mode: z.enum(['read', 'write']),
       audience: z.array(z.string()).optional(),
       expires_at_ms: Millis,
+      resources: ResourcesFact.optional(),
     }),
   }),
-  verdict({}),
+  verdict({ org: OrgOutput }),
 );
 
 export const grantsRead = defineDecision(
@@ -69,5 +71,6 @@ export const grantsAttenuate = defineDecision(
     widened: z.array(z.string()).optional(),
     child_status: Status.optional(),
     child_audience: z.array(z.string()).optional(),
+    org: OrgOutput,
   }),
 );

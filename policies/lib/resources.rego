@@ -1,0 +1,71 @@
+# METADATA
+# title: Resource patterns
+# description: |
+#   CONTRACT §8: a grant's `resources` name, by dimension, the patterns of what its tools may
+#   touch. `*` matches within one `/`-separated segment; in paths a whole segment `**` matches
+#   across segments. The grants domain refuses every other glob syntax before a pattern is stored,
+#   so `glob.match` with `/` as the delimiter is exactly these semantics.
+package lib.resources
+
+# The dimension of a grant's `resources` and the key of the call's `resource` it constrains.
+value_key := {"repositories": "repository", "refs": "ref", "paths": "path"}
+
+# METADATA
+# scope: document
+# description: A concrete value (a repository, a ref, a path) matches one of the patterns.
+matches_any(patterns, value) if {
+	some pattern in patterns
+	glob.match(pattern, ["/"], value)
+}
+
+# METADATA
+# scope: document
+# description: |
+#   Every value the child pattern matches is matched by the parent pattern. The child is matched
+#   as a string in which its wildcards are symbols: its `*` becomes U+0001, which only a parent `*`
+#   or `**` can consume, and its `**` becomes U+0002, a delimiter that only a parent `**` can
+#   consume. Patterns never contain either character. Sound: a child it accepts matches nothing
+#   the parent does not. Exact without `**`; with `**` it may refuse a true narrowing (a child
+#   `a/**` under a parent `**/*`), never accept a widening. Property-tested against a model in
+#   test/grants/pattern-containment.property.test.ts.
+covers(parent, child) if glob.match(parent, ["/", "\u0002"], symbolic(child))
+
+symbolic(pattern) := replace(replace(pattern, "**", "\u0002"), "*", "\u0001")
+
+# METADATA
+# scope: document
+# description: |
+#   The child's resources are within the parent's: every dimension the parent constrains, the
+#   child constrains too, each child pattern covered by a parent pattern. An unconstrained parent
+#   holds anything.
+within(child, parent) if {
+	parent_resources := object.get(parent, "resources", {})
+	child_resources := object.get(child, "resources", {})
+	every dimension, parent_patterns in parent_resources {
+		child_patterns := object.get(child_resources, dimension, [])
+		count(child_patterns) > 0
+		every child_pattern in child_patterns {
+			some parent_pattern in parent_patterns
+			covers(parent_pattern, child_pattern)
+		}
+	}
+}
+
+# METADATA
+# scope: document
+# description: |
+#   The grant constrains a dimension the call names no value for: `resource_unknown` (fail
+#   closed; the tool declares no pointer for it, or the pointer found no string in `args`).
+unknown(grant, resource) if {
+	some dimension, _ in object.get(grant, "resources", {})
+	not resource[value_key[dimension]]
+}
+
+# METADATA
+# scope: document
+# description: The call's value for a dimension the grant constrains matches none of its patterns.
+not_allowed(grant, resource) if {
+	some dimension, patterns in object.get(grant, "resources", {})
+	value := resource[value_key[dimension]]
+	not matches_any(patterns, value)
+}

@@ -1,0 +1,142 @@
+import path from 'node:path';
+import fc from 'fast-check';
+import { decisions } from '../../src/kernel/decisions/catalogue';
+import { createLogger } from '../../src/kernel/log';
+import { PolicyEngine } from '../../src/policy/engine';
+
+/**
+ * Pattern containment (CONTRACT §8), decided by the real policy module (grants/attenuate, whose
+ * lib.resources.covers is the rule), against an independent model of what a pattern matches:
+ * `*` is `[^/]*`, a whole-segment `**` is `.*` (glob.match with `/` as delimiter).
+ *
+ * 1. Sound: when the policy lets a child path pattern under a parent, every value the child
+ *    matches (sampled by expanding its wildcards at random) is matched by the parent.
+ * 2. Exact without `**`: when it refuses, the child matches a value the parent does not: its
+ *    wildcards expanded to a character no pattern contains. With `**` the rule stays sound but
+ *    may refuse a narrowing that is one, when the parent's segments after a `**` could absorb the
+ *    end of the child's `**` (a child `a/**` under a parent `**` then `/*`): a refusal, never a widening.
+ */
+const engine = new PolicyEngine({
+  path: path.resolve(__dirname, '../../build/policy/policy.wasm'),
+  log: createLogger('silent'),
+  decisionLog: 'off',
+});
+beforeAll(() => engine.reload());
+
+const NOW = 1_800_000_000_000;
+
+function grantFact(id: string, paths: string[]) {
+  return {
+    id,
+    target: { kind: 'pod' as const, id: 'pod_1', pod_id: 'pod_1' },
+    audience_mode: 'members' as const,
+    audience: [],
+    tools: ['repos.read_file'],
+    write_mode: 'read' as const,
+    budget: { calls: 10, window_ms: 60_000 },
+    expires_at_ms: NOW + 60_000,
+    revoked: false,
+    resources: { paths },
+  };
+}
+
+function policyLetsUnder(parent: string, child: string): boolean {
+  const decision = engine.evaluate(decisions.grantsAttenuate, {
+    now_ms: NOW,
+    max_depth: 8,
+    max_live_children: 10,
+    live_children: 0,
+    caller: { kind: 'agent', id: 'agt_1', pod_id: 'pod_1', desired_state: 'running' },
+    grant: {
+      chain: [grantFact('grt_parent', [parent])],
+      members: ['agt_1'],
+      connection: { id: 'con_1', owner_id: 'alice', kind: 'code_hosting_app', status: 'connected', tools: { 'repos.read_file': 'read' } },
+    },
+    child: grantFact('grt_child', [child]),
+  });
+  const widened = decision.widened ?? [];
+  expect(widened.filter((field) => field !== 'resources')).toEqual([]);
+  return !widened.includes('resources');
+}
+
+function modelMatches(pattern: string, value: string): boolean {
+  const source = pattern
+    .split('/')
+    .map((segment) => (segment === '**' ? '.*' : segment.split('*').map(escape).join('[^/]*')))
+    .join('/');
+  return new RegExp(`^${source}$`, 's').test(value);
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+// Small alphabets make containment cases (and near misses) frequent.
+const segment = fc.oneof(
+  { weight: 1, arbitrary: fc.constant('**') },
+  { weight: 6, arbitrary: fc.stringMatching(/^[ab*]{1,4}$/).filter((s) => !s.includes('**')) },
+);
+const pattern = fc.array(segment, { minLength: 1, maxLength: 4 }).map((segments) => segments.join('/'));
+
+/** A value of the pattern: each `*` some of [ab], each `**` some [ab/] (possibly empty). */
+function expansion(pattern: string) {
+  const holes = pattern.split('/').flatMap((s) => (s === '**' ? ['**'] : [...s].filter((c) => c === '*')));
+  return fc
+    .tuple(...holes.map((hole) => (hole === '**' ? fc.stringMatching(/^[ab/]{0,5}$/) : fc.stringMatching(/^[ab]{0,3}$/))))
+    .map((fills) => {
+      let i = 0;
+      return pattern
+        .split('/')
+        .map((s) => (s === '**' ? fills[i++] : s.replace(/\*/g, () => fills[i++]!)))
+        .join('/');
+    });
+}
+
+/**
+ * Values of the child that no pattern spells out: each `*` filled with `Z`, each `**` with
+ * nothing, one `Q` segment or more `Q` segments than the parent has (every combination).
+ */
+function witnesses(child: string, parent: string): string[] {
+  const deep = Array.from({ length: parent.split('/').length + 1 }, () => 'Q').join('/');
+  let values = [''];
+  child.split('/').forEach((s, i) => {
+    const fills = s === '**' ? ['', 'Q', deep] : [s.replace(/\*/g, 'Z')];
+    values = values.flatMap((v) => fills.map((f) => (i === 0 ? f : `${v}/${f}`)));
+  });
+  return values;
+}
+
+const runs = Number(process.env.FUZZ_RUNS ?? 300);
+
+it('a child accepted under its parent matches nothing its parent does not', () => {
+  fc.assert(
+    fc.property(
+      pattern,
+      pattern.chain((child) => fc.tuple(fc.constant(child), fc.array(expansion(child), { minLength: 1, maxLength: 20 }))),
+      (parent, [child, values]) => {
+        if (!policyLetsUnder(parent, child)) return;
+        for (const value of values) expect(modelMatches(parent, value)).toBe(true);
+      },
+    ),
+    { numRuns: runs },
+  );
+});
+
+it('a child refused under its parent matches a value its parent does not (patterns without **)', () => {
+  const flat = pattern.filter((p) => !p.split('/').includes('**'));
+  fc.assert(
+    fc.property(flat, flat, (parent, child) => {
+      if (policyLetsUnder(parent, child)) return;
+      expect(witnesses(child, parent).some((value) => !modelMatches(parent, value))).toBe(true);
+    }),
+    { numRuns: runs },
+  );
+});
+
+it('a pattern is always under itself, and under **', () => {
+  fc.assert(
+    fc.property(pattern, (p) => {
+      expect(policyLetsUnder(p, p)).toBe(true);
+      expect(policyLetsUnder('**', p)).toBe(true);
+    }),
+    { numRuns: runs },
+  );
+});
