@@ -8,6 +8,7 @@
 //      (ORG_POLICY_MODES) and a chain whose root constrains repositories, refs and paths, so
 //      every check also extracts its resources from `args` (CONTRACT §8, §10).
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (off),
+//      BENCH_PAIR_ROUNDS (3) and BENCH_PAIR_S (10): alternating rounds of 1. and 4.,
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -39,10 +40,16 @@ const { loadPolicy } = require('@open-policy-agent/opa-wasm');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
 const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
+const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 3);
+const PAIR_S = Number(process.env.BENCH_PAIR_S ?? 10);
 /** What every benchmarked check calls with: a read of a file of a repository at a ref. */
 const CHECK_ARGS = { repository: 'acme/api', ref: 'refs/heads/feature/bench', path: 'docs/README.md' };
 /** What the org-packages run constrains its chain to (at the root; the children inherit it). */
-const BENCH_RESOURCES = { repositories: ['acme/*', 'acme-labs/docs'], refs: ['refs/heads/*'], paths: ['docs/**', 'src/**'] };
+const BENCH_RESOURCES = {
+  repositories: ['acme/*', 'acme-labs/docs'],
+  refs: ['refs/heads/feature/*', 'refs/heads/release-*'],
+  paths: ['docs/**', 'src/**'],
+};
 
 /** Pod, member agent, broker, connection, and a depth-3 chain of grants, through the API. */
 async function seed(base, db, { resources, name = 'bench' } = {}) {
@@ -77,8 +84,14 @@ function load(title, options) {
       error ? reject(error) : resolve(result),
     );
     instance.on('error', reject);
-    console.log(`load: ${title} (${CONNECTIONS} connections, ${DURATION_S} s)`);
+    console.log(`load: ${title} (${CONNECTIONS} connections, ${options.duration ?? DURATION_S} s)`);
   });
+}
+
+/** The mean of each figure over several runs of one target. */
+function meanSummary(runs) {
+  const all = runs.map(summary);
+  return Object.fromEntries(Object.keys(all[0]).map((key) => [key, Math.round(all.reduce((sum, s) => sum + s[key], 0) / all.length)]));
 }
 
 const summary = (r) => ({
@@ -217,12 +230,29 @@ async function main() {
     });
     const probe = await api(orgBase, 'POST', '/api/broker/check', orgWorld.brokerToken, JSON.parse(orgBody));
     if (probe.decision !== 'allow') throw new Error(`the org-packages check is denied: ${JSON.stringify(probe)}`);
-    const org = await load('POST /api/broker/check, example org packages enforced, resources constrained', {
-      url: `${orgBase}/api/broker/check`,
-      headers: { authorization: `Bearer ${orgWorld.brokerToken}`, 'content-type': 'application/json' },
-      body: orgBody,
-    });
-    results.serviceOrg = summary(org);
+    // Alternating rounds, so the drift of a shared machine falls on both sides alike.
+    const plainRuns = [];
+    const orgRuns = [];
+    for (let round = 1; round <= PAIR_ROUNDS; round += 1) {
+      plainRuns.push(
+        await load(`round ${round}: POST /api/broker/check`, {
+          url: `${base}/api/broker/check`,
+          headers: { authorization: `Bearer ${world.brokerToken}`, 'content-type': 'application/json' },
+          body,
+          duration: PAIR_S,
+        }),
+      );
+      orgRuns.push(
+        await load(`round ${round}: POST /api/broker/check, example org packages enforced, resources constrained`, {
+          url: `${orgBase}/api/broker/check`,
+          headers: { authorization: `Bearer ${orgWorld.brokerToken}`, 'content-type': 'application/json' },
+          body: orgBody,
+          duration: PAIR_S,
+        }),
+      );
+    }
+    results.pairPlain = meanSummary(plainRuns);
+    results.serviceOrg = meanSummary(orgRuns);
 
     const agentId = (await db('agents').first('id')).id;
     const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
@@ -280,7 +310,8 @@ function report(r) {
   console.log(`load: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per target; chain depth 3 (4 grants); agent subjectToken`);
   console.table({
     'service POST /api/broker/check': r.service,
-    'service, org packages + resources': r.serviceOrg,
+    [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s`]: r.pairPlain,
+    [`service, org packages + resources, alternating`]: r.serviceOrg,
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
@@ -288,7 +319,7 @@ function report(r) {
     `ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
       `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
       `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}; ` +
-      `service with org packages / without = ${(r.serviceOrg.requestsPerSec / r.service.requestsPerSec).toFixed(3)}`,
+      `service with org packages and resources / without (alternating rounds) = ${(r.serviceOrg.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}`,
   );
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
   const m = r.redisMemory;

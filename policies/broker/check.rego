@@ -86,13 +86,13 @@ reasons contains "write_not_allowed" if {
 
 # Every level of the chain must allow the call's resources (CONTRACT §8).
 reasons contains "resource_unknown" if {
-	some grant in input.chain
-	resources.unknown(grant, input.resource)
+	some constraint in chain_constraints
+	resources.unknown(constraint, input.resource)
 }
 
 reasons contains "resource_not_allowed" if {
-	some grant in input.chain
-	resources.not_allowed(grant, input.resource)
+	some constraint in chain_constraints
+	resources.not_allowed(constraint, input.resource)
 }
 
 reasons contains "principal_not_in_audience" if {
@@ -113,3 +113,5 @@ reasons contains "runtime_stopped" if {
 reasons contains finding.reason if some finding in org_findings.denials
 
 reasons contains "approval_required" if count(org_findings.approvals) > 0
+
+chain_constraints := resources.constraints(input.chain)

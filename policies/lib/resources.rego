@@ -15,7 +15,44 @@ value_key := {"repositories": "repository", "refs": "ref", "paths": "path"}
 # description: A concrete value (a repository, a ref, a path) matches one of the patterns.
 matches_any(patterns, value) if {
 	some pattern in patterns
+	matches(pattern, value)
+}
+
+# The common shapes are decided with string builtins: glob.match compiles a regular expression on
+# every call (the module's heap, and any cache in it, is reset per evaluation).
+matches(pattern, value) if {
+	not contains(pattern, "*")
+	pattern == value
+}
+
+# `owner/*`, `refs/heads/feature/*`: one star, at the end.
+matches(pattern, value) if {
+	indexof(pattern, "*") == count(pattern) - 1
+	prefix := trim_suffix(pattern, "*")
+	startswith(value, prefix)
+	not contains(substring(value, count(prefix), -1), "/")
+}
+
+# `docs/**`: one `**`, as the last segment.
+matches(pattern, value) if {
+	endswith(pattern, "/**")
+	indexof(pattern, "*") == count(pattern) - 2
+	startswith(value, trim_suffix(pattern, "**"))
+}
+
+# Anything else (`api-*-v2`, `docs/**/*.md`, several stars): the general matcher.
+matches(pattern, value) if {
+	not simple(pattern)
 	glob.match(pattern, ["/"], value)
+}
+
+simple(pattern) if not contains(pattern, "*")
+
+simple(pattern) if indexof(pattern, "*") == count(pattern) - 1
+
+simple(pattern) if {
+	endswith(pattern, "/**")
+	indexof(pattern, "*") == count(pattern) - 2
 }
 
 # METADATA
@@ -54,18 +91,26 @@ within(child, parent) if {
 # METADATA
 # scope: document
 # description: |
-#   The grant constrains a dimension the call names no value for: `resource_unknown` (fail
-#   closed; the tool declares no pointer for it, or the pointer found no string in `args`).
-unknown(grant, resource) if {
-	some dimension, _ in object.get(grant, "resources", {})
+#   The constraint (a grant's `resources`) names a dimension the call has no value for:
+#   `resource_unknown` (fail closed; the tool declares no pointer for it, or the pointer found no
+#   string in `args`).
+unknown(constraint, resource) if {
+	some dimension, _ in constraint
 	not resource[value_key[dimension]]
 }
 
 # METADATA
 # scope: document
-# description: The call's value for a dimension the grant constrains matches none of its patterns.
-not_allowed(grant, resource) if {
-	some dimension, patterns in object.get(grant, "resources", {})
+# description: The call's value for a dimension the constraint names matches none of its patterns.
+not_allowed(constraint, resource) if {
+	some dimension, patterns in constraint
 	value := resource[value_key[dimension]]
 	not matches_any(patterns, value)
 }
+
+# METADATA
+# scope: document
+# description: |
+#   The distinct constraints of a chain. A child inherits what it does not narrow, so a chain
+#   mostly repeats one constraint: each is judged once.
+constraints(chain) := {grant.resources | some grant in chain; grant.resources}

@@ -59,11 +59,26 @@ test_a_child_beyond_its_parent if {
 }
 
 test_a_call_on_its_resources if {
-	grant := {"resources": {"repositories": ["acme/*"], "refs": ["refs/heads/*"]}}
-	not resources.unknown(grant, {"repository": "acme/api", "ref": "refs/heads/x"})
-	not resources.not_allowed(grant, {"repository": "acme/api", "ref": "refs/heads/x"})
-	resources.unknown(grant, {"repository": "acme/api"})
-	resources.not_allowed(grant, {"repository": "acme-x/api", "ref": "refs/heads/x"})
+	constraint := {"repositories": ["acme/*"], "refs": ["refs/heads/*"]}
+	not resources.unknown(constraint, {"repository": "acme/api", "ref": "refs/heads/x"})
+	not resources.not_allowed(constraint, {"repository": "acme/api", "ref": "refs/heads/x"})
+	resources.unknown(constraint, {"repository": "acme/api"})
+	resources.not_allowed(constraint, {"repository": "acme-x/api", "ref": "refs/heads/x"})
 	not resources.unknown({}, {})
 	not resources.not_allowed({}, {"repository": "anything/at-all"})
+}
+
+test_the_shapes_of_patterns_match_alike if {
+	resources.matches_any(["acme/api"], "acme/api")
+	not resources.matches_any(["acme/api"], "acme/ap")
+	resources.matches_any(["acme/*"], "acme/")
+	not resources.matches_any(["acme/*"], "acmex/api")
+	resources.matches_any(["docs/**"], "docs/")
+	not resources.matches_any(["docs/**"], "docs")
+	resources.matches_any(["a*b/c"], "axxb/c")
+	not resources.matches_any(["a*b/c"], "ax/b/c")
+}
+
+test_a_chain_judges_each_distinct_constraint_once if {
+	resources.constraints([{"resources": {"paths": ["a"]}}, {"resources": {"paths": ["a"]}}, {}]) == {{"paths": ["a"]}}
 }

@@ -5,19 +5,45 @@ import { createLogger } from '../kernel/log';
 import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
 import { demoCurlLines, seedDemoWorld } from './demo';
+import { evaluatePolicyFile, UsageError } from './policy-eval';
 
 const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
   broker revoke --id BROKER_ID  revoke every token of a broker
-  demo [--json]                 seed a demo world; prints credentials and example curl lines`;
+  demo [--json]                 seed a demo world; prints credentials and example curl lines
+  policy eval --entrypoint broker/check/decision --input FILE [--module PATH]
+                                evaluate the built policy module (POLICY_WASM_PATH) on an input`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, id: { type: 'string' }, json: { type: 'boolean', default: false } },
+    options: {
+      name: { type: 'string' },
+      id: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      entrypoint: { type: 'string' },
+      input: { type: 'string' },
+      module: { type: 'string' },
+    },
   });
   const config = loadConfig();
+  if (positionals[0] === 'policy' && positionals[1] === 'eval' && values.entrypoint && values.input) {
+    try {
+      const entrypoint = values.entrypoint.endsWith('/decision') ? values.entrypoint : `${values.entrypoint}/decision`;
+      const answer = await evaluatePolicyFile({
+        entrypoint,
+        inputFile: values.input,
+        modulePath: values.module ?? config.POLICY_WASM_PATH,
+      });
+      console.log(JSON.stringify(answer, null, 2));
+      return 0;
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      console.error(error.message);
+      return 2;
+    }
+  }
   const service = await buildService(
     { ...config, POLICY_WATCH: false, DECISION_LOG: 'off' },
     {

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { bearer, startService, type TestService } from '../support/service';
@@ -74,5 +76,30 @@ describe('npm run admin -- broker register', () => {
 
   it('refuses to run without a name (usage, exit code 2)', async () => {
     await expect(admin(['broker', 'register'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage') });
+  });
+});
+
+describe('npm run admin -- policy eval', () => {
+  const example = path.resolve(__dirname, '../../examples/policy/broker-check-input.json');
+
+  it('evaluates the built module on an input file and prints the decision', async () => {
+    const { stdout } = await admin(['policy', 'eval', '--entrypoint', 'broker/check', '--input', example]);
+    const answer = JSON.parse(stdout);
+    expect(answer).toMatchObject({ entrypoint: 'broker/check/decision', revision: expect.stringMatching(/^sha256:/) });
+    expect(answer.result).toMatchObject({ allow: true, reason: 'allowed', org: { denials: [], approvals: [], shadow: [] } });
+  });
+
+  it('names what an input lacks instead of deciding on it (exit 2)', async () => {
+    const bad = path.join(tmpdir(), `bad-input-${process.pid}.json`);
+    writeFileSync(bad, JSON.stringify({ now_ms: 1 }));
+    const failed = admin(['policy', 'eval', '--entrypoint', 'broker/check', '--input', bad]);
+    await expect(failed).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('broker_id') });
+  });
+
+  it('refuses an entrypoint the catalogue does not have (exit 2)', async () => {
+    await expect(admin(['policy', 'eval', '--entrypoint', 'nope/decision', '--input', example])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('broker/check/decision'),
+    });
   });
 });

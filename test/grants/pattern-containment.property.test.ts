@@ -9,6 +9,8 @@ import { PolicyEngine } from '../../src/policy/engine';
  * lib.resources.covers is the rule), against an independent model of what a pattern matches:
  * `*` is `[^/]*`, a whole-segment `**` is `.*` (glob.match with `/` as delimiter).
  *
+ * 0. Matching: the broker check allows a path exactly when the model says its pattern matches it
+ *    (the policy decides common shapes with string builtins, the rest with glob.match).
  * 1. Sound: when the policy lets a child path pattern under a parent, every value the child
  *    matches (sampled by expanding its wildcards at random) is matched by the parent.
  * 2. Exact without `**`: when it refuses, the child matches a value the parent does not: its
@@ -139,4 +141,44 @@ it('a pattern is always under itself, and under **', () => {
     }),
     { numRuns: runs },
   );
+});
+
+function policyMatches(pattern: string, value: string): boolean {
+  const link = { ...grantFact('grt_1', [pattern]), parent_id: null, root_id: 'grt_1', broker_id: 'brk_1', connection_id: 'con_1' };
+  const decision = engine.evaluate(decisions.brokerCheck, {
+    now_ms: NOW,
+    local_time: { time_zone: 'UTC', weekday: 3, hour: 10, minute: 0 },
+    broker_id: 'brk_1',
+    tool: { name: 'repos.read_file', access: 'read', resource: { path: '/path' } },
+    args: { path: value },
+    resource: { path: value },
+    principal: { kind: 'agent', id: 'agt_1' },
+    principal_source: 'subject_token',
+    trust_asserted_principal: false,
+    chain: [link],
+    connection: { id: 'con_1', owner_id: 'alice', kind: 'code_hosting_app', status: 'connected', tools: { 'repos.read_file': 'read' } },
+    members: { pod_1: ['agt_1'] },
+  });
+  expect(['allowed', 'resource_not_allowed']).toContain(decision.reason);
+  return decision.reason === 'allowed';
+}
+
+it('the broker check matches a value exactly as the model does', () => {
+  const value = fc.stringMatching(/^[ab/]{0,8}$/);
+  fc.assert(
+    fc.property(pattern, fc.array(value, { minLength: 1, maxLength: 10 }), (p, values) => {
+      for (const v of values) expect(policyMatches(p, v)).toBe(modelMatches(p, v));
+    }),
+    { numRuns: runs },
+  );
+  // The shapes with a string-builtin fast path, on values that probe their edges.
+  for (const [p, v, expected] of [
+    ['a/*', 'a/', true],
+    ['a/*', 'a/b/c', false],
+    ['a/**', 'a/', true],
+    ['a/**', 'a', false],
+    ['ab', 'ab', true],
+    ['ab', 'abb', false],
+  ] as const)
+    expect(policyMatches(p, v)).toBe(expected);
 });
