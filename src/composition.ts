@@ -19,7 +19,10 @@ import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
 import { catalogue } from './kernel/decisions/catalogue';
+import { readFile } from 'node:fs/promises';
 import { PolicyEngine } from './policy/engine';
+import { pemBlocks } from './policy/bundles/verify';
+import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
 import { createRegistryService } from './registry/service';
 import { allRoutes, type Services } from './routes';
 import { createRuntimeService } from './runtime/service';
@@ -70,11 +73,10 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
   const policy = new PolicyEngine({
-    path: config.POLICY_WASM_PATH,
+    source: await policySource(config),
     log: log.child({ component: 'policy' }),
     decisionLog: config.DECISION_LOG,
     required: catalogue,
-    requireTrustedFile: config.NODE_ENV === 'production',
     validateInputs: config.NODE_ENV === 'test',
   });
   await policy.reload();
@@ -143,4 +145,21 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   /** The infrastructure itself, for operators' commands and tests. */
   const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker };
   return { app, metricsApp, services, infrastructure, close };
+}
+
+/** CONTRACT §11: an OPA bundle (file or server, signed in production) or, for development, the bare module. */
+async function policySource(config: Config): Promise<PolicySource> {
+  const production = config.NODE_ENV === 'production';
+  const keyText = config.POLICY_BUNDLE_PUBLIC_KEY;
+  const publicKeys = keyText ? pemBlocks(keyText.includes('-----BEGIN') ? keyText : await readFile(keyText, 'utf8')) : [];
+  const signatures = { keys: { publicKeys, secret: config.POLICY_BUNDLE_SECRET }, required: production };
+  if (config.POLICY_BUNDLE_URL) {
+    return new BundleHttpSource(config.POLICY_BUNDLE_URL, signatures, {
+      pollMs: config.POLICY_BUNDLE_POLL_MS,
+      timeoutMs: config.POLICY_BUNDLE_TIMEOUT_MS,
+      token: config.POLICY_BUNDLE_TOKEN,
+    });
+  }
+  if (config.POLICY_BUNDLE_PATH) return new BundleFileSource(config.POLICY_BUNDLE_PATH, signatures);
+  return new WasmFileSource(config.POLICY_WASM_PATH, production);
 }

@@ -34,6 +34,15 @@ const environmentSchema = z
     JWT_AUDIENCE: z.string().optional(),
     POLICY_WASM_PATH: z.string().default('build/policy/policy.wasm'),
     POLICY_WATCH: bool.default(true),
+    // An OPA bundle instead of the bare module: a file, or a bundle server polled with ETag.
+    POLICY_BUNDLE_PATH: z.string().optional(),
+    POLICY_BUNDLE_URL: z.url({ protocol: /^https?$/ }).optional(),
+    POLICY_BUNDLE_POLL_MS: int(100, 3_600_000).default(10_000),
+    POLICY_BUNDLE_TIMEOUT_MS: int(100, 120_000).default(10_000),
+    POLICY_BUNDLE_TOKEN: z.string().min(1).optional(),
+    // Bundle signatures: PEM public key(s) (text or a file path; several for a rotation), or an HS256 secret.
+    POLICY_BUNDLE_PUBLIC_KEY: z.string().min(1).optional(),
+    POLICY_BUNDLE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
     DECISION_LOG: z.enum(['off', 'deny', 'all']).default('all'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     MAX_DELEGATION_DEPTH: int(1, 64).default(8),
@@ -76,6 +85,17 @@ const environmentSchema = z
         code: 'custom',
         path: ['JWT_SECRET'],
         message: 'the development secret is refused in production: set JWT_SECRET or JWT_JWKS_URI',
+      });
+    }
+    if (env.POLICY_BUNDLE_PATH && env.POLICY_BUNDLE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['POLICY_BUNDLE_URL'], message: 'set POLICY_BUNDLE_PATH or POLICY_BUNDLE_URL, not both' });
+    }
+    const bundled = Boolean(env.POLICY_BUNDLE_PATH || env.POLICY_BUNDLE_URL);
+    if (env.NODE_ENV === 'production' && bundled && !env.POLICY_BUNDLE_PUBLIC_KEY && !env.POLICY_BUNDLE_SECRET) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['POLICY_BUNDLE_PUBLIC_KEY'],
+        message: 'production verifies bundle signatures: set POLICY_BUNDLE_PUBLIC_KEY or POLICY_BUNDLE_SECRET',
       });
     }
   });

@@ -15,6 +15,11 @@ const Readiness = z
     status: z.enum(['ready', 'unavailable']),
     checks: z.object({ postgres: z.boolean(), redis: z.boolean(), policy: z.boolean() }),
     policyRevision: z.string().nullable(),
+    policySource: z.string().openapi({ description: 'The module file, bundle file or bundle server the policy comes from' }),
+    policyLastError: z
+      .object({ message: z.string(), at: z.string() })
+      .nullable()
+      .openapi({ description: 'The last refused load (unsigned, badly signed, unreachable, broken) since the last good one' }),
     redisDurability: z
       .object({
         persistence: z.enum(['aof', 'rdb', 'none', 'unknown']),
@@ -96,6 +101,8 @@ export function healthRoutes(deps: OperationsDeps): Route[] {
             status: ready ? ('ready' as const) : ('unavailable' as const),
             checks,
             policyRevision: deps.policy.revision ?? null,
+            policySource: deps.policy.source.location,
+            policyLastError: deps.policy.lastFailure ?? null,
             redisDurability,
           },
         };

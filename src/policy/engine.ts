@@ -1,11 +1,12 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import type { Logger } from '../kernel/log';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import { digestOf } from '../kernel/digest';
 import type { OrgFindings } from '../kernel/decisions/org';
 import { loggableResult, reportShadow } from './shadow';
+import { policyLoadFailures, policyRevisionInfo } from './metrics';
+import { WasmFileSource, type PolicySource } from './sources';
 import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kernel/decisions/catalogue';
 
 /**
@@ -16,8 +17,12 @@ import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kerne
 export type Decided<D extends DecisionDefinition> = DecisionOutput<D> & { decisionId: string };
 
 export interface PolicyEngineOptions {
-  /** The compiled module. */
-  path: string;
+  /** Where the policy comes from; `path` is short for a bare module file. */
+  source?: PolicySource;
+  /** The compiled module (development). */
+  path?: string;
+  /** How often `path` is looked at for a rebuilt module. */
+  pollMs?: number;
   log: Logger;
   decisionLog?: DecisionLogMode;
   /** Decisions a module must have to be loaded (the catalogue, for the service). */
@@ -36,7 +41,14 @@ export type DecisionLogMode = 'off' | 'deny' | 'all';
 interface LoadedModule {
   policy: LoadedPolicy;
   revision: string;
+  digest: string;
   entrypoints: ReadonlySet<string>;
+}
+
+/** The last load that was refused, for /readyz and the logs. */
+export interface LoadFailure {
+  message: string;
+  at: string;
 }
 
 /**
@@ -47,28 +59,31 @@ interface LoadedModule {
 export class PolicyEngine {
   private current: LoadedModule | undefined;
   private watchTimer: NodeJS.Timeout | undefined;
-  /** The file as it was when last read: a poll that sees another file reloads. */
-  private lastSeen = '';
   private reloading: Promise<boolean> = Promise.resolve(true);
+  private failure: LoadFailure | undefined;
 
-  private readonly wasmPath: string;
+  readonly source: PolicySource;
   private readonly log: Logger;
   private readonly decisionLog: DecisionLogMode;
   private readonly requiredEntrypoints: readonly string[];
-  private readonly requireTrustedFile: boolean;
   private readonly validateInputs: boolean;
 
   constructor(options: PolicyEngineOptions) {
-    this.wasmPath = options.path;
+    if (!options.source && !options.path) throw new Error('a policy engine needs a source or a path');
+    this.source = options.source ?? new WasmFileSource(options.path!, options.requireTrustedFile ?? false, options.pollMs);
     this.log = options.log;
     this.decisionLog = options.decisionLog ?? 'all';
     this.requiredEntrypoints = (options.required ?? []).map((decision) => decision.entrypoint);
-    this.requireTrustedFile = options.requireTrustedFile ?? false;
     this.validateInputs = options.validateInputs ?? false;
   }
 
   get revision(): string | undefined {
     return this.current?.revision;
+  }
+
+  /** The last refused load since the last successful one, if any. */
+  get lastFailure(): LoadFailure | undefined {
+    return this.failure;
   }
 
   get ready(): boolean {
@@ -104,52 +119,73 @@ export class PolicyEngine {
     let candidate: LoadedModule;
     let revision: string | undefined;
     try {
-      this.lastSeen = await fileSignature(this.wasmPath);
-      if (this.requireTrustedFile) await assertTrustedFile(this.wasmPath);
-      const bytes = await readFile(this.wasmPath);
-      revision = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-      if (revision === this.current?.revision) return true;
-      const policy = await loadPolicy(bytes);
+      const artifact = await this.source.fetch();
+      if (!artifact) return true;
+      revision = artifact.revision;
+      if (artifact.digest === this.current?.digest && revision === this.current.revision) {
+        this.failure = undefined;
+        return true;
+      }
+      const policy = await loadPolicy(artifact.wasm);
+      if (artifact.data) policy.setData(artifact.data);
       const entrypoints = new Set(Object.keys(policy.entrypoints));
       // A rebuilt module must also keep every decision the running one serves: the code asks for
       // them by name, and a dropped one would turn those requests into 503s.
       const needed = new Set([...this.requiredEntrypoints, ...(this.current?.entrypoints ?? [])]);
       const missing = [...needed].filter((name) => !entrypoints.has(name));
       if (missing.length > 0) throw new Error(`module lacks entrypoints: ${missing.join(', ')}`);
-      candidate = { policy, revision, entrypoints };
+      candidate = { policy, revision, digest: artifact.digest, entrypoints };
     } catch (error) {
+      this.failure = { message: (error as Error).message, at: new Date().toISOString() };
+      policyLoadFailures.inc();
       this.log.error(
-        { err: error, path: this.wasmPath, refusedRevision: revision ?? null, keptRevision: this.current?.revision ?? null },
+        { err: error, source: this.source.location, refusedRevision: revision ?? null, keptRevision: this.current?.revision ?? null },
         'policy module refused; the module already loaded keeps serving',
       );
       return false;
     }
+    this.failure = undefined;
     const previous = this.current?.revision ?? null;
     this.current = candidate;
-    this.log.info({ revision: candidate.revision, previous, entrypoints: [...candidate.entrypoints] }, 'policy loaded');
+    policyRevisionInfo.reset();
+    policyRevisionInfo.labels(candidate.revision).set(1);
+    this.log.info(
+      {
+        revision: candidate.revision,
+        digest: candidate.digest,
+        previous,
+        source: this.source.location,
+        entrypoints: [...candidate.entrypoints],
+      },
+      'policy loaded',
+    );
     return true;
   }
 
   /**
-   * Polls the file for a rebuilt module (fs.watch misses atomic renames on some filesystems). Each
-   * poll compares the file with the one last read, not with the previous poll, so a module
-   * replaced while the watch starts is not missed.
+   * Looks for a new policy: a file source compares the file with the one last read (fs.watch
+   * misses atomic renames on some filesystems); a bundle server is asked with its ETag, less often
+   * after failures.
    */
-  watch(intervalMs = 1000): void {
+  watch(): void {
     if (this.watchTimer) return;
-    this.watchTimer = setInterval(() => {
-      fileSignature(this.wasmPath).then(
-        (seen) => {
-          if (seen !== this.lastSeen) void this.reload();
-        },
-        () => undefined,
-      );
-    }, intervalMs);
-    this.watchTimer.unref();
+    const poll = () => {
+      this.watchTimer = setTimeout(() => {
+        this.source.changed().then(
+          async (changed) => {
+            if (changed) await this.reload();
+            if (this.watchTimer) poll();
+          },
+          () => this.watchTimer && poll(),
+        );
+      }, this.source.nextPollMs());
+      this.watchTimer.unref();
+    };
+    poll();
   }
 
   close(): void {
-    if (this.watchTimer) clearInterval(this.watchTimer);
+    if (this.watchTimer) clearTimeout(this.watchTimer);
     this.watchTimer = undefined;
   }
 
@@ -206,24 +242,4 @@ export class PolicyEngine {
       'policy decision',
     );
   }
-}
-
-/**
- * Until policies arrive signed, the module file is trusted by who may write it: owned by root or
- * by this process's user, and writable by no group and no one else. Anyone else able to write it
- * could swap in a module that allows everything.
- */
-/** Inode, size and mtime: an atomic rename always brings a new inode, even within one mtime tick. */
-async function fileSignature(file: string): Promise<string> {
-  const info = await stat(file);
-  return `${info.ino}:${info.size}:${info.mtimeMs}`;
-}
-
-async function assertTrustedFile(file: string): Promise<void> {
-  const info = await stat(file);
-  const ownUid = process.getuid?.();
-  if (info.uid !== 0 && info.uid !== ownUid)
-    throw new Error(`module file is owned by uid ${info.uid}, neither root nor this process (${ownUid})`);
-  if ((info.mode & 0o022) !== 0)
-    throw new Error(`module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`);
 }

@@ -65,7 +65,7 @@ function engineOn(bytes: Buffer, options: { mode?: DecisionLogMode; required?: r
   const file = path.join(mkdtempSync(path.join(work, 'engine-')), 'policy.wasm');
   writeFileSync(file, bytes);
   const { log, lines } = capturingLogger();
-  const engine = new PolicyEngine({ path: file, log, decisionLog: options.mode ?? 'all', required: options.required ?? [] });
+  const engine = new PolicyEngine({ path: file, log, decisionLog: options.mode ?? 'all', required: options.required ?? [], pollMs: 50 });
   return { engine, file, lines };
 }
 
@@ -175,7 +175,7 @@ describe('hot reload', () => {
   it('picks up a rebuilt module by itself while watching the file', async () => {
     const { engine, file } = engineOn(allowAll);
     await engine.reload();
-    engine.watch(50);
+    engine.watch();
     try {
       install(file, denyAll);
       const deadline = Date.now() + 5000;

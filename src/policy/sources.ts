@@ -1,0 +1,171 @@
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { artifactOf, untar, type PolicyArtifact } from './bundles/read';
+import { hasKeys, verifyBundle, type BundleKeys } from './bundles/verify';
+
+/**
+ * Where the engine's policy comes from: a compiled module on disk (development), an OPA bundle
+ * on disk, or an OPA bundle server polled with ETag (CONTRACT §11). A source throws when what it
+ * found must not be loaded; the engine then keeps the policy it has.
+ */
+export interface PolicySource {
+  readonly location: string;
+  /** The artifact, or undefined when nothing changed since the last successful fetch. */
+  fetch(): Promise<PolicyArtifact | undefined>;
+  /** Cheap: is a fetch worth it now? */
+  changed(): Promise<boolean>;
+  /** How long until the next look (HTTP backs off after failures). */
+  nextPollMs(): number;
+}
+
+export interface SignaturePolicy {
+  keys: BundleKeys;
+  /** Production: an unsigned bundle is refused even when no key would be needed to read it. */
+  required: boolean;
+}
+
+/** Inode, size and mtime: an atomic rename always brings a new inode, even within one mtime tick. */
+async function fileSignature(file: string): Promise<string> {
+  const info = await stat(file);
+  return `${info.ino}:${info.size}:${info.mtimeMs}`;
+}
+
+abstract class FileSource implements PolicySource {
+  private lastRead = '';
+
+  constructor(
+    readonly location: string,
+    private readonly pollMs: number,
+  ) {}
+
+  async changed(): Promise<boolean> {
+    return (await fileSignature(this.location).catch(() => this.lastRead)) !== this.lastRead;
+  }
+
+  nextPollMs(): number {
+    return this.pollMs;
+  }
+
+  async fetch(): Promise<PolicyArtifact | undefined> {
+    this.lastRead = await fileSignature(this.location);
+    return this.artifact(await this.read());
+  }
+
+  protected read(): Promise<Buffer> {
+    return readFile(this.location);
+  }
+
+  protected abstract artifact(bytes: Buffer): Promise<PolicyArtifact>;
+}
+
+/**
+ * A bare `.wasm` module (what `npm run build:policy` writes for development). Unsigned, so in
+ * production it is trusted only by who may write it: root or this process's user, no one else.
+ */
+export class WasmFileSource extends FileSource {
+  constructor(
+    location: string,
+    private readonly requireTrustedFile: boolean,
+    pollMs = 1000,
+  ) {
+    super(location, pollMs);
+  }
+
+  protected override async read(): Promise<Buffer> {
+    if (this.requireTrustedFile) await assertTrustedFile(this.location);
+    return super.read();
+  }
+
+  protected artifact(wasm: Buffer): Promise<PolicyArtifact> {
+    const digest = `sha256:${createHash('sha256').update(wasm).digest('hex')}`;
+    return Promise.resolve({ wasm, digest, revision: digest });
+  }
+}
+
+export class BundleFileSource extends FileSource {
+  constructor(
+    location: string,
+    private readonly signatures: SignaturePolicy,
+    pollMs = 1000,
+  ) {
+    super(location, pollMs);
+  }
+
+  protected artifact(bundle: Buffer): Promise<PolicyArtifact> {
+    return openBundle(bundle, this.signatures);
+  }
+}
+
+/** OPA's bundle plugin, as far as one bundle goes: GET with If-None-Match, 304 is "unchanged". */
+export class BundleHttpSource implements PolicySource {
+  private etag: string | undefined;
+  private failures = 0;
+
+  readonly location: string;
+
+  constructor(
+    private readonly url: string,
+    private readonly signatures: SignaturePolicy,
+    private readonly options: { pollMs: number; timeoutMs: number; token?: string },
+  ) {
+    // Shown in /readyz and logs: never the credentials or query a URL may carry.
+    const shown = new URL(url);
+    shown.username = '';
+    shown.password = '';
+    shown.search = '';
+    this.location = shown.toString();
+  }
+
+  changed(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  /** The poll interval, doubled per consecutive failure up to 5 minutes, with jitter. */
+  nextPollMs(): number {
+    const base = Math.min(this.options.pollMs * 2 ** Math.min(this.failures, 12), Math.max(this.options.pollMs, 300_000));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  }
+
+  async fetch(): Promise<PolicyArtifact | undefined> {
+    try {
+      const response = await fetch(this.url, {
+        headers: {
+          accept: 'application/gzip, application/octet-stream',
+          ...(this.etag ? { 'if-none-match': this.etag } : {}),
+          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        },
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+      if (response.status === 304) {
+        this.failures = 0;
+        return undefined;
+      }
+      if (!response.ok) throw new Error(`the bundle server answered ${response.status}`);
+      const artifact = await openBundle(Buffer.from(await response.arrayBuffer()), this.signatures);
+      // Only a bundle that loaded moves the ETag on: a refused one is fetched (and refused) again.
+      this.etag = response.headers.get('etag') ?? undefined;
+      this.failures = 0;
+      return artifact;
+    } catch (error) {
+      this.failures += 1;
+      throw error;
+    }
+  }
+}
+
+async function openBundle(bundle: Buffer, signatures: SignaturePolicy): Promise<PolicyArtifact> {
+  const files = await untar(bundle);
+  if (hasKeys(signatures.keys)) verifyBundle(files, signatures.keys);
+  else if (signatures.required)
+    throw new Error('no bundle verification key is configured (POLICY_BUNDLE_PUBLIC_KEY or POLICY_BUNDLE_SECRET)');
+  return artifactOf(files);
+}
+
+async function assertTrustedFile(file: string): Promise<void> {
+  const info = await stat(file);
+  const ownUid = process.getuid?.();
+  if (info.uid !== 0 && info.uid !== ownUid)
+    throw new Error(`module file is owned by uid ${info.uid}, neither root nor this process (${ownUid})`);
+  if ((info.mode & 0o022) !== 0)
+    throw new Error(`module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`);
+}
