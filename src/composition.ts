@@ -20,7 +20,9 @@ import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
 import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
+import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
+import { DecisionLog } from './policy/decision-log';
 import { pemBlocks } from './policy/bundles/verify';
 import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
 import { createRegistryService } from './registry/service';
@@ -72,10 +74,26 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const redis = connectRedis(config, log);
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
+  const decisionLog = new DecisionLog({
+    mode: config.DECISION_LOG,
+    sampleRate: config.DECISION_LOG_SAMPLE_RATE,
+    log: log.child({ component: 'decisions' }),
+    version: SERVICE_VERSION,
+    upload: config.DECISION_LOG_URL
+      ? {
+          url: config.DECISION_LOG_URL,
+          token: config.DECISION_LOG_TOKEN,
+          bufferEvents: config.DECISION_LOG_BUFFER_EVENTS,
+          batchEvents: config.DECISION_LOG_BATCH_EVENTS,
+          flushMs: config.DECISION_LOG_FLUSH_MS,
+          timeoutMs: 10_000,
+        }
+      : undefined,
+  });
   const policy = new PolicyEngine({
     source: await policySource(config),
     log: log.child({ component: 'policy' }),
-    decisionLog: config.DECISION_LOG,
+    decisionLog,
     required: catalogue,
     validateInputs: config.NODE_ENV === 'test',
   });
@@ -137,6 +155,8 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     retention.stop();
     invalidation.close();
     await services.broker.settle();
+    // Decisions made until now are written, and uploaded if the collector answers in time.
+    await decisionLog.close();
     await eventWaker.close();
     redis.disconnect();
     await db.destroy();
@@ -146,6 +166,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker };
   return { app, metricsApp, services, infrastructure, close };
 }
+
+/** The `labels.version` of decision events: what package.json says this build is. */
+const SERVICE_VERSION: string = packageJson.version;
 
 /** CONTRACT §11: an OPA bundle (file or server, signed in production) or, for development, the bare module. */
 async function policySource(config: Config): Promise<PolicySource> {

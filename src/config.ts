@@ -43,7 +43,14 @@ const environmentSchema = z
     // Bundle signatures: PEM public key(s) (text or a file path; several for a rotation), or an HS256 secret.
     POLICY_BUNDLE_PUBLIC_KEY: z.string().min(1).optional(),
     POLICY_BUNDLE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
-    DECISION_LOG: z.enum(['off', 'deny', 'all']).default('all'),
+    DECISION_LOG: z.enum(['off', 'deny', 'all', 'sampled']).default('all'),
+    DECISION_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(0.1),
+    // Upload decision events in gzip batches to a collector speaking OPA's decision log API.
+    DECISION_LOG_URL: z.url({ protocol: /^https?$/ }).optional(),
+    DECISION_LOG_TOKEN: z.string().min(1).optional(),
+    DECISION_LOG_BUFFER_EVENTS: int(100, 10_000_000).default(100_000),
+    DECISION_LOG_BATCH_EVENTS: int(1, 100_000).default(1000),
+    DECISION_LOG_FLUSH_MS: int(10, 600_000).default(1000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     MAX_DELEGATION_DEPTH: int(1, 64).default(8),
     // What one agent can make: live children of one grant, and attenuations per agent per window.

@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import type { Logger } from '../kernel/log';
 import { DependencyUnavailableError } from '../kernel/dependency';
-import { digestOf } from '../kernel/digest';
 import type { OrgFindings } from '../kernel/decisions/org';
 import { loggableResult, reportShadow } from './shadow';
 import { policyLoadFailures, policyRevisionInfo } from './metrics';
 import { WasmFileSource, type PolicySource } from './sources';
+import { DecisionLog, type DecisionLogMode } from './decision-log';
+
+export type { DecisionLogMode } from './decision-log';
 import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kernel/decisions/catalogue';
 
 /**
@@ -24,7 +26,8 @@ export interface PolicyEngineOptions {
   /** How often `path` is looked at for a rebuilt module. */
   pollMs?: number;
   log: Logger;
-  decisionLog?: DecisionLogMode;
+  /** Where decisions are logged (OPA's event format), or just a mode for one that writes to `log`. */
+  decisionLog?: DecisionLogMode | DecisionLog;
   /** Decisions a module must have to be loaded (the catalogue, for the service). */
   required?: readonly DecisionDefinition[];
   /** Production: load only a file owned by root or this process's user and writable by no one else. */
@@ -35,8 +38,6 @@ export interface PolicyEngineOptions {
 
 /** The policy cannot answer: callers fail closed (503), never allow. */
 export class PolicyUnavailableError extends DependencyUnavailableError {}
-
-export type DecisionLogMode = 'off' | 'deny' | 'all';
 
 interface LoadedModule {
   policy: LoadedPolicy;
@@ -64,7 +65,7 @@ export class PolicyEngine {
 
   readonly source: PolicySource;
   private readonly log: Logger;
-  private readonly decisionLog: DecisionLogMode;
+  readonly decisionLog: DecisionLog;
   private readonly requiredEntrypoints: readonly string[];
   private readonly validateInputs: boolean;
 
@@ -72,7 +73,10 @@ export class PolicyEngine {
     if (!options.source && !options.path) throw new Error('a policy engine needs a source or a path');
     this.source = options.source ?? new WasmFileSource(options.path!, options.requireTrustedFile ?? false, options.pollMs);
     this.log = options.log;
-    this.decisionLog = options.decisionLog ?? 'all';
+    this.decisionLog =
+      options.decisionLog instanceof DecisionLog
+        ? options.decisionLog
+        : new DecisionLog({ mode: options.decisionLog ?? 'all', log: options.log, version: 'embedded' });
     this.requiredEntrypoints = (options.required ?? []).map((decision) => decision.entrypoint);
     this.validateInputs = options.validateInputs ?? false;
   }
@@ -204,8 +208,11 @@ export class PolicyEngine {
       if (!checked.success) throw new Error(`the input of ${entrypoint} breaks its schema: ${checked.error.message}`);
     }
     let result: DecisionOutput<D>;
+    const started = process.hrtime.bigint();
+    let evalNs = 0;
     try {
       const results = loaded.policy.evaluate(input, entrypoint) as Array<{ result?: unknown }>;
+      evalNs = Number(process.hrtime.bigint() - started);
       const parsed = decision.output.safeParse(results[0]?.result);
       if (!parsed.success) throw new Error(`the decision breaks its output schema: ${parsed.error.message}`);
       result = parsed.data as DecisionOutput<D>;
@@ -214,32 +221,13 @@ export class PolicyEngine {
       throw new PolicyUnavailableError(`evaluation of ${entrypoint} failed`);
     }
     // The id names this decision in the decision log, and the broker records it on the call it
-    // approved, so an audit can go from a call to the exact decision (input digest, revision).
+    // approved, so an audit can go from a call to the exact decision (masked input, result, revision).
     const decisionId = randomUUID();
     const verdict = result as { allow: boolean; org?: OrgFindings };
-    this.logDecision(decisionId, entrypoint, input as object, verdict, loaded.revision);
+    if (this.decisionLog.wants(verdict.allow)) {
+      this.decisionLog.record(decisionId, entrypoint, input as object, loggableResult(verdict), loaded.revision, evalNs);
+    }
     reportShadow(this.log, decisionId, entrypoint, verdict.allow, verdict.org);
     return { ...(result as object), decisionId } as Decided<D>;
-  }
-
-  private logDecision(
-    decisionId: string,
-    entrypoint: string,
-    input: object,
-    result: { allow: boolean; org?: OrgFindings },
-    revision: string,
-  ): void {
-    if (this.decisionLog === 'off' || (this.decisionLog === 'deny' && result.allow)) return;
-    this.log.info(
-      {
-        decision_id: decisionId,
-        entrypoint,
-        input_digest: digestOf(input),
-        result: loggableResult(result),
-        revision,
-        timestamp: new Date().toISOString(),
-      },
-      'policy decision',
-    );
   }
 }

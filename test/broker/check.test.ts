@@ -34,7 +34,8 @@ describe('POST /api/broker/check', () => {
     });
     expect(record.args_digest).toBe(digestOf({ ref: 'main', path: 'src/a.ts' }));
     // approvalId names the policy decision that allowed the call, as logged in the decision log.
-    const logged = service.logs.map((line) => JSON.parse(line)).filter((line) => line.entrypoint === 'broker/check/decision');
+    await new Promise((resolve) => setImmediate(resolve));
+    const logged = service.logs.map((line) => JSON.parse(line)).filter((line) => line.path === 'broker/check/decision');
     expect(logged.map((line) => line.decision_id)).toContain(record.approval_id);
 
     const outcome = `/api/broker/calls/${res.body.callId}/outcome`;

@@ -232,7 +232,7 @@ describe('logs', () => {
 
     const text = service.logs.join('');
     expect(service.logs.length).toBeGreaterThan(20);
-    expect(text).toContain('"policy decision"');
+    expect(text).toContain('"msg":"decision"');
     expect(secretsSent.length).toBeGreaterThan(8);
     for (const secret of secretsSent) expect(text).not.toContain(secret);
     expect(text).not.toMatch(/art_[0-9A-Za-z]{46}/);

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import { Counter } from 'prom-client';
+import type { Logger } from '../kernel/log';
+import { metricsRegistry } from '../kernel/metrics';
+
+/**
+ * Decision logs in OPA's event format (CONTRACT §11): `decision_id`, `path`, `input` (masked),
+ * `result`, `timestamp`, `bundles`, `labels`, `metrics`, and `masked` naming what was replaced,
+ * as OPA's `system.log.mask` upserts do. A decision only queues its event: serializing, writing
+ * and uploading happen after the answer has left, in batches, so a check never waits for them.
+ */
+export type DecisionLogMode = 'off' | 'deny' | 'all' | 'sampled';
+
+export interface DecisionEvent {
+  decision_id: string;
+  path: string;
+  input: object;
+  result: object;
+  timestamp: string;
+  bundles: { policy: { revision: string } };
+  labels: { id: string; version: string };
+  metrics: { timer_rego_query_eval_ns: number };
+  masked?: string[];
+}
+
+/** Replaced wherever they appear at the top of an input: the call's arguments and what was read from them. */
+const MASKED_FIELDS = ['args', 'resource'] as const;
+const MASK = '**REDACTED**';
+
+const dropped = new Counter({
+  name: 'decision_log_dropped_total',
+  help: 'Decision log events dropped because the upload buffer was full (the collector unreachable for too long)',
+  registers: [metricsRegistry],
+});
+const uploaded = new Counter({
+  name: 'decision_log_uploaded_total',
+  help: 'Decision log events accepted by DECISION_LOG_URL',
+  registers: [metricsRegistry],
+});
+const uploadFailures = new Counter({
+  name: 'decision_log_upload_failures_total',
+  help: 'Decision log batches the collector did not accept (retried with backoff)',
+  registers: [metricsRegistry],
+});
+
+export interface DecisionLogOptions {
+  mode: DecisionLogMode;
+  /** `sampled`: the share of allowed decisions logged (every denial is). */
+  sampleRate?: number;
+  log: Logger;
+  version: string;
+  upload?: { url: string; bufferEvents: number; batchEvents: number; flushMs: number; timeoutMs: number; token?: string };
+}
+
+const gzipAsync = promisify(gzip);
+
+export class DecisionLog {
+  private readonly labels: { id: string; version: string };
+  private pending: DecisionEvent[] = [];
+  private unsent: DecisionEvent[] = [];
+  private scheduled = false;
+  private uploading: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private nextUploadAt = 0;
+
+  constructor(private readonly options: DecisionLogOptions) {
+    this.labels = { id: randomUUID(), version: options.version };
+    if (options.upload) {
+      this.timer = setInterval(() => void this.upload(), options.upload.flushMs);
+      this.timer.unref();
+    }
+  }
+
+  wants(allowed: boolean): boolean {
+    switch (this.options.mode) {
+      case 'off':
+        return false;
+      case 'deny':
+        return !allowed;
+      case 'sampled':
+        return !allowed || Math.random() < (this.options.sampleRate ?? 0.1);
+      case 'all':
+        return true;
+    }
+  }
+
+  /** Queues one decision. The input is masked by a shallow copy: nothing here mutates it. */
+  record(decisionId: string, path: string, input: object, result: object, revision: string, evalNs: number): void {
+    const masked = MASKED_FIELDS.filter((field) => Object.hasOwn(input, field)).map((field) => `/input/${field}`);
+    const event: DecisionEvent = {
+      decision_id: decisionId,
+      path,
+      input:
+        masked.length > 0
+          ? { ...input, ...Object.fromEntries(MASKED_FIELDS.filter((f) => Object.hasOwn(input, f)).map((f) => [f, MASK])) }
+          : input,
+      result,
+      timestamp: new Date().toISOString(),
+      bundles: { policy: { revision } },
+      labels: this.labels,
+      metrics: { timer_rego_query_eval_ns: evalNs },
+      ...(masked.length > 0 ? { masked } : {}),
+    };
+    this.pending.push(event);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.write());
+    }
+  }
+
+  /** Writes what is queued to the log, and hands it to the uploader. */
+  private write(): void {
+    this.scheduled = false;
+    const events = this.pending;
+    this.pending = [];
+    for (const event of events) this.options.log.info(event, 'decision');
+    if (!this.options.upload) return;
+    this.unsent.push(...events);
+    const overflow = this.unsent.length - this.options.upload.bufferEvents;
+    if (overflow > 0) {
+      // The oldest go first: the newest say most about the policy serving now.
+      this.unsent.splice(0, overflow);
+      dropped.inc(overflow);
+    }
+    if (this.unsent.length >= this.options.upload.batchEvents) void this.upload();
+  }
+
+  /** One batch at a time, gzip JSON array as OPA's decision log service API takes it. */
+  private upload(): Promise<void> {
+    const upload = this.options.upload;
+    if (!upload || this.uploading || this.unsent.length === 0 || Date.now() < this.nextUploadAt) return this.uploading ?? Promise.resolve();
+    const batch = this.unsent.slice(0, upload.batchEvents);
+    this.uploading = (async () => {
+      try {
+        const body = await gzipAsync(JSON.stringify(batch));
+        const response = await fetch(upload.url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'content-encoding': 'gzip',
+            ...(upload.token ? { authorization: `Bearer ${upload.token}` } : {}),
+          },
+          body,
+          signal: AbortSignal.timeout(upload.timeoutMs),
+        });
+        if (!response.ok) throw new Error(`the collector answered ${response.status}`);
+        // Events dropped meanwhile may have shifted the buffer: remove exactly those sent.
+        const sent = new Set(batch);
+        this.unsent = this.unsent.filter((event) => !sent.has(event));
+        uploaded.inc(batch.length);
+        this.failures = 0;
+        this.nextUploadAt = 0;
+      } catch (error) {
+        uploadFailures.inc();
+        this.failures += 1;
+        this.nextUploadAt = Date.now() + Math.min(upload.flushMs * 2 ** this.failures, 60_000);
+        this.options.log.warn({ err: { message: (error as Error).message }, unsent: this.unsent.length }, 'decision log upload failed');
+      } finally {
+        this.uploading = undefined;
+      }
+    })();
+    return this.uploading;
+  }
+
+  /** Graceful shutdown: write what is queued and try to upload the rest within the time given. */
+  async close(timeoutMs = 5000): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.write();
+    const until = Date.now() + timeoutMs;
+    this.nextUploadAt = 0;
+    while (this.options.upload && this.unsent.length > 0 && Date.now() < until) {
+      const before = this.unsent.length;
+      await this.upload();
+      if (this.unsent.length >= before) break;
+    }
+  }
+}

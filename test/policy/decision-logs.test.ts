@@ -1,0 +1,163 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
+import { z } from 'zod';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { startService, type TestService } from '../support/service';
+
+/**
+ * CONTRACT §11: decision events in OPA's format, uploaded in gzip batches to a collector that
+ * speaks OPA's decision log API (a real HTTP server here), with the call's arguments masked; a
+ * collector that fails is retried, a full buffer drops (and counts) the oldest, and graceful
+ * shutdown flushes what is left.
+ */
+const OpaDecisionEvent = z.object({
+  decision_id: z.string().uuid(),
+  path: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  result: z.unknown(),
+  timestamp: z.iso.datetime({ offset: true }),
+  bundles: z.record(z.string(), z.object({ revision: z.string() })),
+  labels: z.object({ id: z.string(), version: z.string() }).catchall(z.string()),
+  metrics: z.record(z.string(), z.number()),
+  masked: z.array(z.string()).optional(),
+  erased: z.array(z.string()).optional(),
+});
+
+interface Received {
+  encoding?: string;
+  contentType?: string;
+  events: Array<z.infer<typeof OpaDecisionEvent>>;
+  raw: string;
+}
+
+function collector() {
+  const received: Received[] = [];
+  let failing = false;
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (failing) {
+        res.writeHead(503).end();
+        return;
+      }
+      const raw = gunzipSync(Buffer.concat(chunks)).toString('utf8');
+      received.push({ encoding: req.headers['content-encoding'], contentType: req.headers['content-type'], events: JSON.parse(raw), raw });
+      res.writeHead(204).end();
+    });
+  }).listen(0, '127.0.0.1');
+  return {
+    received,
+    setFailing: (value: boolean) => (failing = value),
+    url: async () => {
+      if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/logs`;
+    },
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+async function eventually(ok: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!ok() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 25));
+  expect(ok()).toBe(true);
+}
+
+const metric = async (service: TestService, name: string) =>
+  Number(
+    (await service.http.get('/metrics')).text
+      .split('\n')
+      .find((l) => l.startsWith(`${name} `))
+      ?.split(' ')[1] ?? 0,
+  );
+
+describe('uploading decision events', () => {
+  const sink = collector();
+  let service: TestService;
+  let world: BrokerWorld;
+
+  beforeAll(async () => {
+    service = await startService({ DECISION_LOG_URL: await sink.url(), DECISION_LOG_FLUSH_MS: '50', DECISION_LOG_BATCH_EVENTS: '5' });
+    world = await brokerWorld(service);
+  });
+  afterAll(async () => {
+    await service.close();
+    await sink.close();
+  });
+
+  it('sends gzip batches of OPA events; the call record joins its decision; args never leave', async () => {
+    const marker = `arg-secret-${process.pid}`;
+    const { leafId } = await chainOf(service, world, 1);
+    const res = await checkAs(service, world, leafId, world.agent, { args: { path: marker } });
+    expect(res.body.decision).toBe('allow');
+    const [record] = await service.deps.db('call_records').where({ id: res.body.callId }).select('approval_id');
+    await eventually(() => sink.received.some((r) => r.events.some((e) => e.decision_id === record.approval_id)));
+
+    for (const batch of sink.received) {
+      expect(batch.encoding).toBe('gzip');
+      expect(batch.contentType).toBe('application/json');
+      for (const event of batch.events) expect(OpaDecisionEvent.safeParse(event).success).toBe(true);
+      expect(batch.raw).not.toContain(marker);
+    }
+    const event = sink.received.flatMap((r) => r.events).find((e) => e.decision_id === record.approval_id)!;
+    expect(event).toMatchObject({
+      path: 'broker/check/decision',
+      input: { args: '**REDACTED**', resource: '**REDACTED**', tool: { name: 'repos.read_file' } },
+      masked: ['/input/args', '/input/resource'],
+      result: { allow: true, reason: 'allowed' },
+    });
+    expect(event.bundles.policy!.revision).toBe((await service.http.get('/readyz')).body.policyRevision);
+    expect(service.logs.join('\n')).not.toContain(marker);
+  });
+
+  it('retries a collector that fails, and delivers once it is back', async () => {
+    sink.setFailing(true);
+    const failuresBefore = await metric(service, 'decision_log_upload_failures_total');
+    const { leafId } = await chainOf(service, world, 0);
+    const res = await checkAs(service, world, leafId, world.agent);
+    const [record] = await service.deps.db('call_records').where({ id: res.body.callId }).select('approval_id');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await metric(service, 'decision_log_upload_failures_total')).toBeGreaterThan(failuresBefore);
+    sink.setFailing(false);
+    await eventually(() => sink.received.some((r) => r.events.some((e) => e.decision_id === record.approval_id)), 8000);
+  });
+});
+
+describe('a collector gone for long', () => {
+  it('drops the oldest events past the buffer, counts them, and never slows a check', async () => {
+    const sink = collector();
+    sink.setFailing(true);
+    const service = await startService({
+      DECISION_LOG_URL: await sink.url(),
+      DECISION_LOG_BUFFER_EVENTS: '100',
+      DECISION_LOG_FLUSH_MS: '20',
+    });
+    try {
+      const world = await brokerWorld(service);
+      const { leafId } = await chainOf(service, world, 0);
+      for (let i = 0; i < 12; i += 1) {
+        const answers = await Promise.all(Array.from({ length: 10 }, () => checkAs(service, world, leafId, world.agent)));
+        expect(answers.every((a) => a.status === 200)).toBe(true);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await metric(service, 'decision_log_dropped_total')).toBeGreaterThan(0);
+    } finally {
+      await service.close();
+      await sink.close();
+    }
+  });
+
+  it('flushes on graceful shutdown', async () => {
+    const sink = collector();
+    const service = await startService({ DECISION_LOG_URL: await sink.url(), DECISION_LOG_FLUSH_MS: '600000' });
+    const world = await brokerWorld(service);
+    const { leafId } = await chainOf(service, world, 0);
+    const res = await checkAs(service, world, leafId, world.agent);
+    const [record] = await service.deps.db('call_records').where({ id: res.body.callId }).select('approval_id');
+    expect(sink.received).toHaveLength(0);
+    await service.close();
+    expect(sink.received.flatMap((r) => r.events).map((e) => e.decision_id)).toContain(record.approval_id);
+    await sink.close();
+  });
+});
