@@ -4,6 +4,7 @@
 //      (root -> child -> grandchild -> great-grandchild), driven by autocannon;
 //   2. the same broker/check entrypoint evaluated in-process by opa-wasm (evaluations/s);
 //   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load;
+//   5. the service with every decision logged in OPA's format (DECISION_LOG=all), alternating too;
 //   4. the service again, on a module with the three example org packages enforced
 //      (ORG_POLICY_MODES) and a chain whose root constrains repositories, refs and paths, so
 //      every check also extracts its resources from `args` (CONTRACT §8, §10).
@@ -230,29 +231,42 @@ async function main() {
     });
     const probe = await api(orgBase, 'POST', '/api/broker/check', orgWorld.brokerToken, JSON.parse(orgBody));
     if (probe.decision !== 'allow') throw new Error(`the org-packages check is denied: ${JSON.stringify(probe)}`);
-    // Alternating rounds, so the drift of a shared machine falls on both sides alike.
-    const plainRuns = [];
-    const orgRuns = [];
+    // A third service logging every decision in OPA's format (to its stdout, read by nobody).
+    const loggedBase = await startService({ DECISION_LOG: 'all' });
+    const loggedWorld = await seed(loggedBase, db, { name: 'bench-logged' });
+    const loggedBody = JSON.stringify({
+      grantId: loggedWorld.leafId,
+      tool: 'repos.read_file',
+      subjectToken: loggedWorld.agentToken,
+      args: CHECK_ARGS,
+    });
+
+    // Alternating rounds, so the drift of a shared machine falls on every variant alike.
+    const variants = [
+      ['pairPlain', 'POST /api/broker/check', base, world.brokerToken, body],
+      [
+        'serviceOrg',
+        'POST /api/broker/check, example org packages enforced, resources constrained',
+        orgBase,
+        orgWorld.brokerToken,
+        orgBody,
+      ],
+      ['serviceLogged', 'POST /api/broker/check, DECISION_LOG=all', loggedBase, loggedWorld.brokerToken, loggedBody],
+    ];
+    const runs = Object.fromEntries(variants.map(([key]) => [key, []]));
     for (let round = 1; round <= PAIR_ROUNDS; round += 1) {
-      plainRuns.push(
-        await load(`round ${round}: POST /api/broker/check`, {
-          url: `${base}/api/broker/check`,
-          headers: { authorization: `Bearer ${world.brokerToken}`, 'content-type': 'application/json' },
-          body,
-          duration: PAIR_S,
-        }),
-      );
-      orgRuns.push(
-        await load(`round ${round}: POST /api/broker/check, example org packages enforced, resources constrained`, {
-          url: `${orgBase}/api/broker/check`,
-          headers: { authorization: `Bearer ${orgWorld.brokerToken}`, 'content-type': 'application/json' },
-          body: orgBody,
-          duration: PAIR_S,
-        }),
-      );
+      for (const [key, title, url, token, payload] of variants) {
+        runs[key].push(
+          await load(`round ${round}: ${title}`, {
+            url: `${url}/api/broker/check`,
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: payload,
+            duration: PAIR_S,
+          }),
+        );
+      }
     }
-    results.pairPlain = meanSummary(plainRuns);
-    results.serviceOrg = meanSummary(orgRuns);
+    for (const [key] of variants) results[key] = meanSummary(runs[key]);
 
     const agentId = (await db('agents').first('id')).id;
     const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
@@ -312,6 +326,7 @@ function report(r) {
     'service POST /api/broker/check': r.service,
     [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s`]: r.pairPlain,
     [`service, org packages + resources, alternating`]: r.serviceOrg,
+    [`service, DECISION_LOG=all, alternating`]: r.serviceLogged,
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
@@ -319,7 +334,8 @@ function report(r) {
     `ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
       `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
       `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}; ` +
-      `service with org packages and resources / without (alternating rounds) = ${(r.serviceOrg.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}`,
+      `service with org packages and resources / without (alternating rounds) = ${(r.serviceOrg.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}; ` +
+      `service with decision logs / without (alternating rounds) = ${(r.serviceLogged.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}`,
   );
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
   const m = r.redisMemory;

@@ -33,6 +33,8 @@ const root = path.resolve(import.meta.dirname, '..');
 const require = createRequire(import.meta.url);
 execFileSync('bash', [path.join(root, 'scripts/install-tools.sh')], { stdio: 'inherit' });
 const opa = path.join(root, '.tools/bin/opa');
+// POLICY_SOURCES: another copy of policies/ (a candidate to weigh with `policy impact`, say).
+const policiesDir = path.resolve(process.env.POLICY_SOURCES ?? path.join(root, 'policies'));
 const { catalogue } = require(path.join(root, 'dist/src/kernel/decisions/catalogue.js'));
 const { z } = require('zod');
 
@@ -58,7 +60,7 @@ for (const decision of catalogue) {
 
 // 2. The Rego says which rules are entrypoints; they must be the catalogue's, no more, no less.
 const inspected = JSON.parse(
-  execFileSync(opa, ['inspect', '--annotations', '--format', 'json', path.join(root, 'policies')], {
+  execFileSync(opa, ['inspect', '--annotations', '--format', 'json', policiesDir], {
     encoding: 'utf8',
     maxBuffer: 64 << 20,
   }),
@@ -82,7 +84,7 @@ if (JSON.stringify(annotated) !== JSON.stringify(wanted)) {
 const ORG_DECISIONS = ['broker.check', 'grants.create', 'grants.attenuate'];
 const MODES = ['enforce', 'shadow', 'off'];
 const { namespaces } = JSON.parse(
-  execFileSync(opa, ['inspect', '--format', 'json', path.join(root, 'policies')], { encoding: 'utf8', maxBuffer: 64 << 20 }),
+  execFileSync(opa, ['inspect', '--format', 'json', policiesDir], { encoding: 'utf8', maxBuffer: 64 << 20 }),
 );
 const packageAnnotations = new Map(
   (inspected.annotations ?? [])
@@ -128,9 +130,9 @@ if (problems.length > 0) {
 const work = mkdtempSync(path.join(tmpdir(), 'policy-build-'));
 try {
   const sources = path.join(work, 'bundle');
-  cpSync(path.join(root, 'policies'), sources, {
+  cpSync(policiesDir, sources, {
     recursive: true,
-    filter: (file) => !file.endsWith('_test.rego') && !file.startsWith(path.join(root, 'policies/schemas')),
+    filter: (file) => !file.endsWith('_test.rego') && !file.startsWith(path.join(policiesDir, 'schemas')),
   });
   writeFileSync(
     path.join(sources, 'org_settings.rego'),

@@ -77,7 +77,8 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const decisionLog = new DecisionLog({
     mode: config.DECISION_LOG,
     sampleRate: config.DECISION_LOG_SAMPLE_RATE,
-    log: log.child({ component: 'decisions' }),
+    // Decision events are an audit stream, not debug output: LOG_LEVEL does not silence them.
+    log: log.child({ component: 'decisions' }, { level: 'info' }),
     version: SERVICE_VERSION,
     upload: config.DECISION_LOG_URL
       ? {

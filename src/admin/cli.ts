@@ -6,13 +6,17 @@ import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
 import { demoCurlLines, seedDemoWorld } from './demo';
 import { evaluatePolicyFile, UsageError } from './policy-eval';
+import { policyImpact } from './policy-impact';
 
 const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
   broker revoke --id BROKER_ID  revoke every token of a broker
   demo [--json]                 seed a demo world; prints credentials and example curl lines
   policy eval --entrypoint broker/check/decision --input FILE [--module PATH]
-                                evaluate the built policy module (POLICY_WASM_PATH) on an input`;
+                                evaluate the built policy module (POLICY_WASM_PATH) on an input
+  policy impact --bundle CANDIDATE --log FILE
+                                replay logged decisions through a candidate bundle (or .wasm);
+                                prints the decisions that would change, by path and reason`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -25,9 +29,21 @@ async function main(argv: string[]): Promise<number> {
       entrypoint: { type: 'string' },
       input: { type: 'string' },
       module: { type: 'string' },
+      bundle: { type: 'string' },
+      log: { type: 'string' },
     },
   });
   const config = loadConfig();
+  if (positionals[0] === 'policy' && positionals[1] === 'impact' && values.bundle && values.log) {
+    try {
+      console.log(JSON.stringify(await policyImpact({ candidate: values.bundle, logFile: values.log }), null, 2));
+      return 0;
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      console.error(error.message);
+      return 2;
+    }
+  }
   if (positionals[0] === 'policy' && positionals[1] === 'eval' && values.entrypoint && values.input) {
     try {
       const entrypoint = values.entrypoint.endsWith('/decision') ? values.entrypoint : `${values.entrypoint}/decision`;
