@@ -22,6 +22,7 @@ import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
+import { createApprovalsService } from './approvals/service';
 import { DecisionLog } from './policy/decision-log';
 import { pemBlocks } from './policy/bundles/verify';
 import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
@@ -128,7 +129,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       resolveCredential,
       trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
+      approvalTtlMs: config.APPROVAL_TTL_MS,
     }),
+    approvals: createApprovalsService({ db, policy, clock }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),

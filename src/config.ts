@@ -62,6 +62,8 @@ const environmentSchema = z
     // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is
     // refused (403). Only for brokers that authenticate their callers themselves and are trusted to.
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
+    // How long a human has to decide a call waiting for approval (CONTRACT §9).
+    APPROVAL_TTL_MS: int(10_000, 7 * 86_400_000).default(900_000),
     // The zone in which org rules read the time of a call (broker check input `local_time`).
     POLICY_TIME_ZONE: z
       .string()

@@ -1,3 +1,5 @@
+import { approvalRoutes } from './approvals/routes';
+import type { ApprovalsService } from './approvals/service';
 import type { BrokerService } from './broker/service';
 import { brokerRoutes } from './broker/routes';
 import type { ConnectionsService } from './connections/service';
@@ -16,6 +18,7 @@ import type { RuntimeService } from './runtime/service';
 export interface Services {
   grants: GrantsService;
   broker: BrokerService;
+  approvals: ApprovalsService;
   runtime: RuntimeService;
   registry: RegistryService;
   pods: PodsService;
@@ -28,6 +31,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
   return [
     ...grantRoutes(services.grants, auth),
     ...brokerRoutes(services.broker, auth),
+    ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),
     ...podRoutes(services.pods, auth),

@@ -27,6 +27,11 @@ export function handleEvent(event: AgentEvent): { note: string } {
       const grantId = (data.grant as { id?: string } | undefined)?.id ?? data.grantId;
       return { note: `${event.type} ${String(grantId ?? '')}`.trim() };
     }
+    case 'approval.requested':
+      return { note: `${String(data.tool)} waits for a human's approval ${String(data.approvalId)}` };
+    case 'approval.decided':
+      // An agent that makes calls re-sends the approved one: see approvals.ts (ApprovalWaits).
+      return { note: `approval ${String(data.approvalId)} ${String(data.state)}` };
     default:
       return { note: `ignored unknown event type ${event.type}` };
   }

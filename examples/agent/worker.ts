@@ -48,7 +48,10 @@ export async function runOnce(client: RuntimeClient, store: ResultStore, handle:
   let processed = 0;
   for (const event of events) {
     try {
-      options.onProcessed?.(await processEvent(event, store, handle, (id) => client.ack(id)));
+      // Not `onProcessed?.(await processEvent(…))`: optional chaining would skip the work itself
+      // whenever no callback is given.
+      const result = await processEvent(event, store, handle, (id) => client.ack(id));
+      options.onProcessed?.(result);
       processed += 1;
     } catch (error) {
       options.onError?.(error, event);

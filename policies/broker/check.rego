@@ -30,6 +30,11 @@ precedence := [
 	"resource_not_allowed",
 	"principal_not_in_audience",
 	"runtime_stopped",
+	"approval_mismatch",
+	"approval_denied",
+	"approval_used",
+	"approval_expired",
+	"approval_pending",
 ]
 
 # METADATA
@@ -41,7 +46,13 @@ precedence := [
 # entrypoint: true
 default decision := {"allow": false, "reasons": ["not_found"], "reason": "not_found"}
 
-decision := {"allow": count(reasons) == 0, "reasons": sort(reasons), "reason": reason, "org": org_findings} if {
+decision := {
+	"allow": count(reasons) == 0,
+	"reasons": sort(reasons),
+	"reason": reason,
+	"org": org_findings,
+	"consumes_approval": approved,
+} if {
 	ownership.owned_by(input.chain[0], input.broker_id)
 }
 
@@ -112,6 +123,63 @@ reasons contains "runtime_stopped" if {
 # The security team's own rules (lib.org): enforced denials, and approvals asked for.
 reasons contains finding.reason if some finding in org_findings.denials
 
-reasons contains "approval_required" if count(org_findings.approvals) > 0
+# CONTRACT §9: a write tool under `approve` at any level, or an org rule, needs a human's approval
+# of this very call; a re-sent check brings it, and it must be this call's and still good.
+reasons contains "approval_required" if {
+	needs_approval
+	not input.approval
+}
+
+reasons contains "approval_mismatch" if {
+	input.approval
+	not approval_matches
+}
+
+reasons contains "approval_denied" if {
+	approval_matches
+	input.approval.state == "denied"
+}
+
+reasons contains "approval_used" if {
+	approval_matches
+	input.approval.state == "used"
+}
+
+reasons contains "approval_expired" if {
+	approval_matches
+	input.approval.state in {"pending", "approved"}
+	input.approval.expires_at_ms <= input.now_ms
+}
+
+reasons contains "approval_pending" if {
+	approval_matches
+	input.approval.state == "pending"
+	input.approval.expires_at_ms > input.now_ms
+}
+
+needs_approval if {
+	input.tool.access == "write"
+	some grant in input.chain
+	grant.write_mode == "approve"
+}
+
+needs_approval if count(org_findings.approvals) > 0
+
+# Bound to the call: the same grant, tool, principal and arguments (by their digest).
+approval_matches if {
+	input.approval.found
+	input.approval.grant_id == input.chain[0].id
+	input.approval.tool == input.tool.name
+	input.approval.principal == input.principal
+	input.approval.args_digest == input.args_digest
+}
+
+default approved := false
+
+approved if {
+	approval_matches
+	input.approval.state == "approved"
+	input.approval.expires_at_ms > input.now_ms
+}
 
 chain_constraints := resources.constraints(input.chain)

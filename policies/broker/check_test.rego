@@ -30,7 +30,7 @@ base := {
 
 test_allows_a_usable_chain if {
 	d := check.decision with input as object.union(base, {})
-	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings}
+	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings, "consumes_approval": false}
 }
 
 test_another_broker_learns_nothing if {
@@ -187,7 +187,7 @@ test_an_org_rule_that_is_off_is_not_read if {
 	d := check.decision with input as base
 		with data.org_settings.modes as with_org_rule("off")
 		with data.org.broker.check.team_rule.deny as org_deny
-	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings}
+	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings, "consumes_approval": false}
 }
 
 test_an_org_rule_may_require_approval if {
@@ -209,4 +209,62 @@ test_an_org_denial_comes_before_an_approval if {
 test_a_tool_without_access_on_its_connection_is_not_allowed if {
 	d := check.decision with input as object.union(object.remove(base, ["tool"]), {"tool": {"name": "repos.read_file"}})
 	d.reason == "tool_not_allowed"
+}
+
+# CONTRACT §9: a write tool under `approve` waits for a human's approval of that very call.
+approve_mode := object.union(base, {
+	"chain": [object.union(child, {"write_mode": "approve"}), object.union(root, {"write_mode": "approve"})],
+	"tool": {"name": "issues.comment", "access": "write"},
+	"args_digest": "sha256:aa",
+})
+
+approval(patch) := object.union(
+	{
+		"id": "apr_1", "found": true, "grant_id": "grt_child", "tool": "issues.comment",
+		"principal": {"kind": "agent", "id": "agt_1"}, "args_digest": "sha256:aa",
+		"state": "approved", "expires_at_ms": now + 1000,
+	},
+	patch,
+)
+
+with_approval(patch) := object.union(approve_mode, {"approval": approval(patch)})
+
+test_a_write_under_approve_needs_an_approval if {
+	d := check.decision with input as approve_mode
+	d.reason == "approval_required"
+	d.consumes_approval == false
+}
+
+test_a_read_under_approve_needs_none if {
+	d := check.decision with input as object.union(approve_mode, {"tool": {"name": "repos.read_file", "access": "read"}})
+	d.allow
+}
+
+test_an_approval_of_this_call_allows_it_once if {
+	d := check.decision with input as with_approval({})
+	d.allow
+	d.consumes_approval
+}
+
+test_every_mismatch_has_its_reason if {
+	every row in [
+		[{"state": "pending"}, "approval_pending"],
+		[{"state": "denied"}, "approval_denied"],
+		[{"state": "used"}, "approval_used"],
+		[{"expires_at_ms": now}, "approval_expired"],
+		[{"args_digest": "sha256:bb"}, "approval_mismatch"],
+		[{"tool": "repos.read_file"}, "approval_mismatch"],
+		[{"grant_id": "grt_other"}, "approval_mismatch"],
+		[{"principal": {"kind": "agent", "id": "agt_2"}}, "approval_mismatch"],
+		[{"found": false}, "approval_mismatch"],
+	] {
+		d := check.decision with input as with_approval(row[0])
+		d.reason == row[1]
+	}
+}
+
+test_an_approval_does_not_outlive_its_grant if {
+	revoked := object.union(with_approval({}), {"chain": [object.union(child, {"write_mode": "approve", "revoked": true}), root]})
+	d := check.decision with input as revoked
+	d.reason == "revoked"
 }

@@ -229,3 +229,13 @@ test_an_org_rule_refuses_an_attenuation if {
 		with data.org.grants.attenuate.team_rule.require_approval as {{"reason": "sensitive"}}
 	d.reasons == ["approval_required", "no_subdelegation"]
 }
+
+# CONTRACT §9: write → approve → read, only downwards.
+test_write_mode_narrows_through_approve if {
+	under_write := with_parent(base, {"write_mode": "write"})
+	attenuate.decision.allow with input as with_child(under_write, {"write_mode": "approve"})
+	under_approve := with_parent(base, {"write_mode": "approve"})
+	attenuate.decision.allow with input as with_child(under_approve, {"write_mode": "read"})
+	d := attenuate.decision with input as with_child(under_approve, {"write_mode": "write"})
+	d.widened == ["writeMode"]
+}

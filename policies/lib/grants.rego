@@ -10,14 +10,19 @@
 #   Members are the ids (humans and installed agents) currently in the grant's target pod.
 package lib.grants
 
-write_rank := {"read": 0, "write": 1}
+# `read` < `approve` < `write` (CONTRACT §9): attenuation may only move down.
+write_rank := {"read": 0, "approve": 1, "write": 2}
 
 # METADATA
 # scope: document
 # description: |
 #   A tool of this access (`read` or `write`) is beyond a grant's write mode: a write tool under
 #   `read`. The one rule behind grant_widening (create, attenuate) and write_not_allowed (broker).
-tool_beyond_mode(access, write_mode) if write_rank[access] > write_rank[write_mode]
+#   Under `approve` a write tool is within the mode, each call waiting for a human's approval.
+tool_beyond_mode(access, write_mode) if {
+	access == "write"
+	write_mode == "read"
+}
 
 # METADATA
 # scope: document

@@ -73,8 +73,8 @@ finding(decision, name, item) := {
 # scope: document
 # description: |
 #   The reasons a decision reports, in order: the core's by its precedence, then the org
-#   denials' (sorted), then `approval_required` when an enforced org rule asks for one.
+#   denials' (sorted), then `approval_required` (a write under `approve`, or an org rule asking).
 ordered_reasons(precedence, reasons, org) := array.concat(
 	array.concat([r | some r in precedence; r in reasons], sort({f.reason | some f in org.denials})),
-	[r | count(org.approvals) > 0; r := "approval_required"],
+	[r | r := "approval_required"; r in reasons],
 )

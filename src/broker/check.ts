@@ -10,6 +10,7 @@ import type { Chain } from './chain';
 import { verifyBroker, type CheckingBroker } from './authenticator';
 import { confirmBroker, subjectOfCall, type SubjectInput } from './credentials';
 import { checkInput } from './policy-input';
+import { approvalFact, requestApproval, spendApproval } from '../approvals/requests';
 import type { BrokerDeps } from './deps';
 import type { TreeSnapshot } from './tree-facts';
 
@@ -17,12 +18,16 @@ export interface CheckRequest extends SubjectInput {
   grantId: string;
   tool: string;
   args: Record<string, unknown>;
+  /** A re-sent check: the approval a human gave this very call (CONTRACT §9). */
+  approvalId?: string;
 }
 
 export interface CheckAnswer {
-  decision: 'allow' | 'deny';
+  decision: 'allow' | 'deny' | 'approval_required';
   callId: string;
   reason: string;
+  approvalId?: string;
+  approval?: { id: string; expiresAt: string };
   /** The message of the org rule whose reason this is (CONTRACT §10). */
   message?: string;
   retryAfterMs?: number;
@@ -50,6 +55,8 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
     throw new ApiError('not_found', 'no such grant');
   }
   const rootId = chain[0]!.root_id;
+  const argsDigest = digestOf(request.args);
+  const approval = request.approvalId ? await approvalFact(deps.db, request.approvalId) : undefined;
 
   let snapshot = deps.trees.current(rootId, deps.clock.now()) ?? (await freshSnapshot(deps, rootId));
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
@@ -62,6 +69,8 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
         brokerId: broker.brokerId,
         tool: request.tool,
         args: request.args,
+        argsDigest,
+        approval,
         subject,
         trustAssertedPrincipal: deps.trustAssertedPrincipal,
         now,
@@ -90,7 +99,34 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
       continue;
     }
     const orgMessage = decision.org?.denials.find((finding) => finding.reason === decision.reason)?.message;
-    const result = answerOf(callId, String(decision.reason), answer, orgMessage || undefined);
+    let result = answerOf(callId, String(decision.reason), answer, orgMessage || undefined);
+    let approvalId: string | null = result.decision === 'allow' ? decision.decisionId : null;
+    if (result.decision === 'allow' && decision.consumes_approval && request.approvalId) {
+      // Exactly one re-send uses an approval; the others are told it is used, their unit given back.
+      approvalId = request.approvalId;
+      if (!(await spendApproval(deps.db, request.approvalId, callId, new Date(now)))) {
+        if (answer.kind === 'allowed') await deps.budget.refund(rootId, levels, answer.atMs).catch(() => undefined);
+        result = {
+          decision: 'deny',
+          callId,
+          reason: 'approval_used',
+          budget: { remaining: result.budget.remaining + 1, resetMs: result.budget.resetMs },
+        };
+      }
+    } else if (result.reason === 'approval_required') {
+      const asked = await requestApproval(deps.db, {
+        callId,
+        grantId: chain[0]!.id,
+        podId: chain[0]!.target.pod_id,
+        tool: request.tool,
+        argsDigest,
+        principal,
+        requestedAt,
+        ttlMs: deps.approvalTtlMs,
+      });
+      approvalId = asked.id;
+      result = { ...result, decision: 'approval_required', approvalId: asked.id, approval: asked };
+    }
     try {
       await deps.trail.write({
         id: callId,
@@ -98,10 +134,10 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
         tool: request.tool,
         principal_kind: principal.kind,
         principal_id: principal.id,
-        outcome: result.decision === 'allow' ? 'pending' : 'denied',
+        outcome: result.decision === 'allow' ? 'pending' : result.decision === 'approval_required' ? 'awaiting_approval' : 'denied',
         reason: result.reason,
-        approval_id: result.decision === 'allow' ? decision.decisionId : null,
-        args_digest: digestOf(request.args),
+        approval_id: approvalId,
+        args_digest: argsDigest,
         requested_at: requestedAt,
       });
     } catch (error) {

@@ -29,6 +29,8 @@ export interface BrokerDeps extends BrokerComponents {
   resolveCredential: CredentialResolver;
   /** BROKER_TRUST_ASSERTED_PRINCIPAL: a fact for broker/check, which decides. */
   trustAssertedPrincipal: boolean;
+  /** APPROVAL_TTL_MS: how long a human has to decide a call that waits for approval. */
+  approvalTtlMs: number;
   /** now in POLICY_TIME_ZONE, for org rules about working hours. */
   localTime: (nowMs: number) => LocalTime;
 }

@@ -1,4 +1,5 @@
 import jsonPointer from 'jsonpointer';
+import type { approvalFact } from '../approvals/requests';
 import type { ToolResourcePointers } from '../connections/repository';
 import type { LocalTime } from '../kernel/local-time';
 import type { Chain } from './chain';
@@ -9,6 +10,9 @@ export interface CallFacts {
   brokerId: string;
   tool: string;
   args: Record<string, unknown>;
+  argsDigest: string;
+  /** The approval a re-sent check brings (CONTRACT §9), as approvals/requests reads it. */
+  approval?: Awaited<ReturnType<typeof approvalFact>>;
   subject: CallSubject;
   trustAssertedPrincipal: boolean;
   now: number;
@@ -31,6 +35,8 @@ export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts) {
     broker_id: call.brokerId,
     tool: { name: call.tool, ...(access ? { access } : {}), ...(pointers ? { resource: pointers } : {}) },
     args: call.args,
+    args_digest: call.argsDigest,
+    ...(call.approval ? { approval: call.approval } : {}),
     resource: resourceOf(call.args, pointers),
     principal: principal ?? undefined,
     principal_source: source,

@@ -12,6 +12,9 @@ export const CheckBody = z
       .strictObject({ kind: z.enum(['user', 'agent']), id: z.string().min(1).max(255) })
       .optional()
       .openapi({ description: 'A broker-asserted principal: refused (403) unless the deployment trusts its brokers' }),
+    approvalId: idParam('apr_01jd6x3c4vf8r9t2y5u7w0z1ab')
+      .optional()
+      .openapi({ description: 'A re-sent check: the approval of this very call (same grant, tool, principal and args)' }),
     args: z.record(z.string(), z.unknown()).openapi({
       description: 'The tool arguments: only their RFC 8785 digest is kept; never stored, logged or returned',
     }),
@@ -23,11 +26,13 @@ export const CheckBody = z
 
 export const CheckResult = z
   .object({
-    decision: z.enum(['allow', 'deny']),
+    decision: z.enum(['allow', 'deny', 'approval_required']),
     callId: z.string(),
     reason: z.string().openapi({
       description: "`allowed`, or the deny reason of CONTRACT §5 and §8, or an org rule's own reason (§10)",
     }),
+    approvalId: z.string().optional().openapi({ description: 'With approval_required: the approval a human now decides' }),
+    approval: z.object({ id: z.string(), expiresAt: z.string() }).optional(),
     message: z.string().optional().openapi({ description: "With an org rule's reason: the rule's message" }),
     retryAfterMs: z.number().int().optional().openapi({ description: 'With budget_exhausted: when the first unit frees' }),
     budget: z.object({

@@ -9,7 +9,9 @@ export type EventType =
   | 'pod.member_removed'
   | 'agent.updated'
   | 'runtime.start_requested'
-  | 'runtime.stop_requested';
+  | 'runtime.stop_requested'
+  | 'approval.requested'
+  | 'approval.decided';
 
 export const EVENTS_CHANNEL = 'agent_events';
 

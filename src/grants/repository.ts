@@ -6,7 +6,7 @@ type Queryable = Database | Knex.Transaction;
 
 export type TargetKind = 'pod' | 'seat';
 export type AudienceMode = 'members' | 'listed';
-export type WriteMode = 'read' | 'write';
+export type WriteMode = 'read' | 'approve' | 'write';
 
 export interface GrantRow {
   id: string;
@@ -44,7 +44,7 @@ export interface CallRecordRow {
   tool: string;
   principal_kind: 'user' | 'agent';
   principal_id: string;
-  outcome: 'pending' | 'denied' | 'succeeded' | 'failed';
+  outcome: 'pending' | 'denied' | 'succeeded' | 'failed' | 'awaiting_approval';
   reason: string;
   approval_id: string | null;
   error_code: string | null;
@@ -52,6 +52,8 @@ export interface CallRecordRow {
   requested_at: Date;
   completed_at: Date | null;
   duration_ms: number | null;
+  /** Joined in call trail listings: who approved the call, when an approval allowed it. */
+  approval_decided_by?: string | null;
 }
 
 /** A position in a newest-first list: the sort key of the last item of the previous page. */
@@ -137,12 +139,15 @@ export function readCandidatesAfter(
 }
 
 export function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
-  const query = db<CallRecordRow>('call_records').where({ grant_id: grantId });
-  if (after) query.whereRaw('(requested_at, id) < (?, ?)', [after.at, after.id]);
+  const query = db<CallRecordRow>('call_records as r')
+    .leftJoin('approvals as a', 'a.id', 'r.approval_id')
+    .where({ 'r.grant_id': grantId })
+    .select('r.*', 'a.decided_by as approval_decided_by');
+  if (after) query.whereRaw('(r.requested_at, r.id) < (?, ?)', [after.at, after.id]);
   return query
     .orderBy([
-      { column: 'requested_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
+      { column: 'r.requested_at', order: 'desc' },
+      { column: 'r.id', order: 'desc' },
     ])
     .limit(size);
 }

@@ -65,7 +65,7 @@ const BudgetInput = z
 
 const Limits = {
   audience: Audience.optional(),
-  writeMode: z.enum(['read', 'write']).optional(),
+  writeMode: z.enum(['read', 'approve', 'write']).optional(),
   budget: BudgetInput.optional(),
   expiresAt: z.iso.datetime({ offset: false }).optional(),
   resources: ResourcesSchema.optional(),
@@ -103,7 +103,7 @@ export const GrantSchema = z
     audience: z.array(z.string()).openapi({ description: 'Effective audience, computed at read time' }),
     audienceMode: z.enum(['members', 'listed']),
     tools: z.array(z.string()),
-    writeMode: z.enum(['read', 'write']),
+    writeMode: z.enum(['read', 'approve', 'write']),
     budget: z.object({ calls: z.number().int(), windowMs: z.number().int() }),
     resources: ResourcesSchema.nullable().openapi({ description: '`null`: unrestricted (CONTRACT §8)' }),
     expiresAt: timestamp,
@@ -120,9 +120,12 @@ export const CallRecordSchema = z
     id: z.string(),
     grantId: z.string(),
     tool: z.string(),
-    outcome: z.enum(['pending', 'denied', 'succeeded', 'failed']),
+    outcome: z.enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval']),
     reason: z.string(),
-    approvalId: z.string().nullable(),
+    approvalId: z.string().nullable().openapi({
+      description: 'The approval (`apr_…`) that allowed the call, the one it waits for, or the policy decision id that allowed it',
+    }),
+    approvedBy: z.string().nullable().openapi({ description: 'Who approved it, when a human approval allowed the call' }),
     principal: z.object({ kind: z.enum(['user', 'agent']), id: z.string() }),
     requestedAt: timestamp,
     completedAt: timestamp.nullable(),

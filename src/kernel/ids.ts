@@ -15,6 +15,7 @@ export const ID_PREFIXES = {
   runtimeToken: 'rtk',
   brokerToken: 'btk',
   call: 'call',
+  approval: 'apr',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

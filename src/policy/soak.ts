@@ -110,6 +110,7 @@ function brokerCheckInputs(count: number): Array<DecisionInput<typeof decisions.
         ...(i % 2 === 0 ? { resource: { repository: '/repository', ref: '/ref' } } : {}),
       },
       args: { repository: `acme/repo-${i % 9}`, ref: 'refs/heads/main', body: 'x'.repeat(i % 50) },
+      args_digest: `sha256:${String(i).padStart(64, '0')}`,
       resource: i % 2 === 0 ? { repository: `acme/repo-${i % 9}`, ref: 'refs/heads/main' } : {},
       principal:
         i % 43 === 0 ? undefined : { kind: i % 6 === 0 ? ('user' as const) : ('agent' as const), id: i % 6 === 0 ? 'user-1' : agentId },

@@ -35,6 +35,8 @@ export const EventSchema = z
       'agent.updated',
       'runtime.start_requested',
       'runtime.stop_requested',
+      'approval.requested',
+      'approval.decided',
     ]),
     podId: z.string(),
     occurredAt: timestamp,

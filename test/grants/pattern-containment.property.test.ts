@@ -151,6 +151,7 @@ function policyMatches(pattern: string, value: string): boolean {
     broker_id: 'brk_1',
     tool: { name: 'repos.read_file', access: 'read', resource: { path: '/path' } },
     args: { path: value },
+    args_digest: 'sha256:0',
     resource: { path: value },
     principal: { kind: 'agent', id: 'agt_1' },
     principal_source: 'subject_token',

@@ -112,6 +112,7 @@ describe('the call trail', () => {
       outcome: 'succeeded',
       reason: 'allowed',
       approvalId: null,
+      approvedBy: null,
       principal: { kind: 'agent', id: world.bot.agentId },
       requestedAt: expect.stringMatching(/Z$/),
       completedAt: expect.stringMatching(/Z$/),

@@ -5,7 +5,9 @@ import { RuntimeApiError, RuntimeClient, type AgentEvent } from '../../examples/
 import { handleEvent } from '../../examples/agent/handler';
 import { FileResultStore } from '../../examples/agent/store';
 import { processEvent, runForever, runOnce } from '../../examples/agent/worker';
-import { human, installAgent, podWith } from '../support/world';
+import { ApprovalWaits, type CallAnswer, type CallTool } from '../../examples/agent/approvals';
+import { brokerWorld, checkAs } from '../support/broker-world';
+import { human, installAgent, podWith, rootGrant } from '../support/world';
 import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { drain } from '../support/events';
@@ -132,5 +134,67 @@ describe('example agent against the real service', () => {
     const loop = runForever(client, new FileResultStore(dir), handleEvent, { waitMs: 0 });
     await expect(loop).rejects.toBeInstanceOf(RuntimeApiError);
     await expect(loop).rejects.toMatchObject({ status: 401, code: 'unauthenticated', credentialRejected: true });
+  });
+});
+
+describe('example agent: a write that waits for a human (CONTRACT §9)', () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startService();
+  });
+  afterAll(() => service.close());
+
+  it('keeps the call, and re-sends it with the same arguments once approval.decided arrives', async () => {
+    const world = await brokerWorld(service);
+    const grant = await rootGrant(
+      service,
+      world.owner,
+      world.connectionId,
+      { kind: 'pod', id: world.podId },
+      { tools: ['issues.create_comment'], writeMode: 'approve' },
+    );
+    await drain(service, world.agent);
+    // The broker's side, as a broker runs it for the agent: the check with the agent's own token.
+    const callTool: CallTool = async (call) =>
+      (
+        await checkAs(service, world, call.grantId, world.agent, {
+          tool: call.tool,
+          args: call.args,
+          ...(call.approvalId ? { approvalId: call.approvalId } : {}),
+        })
+      ).body as CallAnswer;
+    const waits = new ApprovalWaits(callTool);
+    const first = await waits.call({ grantId: grant.id, tool: 'issues.create_comment', args: { issue: 1, body: 'ship it' } });
+    expect(first.decision).toBe('approval_required');
+    expect(waits.pending).toBe(1);
+
+    await service.http.post(`/api/approvals/${first.approvalId}/approve`).set(world.owner.auth).send({}).expect(200);
+    const answers: CallAnswer[] = [];
+    const notes: string[] = [];
+    const handler = async (e: AgentEvent) => {
+      if (e.type !== 'approval.decided') return handleEvent(e);
+      const handled = await waits.onDecided(e);
+      notes.push(handled.note);
+      if (handled.answer) answers.push(handled.answer);
+      return { note: handled.note };
+    };
+    const client = new RuntimeClient(service.baseUrl, world.agent.token);
+    const errors: unknown[] = [];
+    const store = new FileResultStore(dir);
+    for (let polls = 0; polls < 10 && waits.pending > 0; polls += 1) {
+      await runOnce(client, store, handler, {
+        waitMs: 1000,
+        onError: (error) => errors.push(error),
+        onProcessed: (p) => notes.push(`${p.event.type} fresh=${p.fresh}`),
+      });
+    }
+    expect(errors).toEqual([]);
+    expect({ answers, notes }).toEqual({
+      answers: [expect.objectContaining({ decision: 'allow', reason: 'allowed' })],
+      notes: expect.anything(),
+    });
+    expect(waits.pending).toBe(0);
+    const calls = await service.http.get(`/api/grants/${grant.id}/calls`).set(world.owner.auth);
+    expect(calls.body.items[0]).toMatchObject({ outcome: 'pending', approvalId: first.approvalId, approvedBy: world.owner.userId });
   });
 });

@@ -1,3 +1,4 @@
+import { createApprovalsService } from '../../src/approvals/service';
 import type { BrokerDeps } from '../../src/broker/deps';
 import { createBrokerService } from '../../src/broker/service';
 import { createConnectionsService } from '../../src/connections/service';
@@ -19,6 +20,7 @@ const declared = routesOf(
   {
     grants: createGrantsService(inert),
     broker: createBrokerService(inert as BrokerDeps),
+    approvals: createApprovalsService(inert),
     runtime: createRuntimeService(inert),
     registry: createRegistryService(inert),
     pods: createPodsService(inert),

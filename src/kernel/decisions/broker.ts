@@ -25,6 +25,20 @@ export const brokerCheck = defineDecision(
       })
       .describe('the tool called, as its connection declares it'),
     args: z.record(z.string(), z.unknown()).describe("the call's arguments: evaluated in memory, never stored or logged"),
+    args_digest: z.string().describe('sha256:<hex> of the RFC 8785 canonical JSON of `args`, as the call record keeps it'),
+    approval: z
+      .strictObject({
+        id: z.string(),
+        found: z.boolean().describe('false: no approval of that id on this grant'),
+        grant_id: z.string().optional(),
+        tool: z.string().optional(),
+        principal: CallPrincipalFact.optional(),
+        args_digest: z.string().optional(),
+        state: z.enum(['pending', 'approved', 'denied', 'used']).optional(),
+        expires_at_ms: Millis.optional(),
+      })
+      .optional()
+      .describe('the approval a re-sent check brings (CONTRACT §9)'),
     resource: z
       .strictObject({ repository: z.string().optional(), ref: z.string().optional(), path: z.string().optional() })
       .describe("the strings the tool's pointers found in `args` (CONTRACT §8); a pointer that found none leaves its key out"),
@@ -52,6 +66,7 @@ export const brokerCheck = defineDecision(
   verdict({
     reason: z.string().describe('the one reason the broker reports: `allowed`, or the first deny reason by precedence'),
     org: OrgOutput,
+    consumes_approval: z.boolean().optional().describe('the call is allowed by the approval it brings, which is used up by it'),
   }),
 );
 

@@ -1,3 +1,4 @@
+import { approvalsDecide } from './approvals';
 import { brokerCheck, brokerOutcome } from './broker';
 import { connectionsAccess, podsAccess, runtimeAccess } from './access';
 import type { DecisionDefinition } from './define';
@@ -13,6 +14,7 @@ export * from './org';
  * the JSON Schema of each input that `opa check` holds the Rego to (policies/schemas/).
  */
 export const decisions = {
+  approvalsDecide,
   brokerCheck,
   brokerOutcome,
   connectionsAccess,

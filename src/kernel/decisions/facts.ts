@@ -20,7 +20,7 @@ export const GrantFact = z.strictObject({
   audience_mode: z.enum(['members', 'listed']),
   audience: z.array(z.string()),
   tools: z.array(z.string()),
-  write_mode: z.enum(['read', 'write']),
+  write_mode: z.enum(['read', 'approve', 'write']),
   budget: z.strictObject({ calls: z.number().int(), window_ms: z.number().int() }),
   expires_at_ms: Millis,
   revoked: z.boolean(),

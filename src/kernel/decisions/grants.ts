@@ -20,7 +20,7 @@ export const grantsCreate = defineDecision(
     seat: z.strictObject({ id: z.string(), pod_id: z.string() }).optional().describe('the installed agent a seat target names'),
     request: z.strictObject({
       tools: z.array(z.string()),
-      write_mode: z.enum(['read', 'write']),
+      write_mode: z.enum(['read', 'approve', 'write']),
       audience: z.array(z.string()).optional(),
       expires_at_ms: Millis,
       resources: ResourcesFact.optional(),

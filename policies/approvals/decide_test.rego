@@ -1,0 +1,47 @@
+package approvals.decide_test
+
+import data.approvals.decide
+import data.lib.fixtures_test as fixtures
+
+now := 1000
+
+base := {
+	"action": "approve",
+	"now_ms": now,
+	"caller": {"kind": "human", "id": "alice"},
+	"approval": {"principal": {"kind": "agent", "id": "agt_1"}, "state": "pending", "expires_at_ms": 5000},
+	"grant": fixtures.facts([fixtures.grant({"expires_at_ms": 9000})]),
+}
+
+as_caller(id, role) := object.union(base, {"caller": {"kind": "human", "id": id}, "caller_role": role})
+
+test_the_connection_owner_approves if {
+	decide.decision.allow with input as base
+}
+
+test_a_pod_owner_or_admin_approves if {
+	every role in ["owner", "admin"] {
+		decide.decision.allow with input as as_caller("carol", role)
+	}
+}
+
+test_a_member_or_stranger_learns_nothing if {
+	decide.decision.reasons == ["not_found"] with input as as_caller("bob", "member")
+	decide.decision.reasons == ["not_found"] with input as object.union(base, {"caller": {"kind": "human", "id": "mallory"}})
+}
+
+test_nobody_approves_their_own_call if {
+	req := object.union(as_caller("carol", "admin"), {"approval": {"principal": {"kind": "user", "id": "carol"}}})
+	decide.decision.reasons == ["self_approval"] with input as req
+	decide.decision.allow with input as object.union(req, {"action": "read"})
+}
+
+test_an_approval_is_decided_once_and_before_it_expires if {
+	decide.decision.reasons == ["approval_already_decided"] with input as object.union(base, {"approval": {"state": "approved"}})
+	decide.decision.reasons == ["approval_expired"] with input as object.union(base, {"approval": {"expires_at_ms": now}})
+}
+
+test_an_approval_does_not_outlive_its_grant if {
+	revoked := object.union(base, {"grant": fixtures.facts([fixtures.grant({"expires_at_ms": 9000, "revoked": true})])})
+	decide.decision.reasons == ["grant_not_usable"] with input as revoked
+}

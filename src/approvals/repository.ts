@@ -1,0 +1,92 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database';
+
+type Queryable = Database | Knex.Transaction;
+
+export type StoredApprovalState = 'pending' | 'approved' | 'denied' | 'used';
+
+export interface ApprovalRow {
+  id: string;
+  grant_id: string;
+  call_id: string;
+  tool: string;
+  args_digest: string;
+  principal_kind: 'user' | 'agent';
+  principal_id: string;
+  state: StoredApprovalState;
+  requested_at: Date;
+  expires_at: Date;
+  decided_by: string | null;
+  decided_at: Date | null;
+  note: string | null;
+  used_by_call_id: string | null;
+}
+
+export async function insertApproval(db: Queryable, row: Omit<ApprovalRow, 'decided_by' | 'decided_at' | 'note' | 'used_by_call_id'>) {
+  await db('approvals').insert(row);
+}
+
+export function findApproval(db: Queryable, id: string): Promise<ApprovalRow | undefined> {
+  return db<ApprovalRow>('approvals').where({ id }).first();
+}
+
+/**
+ * Uses an approved approval for one call, atomically: of concurrent re-sends (on any replica)
+ * exactly one sees its row updated. Expiry is the clock's, not a sweeper's.
+ */
+export async function useApproval(db: Queryable, id: string, callId: string, now: Date): Promise<boolean> {
+  const updated = await db('approvals')
+    .where({ id, state: 'approved' })
+    .andWhere('expires_at', '>', now)
+    .update({ state: 'used', used_by_call_id: callId });
+  return updated === 1;
+}
+
+/** Approves or denies a pending approval, once; undefined when it was no longer pending. */
+export async function decideApproval(
+  trx: Queryable,
+  id: string,
+  decision: { state: 'approved' | 'denied'; decidedBy: string; note: string | null; at: Date },
+): Promise<ApprovalRow | undefined> {
+  const [row] = await trx<ApprovalRow>('approvals')
+    .where({ id, state: 'pending' })
+    .andWhere('expires_at', '>', decision.at)
+    .update({ state: decision.state, decided_by: decision.decidedBy, decided_at: decision.at, note: decision.note })
+    .returning('*');
+  return row;
+}
+
+/**
+ * Approvals a human may be able to decide, newest first: of grants on a connection they own or
+ * targeting a pod where they are an owner or admin. The policy judges each row it returns.
+ */
+export function decidableCandidates(
+  db: Queryable,
+  callerId: string,
+  filter: { state?: 'pending' | 'approved' | 'denied' | 'used' | 'expired'; now: Date; before?: { at: Date; id: string } },
+  size: number,
+): Promise<ApprovalRow[]> {
+  const query = db<ApprovalRow>('approvals as a')
+    .join('grants as g', 'g.id', 'a.grant_id')
+    .join('connections as c', 'c.id', 'g.connection_id')
+    .leftJoin('pod_members as m', (join) => join.on('m.pod_id', 'g.target_pod_id').andOnVal('m.member_id', callerId))
+    .where((scope) => scope.where('c.owner_id', callerId).orWhereIn('m.role', ['owner', 'admin']))
+    .select('a.*');
+  const { state, now } = filter;
+  if (state === 'expired') query.whereIn('a.state', ['pending', 'approved']).andWhere('a.expires_at', '<=', now);
+  else if (state === 'pending' || state === 'approved') query.where('a.state', state).andWhere('a.expires_at', '>', now);
+  else if (state) query.where('a.state', state);
+  if (filter.before) query.whereRaw('(a.requested_at, a.id) < (?, ?)', [filter.before.at, filter.before.id]);
+  return query
+    .orderBy([
+      { column: 'a.requested_at', order: 'desc' },
+      { column: 'a.id', order: 'desc' },
+    ])
+    .limit(size);
+}
+
+/** The decider's role in the grant's target pod (for approvals/decide). */
+export async function roleIn(db: Queryable, podId: string, memberId: string): Promise<string | undefined> {
+  const row = await db('pod_members').where({ pod_id: podId, member_id: memberId }).first('role');
+  return row?.role as string | undefined;
+}

@@ -1,0 +1,74 @@
+import type { Database } from '../db/database';
+import { emitEvent } from '../events/outbox';
+import { newId } from '../kernel/ids';
+import { iso } from '../kernel/schema';
+import { approvalsByOutcome } from './metrics';
+import { findApproval, insertApproval, useApproval } from './repository';
+
+/**
+ * The broker's side of approvals (CONTRACT §9): a call that needs one gets an approval bound to
+ * its grant, tool, principal and argument digest; a re-sent call brings it back and uses it once.
+ */
+export interface ApprovalRequest {
+  callId: string;
+  grantId: string;
+  podId: string;
+  tool: string;
+  argsDigest: string;
+  principal: { kind: 'user' | 'agent'; id: string };
+  requestedAt: Date;
+  ttlMs: number;
+}
+
+/** Creates the pending approval; an agent principal hears of it (`approval.requested`). */
+export async function requestApproval(db: Database, request: ApprovalRequest): Promise<{ id: string; expiresAt: string }> {
+  const id = newId('approval');
+  const expiresAt = new Date(request.requestedAt.getTime() + request.ttlMs);
+  await db.transaction(async (trx) => {
+    await insertApproval(trx, {
+      id,
+      grant_id: request.grantId,
+      call_id: request.callId,
+      tool: request.tool,
+      args_digest: request.argsDigest,
+      principal_kind: request.principal.kind,
+      principal_id: request.principal.id,
+      state: 'pending',
+      requested_at: request.requestedAt,
+      expires_at: expiresAt,
+    });
+    if (request.principal.kind === 'agent') {
+      await emitEvent(trx, {
+        type: 'approval.requested',
+        podId: request.podId,
+        data: { approvalId: id, grantId: request.grantId, callId: request.callId, tool: request.tool, expiresAt: iso(expiresAt) },
+        agentIds: [request.principal.id],
+      });
+    }
+  });
+  approvalsByOutcome.labels('requested').inc();
+  return { id, expiresAt: iso(expiresAt) };
+}
+
+/** The approval a re-sent check brings, as broker/check reads it. */
+export async function approvalFact(db: Database, id: string) {
+  const row = await findApproval(db, id);
+  if (!row) return { id, found: false };
+  return {
+    id,
+    found: true,
+    grant_id: row.grant_id,
+    tool: row.tool,
+    principal: { kind: row.principal_kind, id: row.principal_id },
+    args_digest: row.args_digest,
+    state: row.state,
+    expires_at_ms: row.expires_at.getTime(),
+  };
+}
+
+/** Uses the approval for this call: true for exactly one of any number of concurrent re-sends. */
+export async function spendApproval(db: Database, id: string, callId: string, now: Date): Promise<boolean> {
+  const used = await useApproval(db, id, callId, now);
+  if (used) approvalsByOutcome.labels('used').inc();
+  return used;
+}

@@ -1,0 +1,36 @@
+import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';
+
+export const ApprovalSchema = z
+  .object({
+    id: z.string(),
+    grantId: z.string(),
+    callId: z.string(),
+    tool: z.string(),
+    argsDigest: z.string(),
+    principal: z.object({ kind: z.enum(['user', 'agent']), id: z.string() }),
+    state: z.enum(['pending', 'approved', 'denied', 'expired', 'used']),
+    requestedAt: timestamp,
+    expiresAt: timestamp,
+    decidedBy: z.string().nullable(),
+    decidedAt: timestamp.nullable(),
+    note: z.string().nullable(),
+  })
+  .openapi('Approval', {
+    description:
+      'A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent ' +
+      'with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request) and while the grant is usable.',
+  });
+
+export const ApprovalParams = z.strictObject({ approvalId: idParam('apr_01jd6x3c4vf8r9t2y5u7w0z1ab') });
+
+export const ListApprovalsQuery = z.strictObject({
+  state: z.enum(['pending', 'approved', 'denied', 'expired', 'used']).optional(),
+  limit: listLimit(),
+  cursor,
+});
+
+export const DecideBody = z.strictObject({ note: z.string().min(1).max(2000).optional() }).openapi('ApprovalDecision');
+
+export const WaitQuery = z.strictObject({
+  waitMs: z.coerce.number().int().min(0).max(20_000).default(0).openapi({ description: 'Long-poll while pending, up to 20000' }),
+});

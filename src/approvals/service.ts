@@ -1,0 +1,114 @@
+import { decisions } from '../kernel/decisions/catalogue';
+import { ApiError } from '../kernel/errors';
+import type { HumanPrincipal } from '../kernel/principals';
+import { emitEvent } from '../events/outbox';
+import { decodeCursor, encodeCursor } from '../grants/cursor';
+import { currentMemberIds, loadGrantFacts, policyFacts } from '../grants/facts';
+import { enforce } from '../policy/enforce';
+import type { ApprovalsDeps } from './deps';
+import { approvalsByOutcome, approvalTimeToDecision } from './metrics';
+import { presentApproval } from './presenters';
+import { decidableCandidates, decideApproval, findApproval, roleIn, type ApprovalRow } from './repository';
+
+type Action = 'read' | 'approve' | 'deny';
+
+/**
+ * The human side of approvals (CONTRACT §9). Every read and decision is approvals/decide's call;
+ * the database only narrows the list to approvals the caller could be a decider of, and makes a
+ * decision happen once (the row changes only while it is pending and unexpired).
+ */
+export function createApprovalsService(deps: ApprovalsDeps) {
+  async function judge(principal: HumanPrincipal, row: ApprovalRow, action: Action) {
+    const facts = await loadGrantFacts(deps.db, row.grant_id);
+    if (!facts) throw new ApiError('not_found');
+    const podId = facts.grant.target_pod_id;
+    const [members, role] = await Promise.all([currentMemberIds(deps.db, podId), roleIn(deps.db, podId, principal.userId)]);
+    enforce(
+      deps.policy.evaluate(decisions.approvalsDecide, {
+        action,
+        now_ms: deps.clock.now(),
+        caller: { kind: 'human', id: principal.userId },
+        ...(role ? { caller_role: role } : {}),
+        approval: {
+          principal: { kind: row.principal_kind, id: row.principal_id },
+          state: row.state,
+          expires_at_ms: row.expires_at.getTime(),
+        },
+        grant: policyFacts(facts, members),
+      }),
+    );
+    return facts;
+  }
+
+  async function get(principal: HumanPrincipal, id: string) {
+    const row = await findApproval(deps.db, id);
+    if (!row) throw new ApiError('not_found');
+    await judge(principal, row, 'read');
+    return presentApproval(row, deps.clock.now());
+  }
+
+  async function decide(principal: HumanPrincipal, id: string, state: 'approved' | 'denied', note: string | undefined) {
+    const row = await findApproval(deps.db, id);
+    if (!row) throw new ApiError('not_found');
+    const facts = await judge(principal, row, state === 'approved' ? 'approve' : 'deny');
+    const at = new Date(deps.clock.now());
+    const decided = await deps.db.transaction(async (trx) => {
+      const updated = await decideApproval(trx, id, { state, decidedBy: principal.userId, note: note ?? null, at });
+      // Another decider got there first (or it expired meanwhile): this one changes nothing.
+      if (!updated) throw new ApiError('approval_already_decided');
+      if (updated.principal_kind === 'agent') {
+        await emitEvent(trx, {
+          type: 'approval.decided',
+          podId: facts.grant.target_pod_id,
+          data: { approvalId: id, grantId: updated.grant_id, callId: updated.call_id, state, tool: updated.tool },
+          agentIds: [updated.principal_id],
+        });
+      }
+      return updated;
+    });
+    approvalsByOutcome.labels(state).inc();
+    approvalTimeToDecision.labels(state).observe((at.getTime() - row.requested_at.getTime()) / 1000);
+    return presentApproval(decided, deps.clock.now());
+  }
+
+  async function list(
+    principal: HumanPrincipal,
+    query: { state?: 'pending' | 'approved' | 'denied' | 'used' | 'expired'; limit: number; cursor?: string },
+  ) {
+    const now = deps.clock.now();
+    const before = decodeCursor(query.cursor) ?? undefined;
+    const rows = await decidableCandidates(deps.db, principal.userId, { state: query.state, now: new Date(now), before }, query.limit + 1);
+    const page = rows.slice(0, query.limit);
+    const visible: ApprovalRow[] = [];
+    for (const row of page) {
+      try {
+        await judge(principal, row, 'read');
+        visible.push(row);
+      } catch (error) {
+        if (!(error instanceof ApiError && error.code === 'not_found')) throw error;
+      }
+    }
+    const last = page.at(-1);
+    return {
+      items: visible.map((row) => presentApproval(row, now)),
+      nextCursor: rows.length > query.limit && last ? encodeCursor(last.requested_at, last.id) : null,
+    };
+  }
+
+  /** The broker's long poll: own grants only; waits while the approval is pending. */
+  async function waitForBroker(brokerId: string, id: string, waitMs: number) {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const row = await findApproval(deps.db, id);
+      const grant = row ? await deps.db('grants').where({ id: row.grant_id }).first('broker_id') : undefined;
+      if (!row || grant?.broker_id !== brokerId) throw new ApiError('not_found');
+      const approval = presentApproval(row, deps.clock.now());
+      if (approval.state !== 'pending' || Date.now() >= deadline) return approval;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(200, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  return { get, decide, list, waitForBroker };
+}
+
+export type ApprovalsService = ReturnType<typeof createApprovalsService>;

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { CallPrincipalFact } from './broker';
+import { defineDecision, verdict } from './define';
+import { GrantFacts, Millis } from './facts';
+
+export const approvalsDecide = defineDecision(
+  'approvals.decide',
+  'Reading, approving or denying an approval of one call (CONTRACT §9): its grant’s connection owner or an owner or admin of the target pod, never the call’s own principal.',
+  z.strictObject({
+    action: z.enum(['read', 'approve', 'deny']),
+    now_ms: Millis,
+    caller: z.strictObject({ kind: z.literal('human'), id: z.string() }),
+    caller_role: z.string().optional().describe("the caller's role in the grant's target pod; absent: not a member"),
+    approval: z.strictObject({
+      principal: CallPrincipalFact,
+      state: z.enum(['pending', 'approved', 'denied', 'used']),
+      expires_at_ms: Millis,
+    }),
+    grant: GrantFacts.describe('the approval’s grant: its chain (for its status), members and connection'),
+  }),
+  verdict({}),
+);
