@@ -8,7 +8,9 @@
 //   - lists the security team's org packages (policies/org, CONTRACT §10) with their modes
 //     (METADATA `custom: {mode: enforce|shadow|off}`, overridden by ORG_POLICY_MODES, e.g.
 //     `broker.check.protected_branches=enforce,broker.check.working_hours=shadow`) into a
-//     generated package `org_settings`, which lib.org reads: a mode is a policy change.
+//     generated package `org_settings`, which lib.org reads: a mode is a policy change;
+//   - compiles `system/log/mask` too when a package `system.log` exists (decision log masking,
+//     OPA's convention).
 // Writes build/policy/policy.wasm (or POLICY_BUILD_OUT) and build/policy/bundle.tar.gz (or
 // POLICY_BUNDLE_OUT) atomically, so a running service never reads half a file.
 import { execFileSync } from 'node:child_process';
@@ -124,6 +126,13 @@ if (problems.length > 0) {
   process.exit(1);
 }
 
+// The decision log's mask policy, as OPA names it (system.log.mask), when the Rego has one.
+const maskEntrypoint = Object.entries(namespaces).some(
+  ([namespace, files]) => namespace === 'data.system.log' && files.some((file) => !file.endsWith('_test.rego')),
+)
+  ? ['system/log/mask']
+  : [];
+
 // 4. The bundle and the module. The bundle is an OPA bundle (`opa build --bundle`): `.manifest`
 // with the revision, `policy.wasm`, `data.json`, the Rego sources, and `.signatures.json` when
 // POLICY_SIGNING_KEY (a PEM file, or an HS* secret) is set (POLICY_SIGNING_ALG, default RS256).
@@ -158,7 +167,7 @@ try {
       ...signing,
       '--output',
       bundle,
-      ...wanted.flatMap((e) => ['--entrypoint', e]),
+      ...[...wanted, ...maskEntrypoint].flatMap((e) => ['--entrypoint', e]),
       sources,
     ],
     { stdio: 'inherit' },

@@ -23,7 +23,11 @@ export interface DecisionEvent {
   labels: { id: string; version: string };
   metrics: { timer_rego_query_eval_ns: number };
   masked?: string[];
+  erased?: string[];
 }
+
+/** What a `system.log.mask` rule returns: a JSON pointer to erase, or a value to put at one. */
+export type MaskOp = string | { op: 'upsert' | 'remove'; path: string; value?: unknown };
 
 /** Replaced wherever they appear at the top of an input: the call's arguments and what was read from them. */
 const MASKED_FIELDS = ['args', 'resource'] as const;
@@ -65,6 +69,7 @@ export class DecisionLog {
   private timer: NodeJS.Timeout | undefined;
   private failures = 0;
   private nextUploadAt = 0;
+  private masker: ((event: DecisionEvent) => MaskOp[]) | undefined;
 
   constructor(private readonly options: DecisionLogOptions) {
     this.labels = { id: randomUUID(), version: options.version };
@@ -72,6 +77,11 @@ export class DecisionLog {
       this.timer = setInterval(() => void this.upload(), options.upload.flushMs);
       this.timer.unref();
     }
+  }
+
+  /** The policy's own mask rules (system.log.mask), applied to each event before it is written. */
+  useMasker(masker: (event: DecisionEvent) => MaskOp[]): void {
+    this.masker = masker;
   }
 
   wants(allowed: boolean): boolean {
@@ -116,6 +126,7 @@ export class DecisionLog {
     this.scheduled = false;
     const events = this.pending;
     this.pending = [];
+    if (this.masker) for (const event of events) this.applyMask(event);
     for (const event of events) this.options.log.info(event, 'decision');
     if (!this.options.upload) return;
     this.unsent.push(...events);
@@ -126,6 +137,48 @@ export class DecisionLog {
       dropped.inc(overflow);
     }
     if (this.unsent.length >= this.options.upload.batchEvents) void this.upload();
+  }
+
+  /**
+   * OPA's mask semantics: a string (or `{op: "remove"}`) erases the value at that pointer and lists
+   * it in `erased`; `{op: "upsert", path, value}` puts the value there and lists it in `masked`.
+   * The input is copied first: the service may still hold the object it evaluated. A mask rule
+   * that fails masks nothing more (the built-in masking of `args` has already happened).
+   */
+  private applyMask(event: DecisionEvent): void {
+    let ops: MaskOp[];
+    try {
+      ops = this.masker!(event);
+    } catch {
+      return;
+    }
+    if (ops.length === 0) return;
+    event.input = structuredClone(event.input);
+    event.result = structuredClone(event.result);
+    for (const op of ops) {
+      const path = typeof op === 'string' ? op : op.path;
+      const [root, ...rest] = path
+        .split('/')
+        .slice(1)
+        .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+      if ((root !== 'input' && root !== 'result') || rest.length === 0) continue;
+      const parent = rest
+        .slice(0, -1)
+        .reduce<unknown>(
+          (node, key) => (node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined),
+          event[root],
+        );
+      if (!parent || typeof parent !== 'object') continue;
+      const key = rest.at(-1)!;
+      if (typeof op === 'string' || op.op === 'remove') {
+        if (!Object.hasOwn(parent, key)) continue;
+        delete (parent as Record<string, unknown>)[key];
+        (event.erased ??= []).push(path);
+      } else {
+        (parent as Record<string, unknown>)[key] = op.value;
+        (event.masked ??= []).push(path);
+      }
+    }
   }
 
   /** One batch at a time, gzip JSON array as OPA's decision log service API takes it. */

@@ -6,7 +6,10 @@ import type { OrgFindings } from '../kernel/decisions/org';
 import { loggableResult, reportShadow } from './shadow';
 import { policyLoadFailures, policyRevisionInfo } from './metrics';
 import { WasmFileSource, type PolicySource } from './sources';
-import { DecisionLog, type DecisionLogMode } from './decision-log';
+import { DecisionLog, type DecisionEvent, type DecisionLogMode, type MaskOp } from './decision-log';
+
+/** OPA's decision log mask policy (a package `system.log` with a `mask` rule), when compiled in. */
+const MASK_ENTRYPOINT = 'system/log/mask';
 
 export type { DecisionLogMode } from './decision-log';
 import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kernel/decisions/catalogue';
@@ -77,12 +80,21 @@ export class PolicyEngine {
       options.decisionLog instanceof DecisionLog
         ? options.decisionLog
         : new DecisionLog({ mode: options.decisionLog ?? 'all', log: options.log, version: 'embedded' });
+    this.decisionLog.useMasker((event) => this.maskOf(event));
     this.requiredEntrypoints = (options.required ?? []).map((decision) => decision.entrypoint);
     this.validateInputs = options.validateInputs ?? false;
   }
 
   get revision(): string | undefined {
     return this.current?.revision;
+  }
+
+  /** system.log.mask of the loaded policy on one decision event, as OPA evaluates it; none: []. */
+  private maskOf(event: DecisionEvent): MaskOp[] {
+    const loaded = this.current;
+    if (!loaded?.entrypoints.has(MASK_ENTRYPOINT)) return [];
+    const result = (loaded.policy.evaluate(event, MASK_ENTRYPOINT) as Array<{ result?: unknown }>)[0]?.result;
+    return Array.isArray(result) ? (result as MaskOp[]) : [];
   }
 
   /** The last refused load since the last successful one, if any. */
@@ -135,7 +147,7 @@ export class PolicyEngine {
       const entrypoints = new Set(Object.keys(policy.entrypoints));
       // A rebuilt module must also keep every decision the running one serves: the code asks for
       // them by name, and a dropped one would turn those requests into 503s.
-      const needed = new Set([...this.requiredEntrypoints, ...(this.current?.entrypoints ?? [])]);
+      const needed = new Set([...this.requiredEntrypoints, ...(this.current?.entrypoints ?? [])].filter((e) => e !== MASK_ENTRYPOINT));
       const missing = [...needed].filter((name) => !entrypoints.has(name));
       if (missing.length > 0) throw new Error(`module lacks entrypoints: ${missing.join(', ')}`);
       candidate = { policy, revision, digest: artifact.digest, entrypoints };

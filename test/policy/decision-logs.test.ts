@@ -1,4 +1,8 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
@@ -159,5 +163,59 @@ describe('a collector gone for long', () => {
     await service.close();
     expect(sink.received.flatMap((r) => r.events).map((e) => e.decision_id)).toContain(record.approval_id);
     await sink.close();
+  });
+});
+
+describe("the policy's own mask rules (system.log.mask)", () => {
+  const root = path.resolve(__dirname, '../..');
+  const work = mkdtempSync(path.join(tmpdir(), 'mask-'));
+  let service: TestService;
+
+  beforeAll(async () => {
+    const sources = path.join(work, 'policies');
+    cpSync(path.join(root, 'policies'), sources, { recursive: true });
+    mkdirSync(path.join(sources, 'system'), { recursive: true });
+    writeFileSync(
+      path.join(sources, 'system/log.rego'),
+      [
+        'package system.log',
+        '',
+        '# Who asked to read a pod is nobody else’s business; the owner of a connection is replaced.',
+        'mask contains "/input/caller" if input.path == "pods/access/decision"',
+        '',
+        'mask contains {"op": "upsert", "path": "/input/connection/owner_id", "value": "**owner**"} if {',
+        '\tinput.path == "grants/create/decision"',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
+      env: {
+        ...process.env,
+        POLICY_SOURCES: sources,
+        POLICY_BUILD_OUT: path.join(work, 'masked.wasm'),
+        POLICY_BUNDLE_OUT: path.join(work, 'masked.tar.gz'),
+      },
+      stdio: 'ignore',
+    });
+    service = await startService({ POLICY_WASM_PATH: path.join(work, 'masked.wasm'), DECISION_LOG: 'all' });
+  }, 60_000);
+  afterAll(async () => {
+    await service.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('erases and replaces what the rules name, as OPA does, on top of the built-in args mask', async () => {
+    const world = await brokerWorld(service);
+    await chainOf(service, world, 0);
+    await service.http.get(`/api/pods/${world.podId}`).set(world.owner.auth).expect(200);
+    await new Promise((resolve) => setImmediate(resolve));
+    const events = service.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'decision');
+    const podRead = events.find((e) => e.path === 'pods/access/decision');
+    expect(podRead.erased).toEqual(['/input/caller']);
+    expect(podRead.input.caller).toBeUndefined();
+    const created = events.find((e) => e.path === 'grants/create/decision');
+    expect(created.masked).toEqual(['/input/connection/owner_id']);
+    expect(created.input.connection.owner_id).toBe('**owner**');
   });
 });
