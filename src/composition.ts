@@ -1,7 +1,7 @@
 import { localTimeIn } from './kernel/local-time';
-import { Redis } from 'ioredis';
 import { createBrokerComponents, createBrokerService } from './broker/service';
 import { readRedisDurability } from './budget/durability';
+import { connectRedis, type RedisClient } from './budget/redis-client';
 import { RateLimit } from './budget/rate-limit';
 import { CacheInvalidation } from './cache/invalidation';
 import type { Config } from './config';
@@ -31,7 +31,7 @@ import { allRoutes, type Services } from './routes';
 import { createRuntimeService } from './runtime/service';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
-async function warnOnEvictingRedis(redis: Redis, log: Logger): Promise<void> {
+async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
   const durability = await readRedisDurability(redis).catch(() => null);
   if (durability?.evictionPolicy && durability.evictionPolicy !== 'noeviction') {
     log.warn(
@@ -49,19 +49,6 @@ export interface ServiceOptions {
   clock?: Clock;
 }
 
-function connectRedis(config: Config, log: Logger): Redis {
-  const redis = new Redis(config.REDIS_URL, {
-    keyPrefix: config.REDIS_KEY_PREFIX,
-    commandTimeout: config.REDIS_COMMAND_TIMEOUT_MS,
-    // Fail fast while Redis is away: callers answer 503 instead of queueing requests.
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    lazyConnect: true,
-  });
-  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
-  return redis;
-}
-
 /**
  * The composition root: builds every dependency once, gives each domain service exactly what it
  * uses, and mounts their routes on the Koa app. No behaviour of its own.
@@ -72,7 +59,15 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
   const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX);
   if (options.migrate) await migrateToLatest(db);
-  const redis = connectRedis(config, log);
+  const redis = connectRedis(
+    {
+      url: config.REDIS_URL,
+      clusterNodes: config.REDIS_CLUSTER_NODES?.split(',').map((node) => node.trim()),
+      keyPrefix: config.REDIS_KEY_PREFIX,
+      commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
+    },
+    log,
+  );
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
   const decisionLog = new DecisionLog({

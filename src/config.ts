@@ -28,6 +28,11 @@ const environmentSchema = z
       .regex(/^[A-Za-z0-9:_-]*$/)
       .default('gb:'),
     REDIS_COMMAND_TIMEOUT_MS: int(10, 10000).default(250),
+    // A Redis Cluster instead of REDIS_URL (CONTRACT §12): some of its nodes, host:port,host:port.
+    REDIS_CLUSTER_NODES: z
+      .string()
+      .regex(/^\s*[\w.-]+:\d{1,5}(\s*,\s*[\w.-]+:\d{1,5})*\s*$/, 'a comma-separated list of host:port')
+      .optional(),
     JWT_SECRET: z.string().min(32, 'must be at least 32 characters').default(DEVELOPMENT_JWT_SECRET),
     JWT_JWKS_URI: urlOf('https:', 'http:').optional(),
     JWT_ISSUER: z.string().optional(),

@@ -1,5 +1,5 @@
 import type { BrokerComponents, BrokerDeps } from './deps';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../budget/redis-client';
 import { SlidingWindowBudget } from '../budget/sliding-window';
 import type { Database } from '../db/database';
 import { brokerCheckCredentials } from './authenticator';
@@ -10,7 +10,7 @@ import { checkCall } from './check';
 import { recordOutcome } from './outcome';
 import { TreeFactsCache } from './tree-facts';
 
-export function createBrokerComponents(db: Database, redis: Redis, factMaxAgeMs: number): BrokerComponents {
+export function createBrokerComponents(db: Database, redis: RedisClient, factMaxAgeMs: number): BrokerComponents {
   return {
     chains: new ChainCache(db),
     trees: new TreeFactsCache(db, factMaxAgeMs),

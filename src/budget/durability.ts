@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client';
 
 export interface RedisDurability {
   /** aof: every write is logged; rdb: periodic snapshots; none: a restart forgets everything. */
@@ -17,7 +17,7 @@ function infoField(info: string, name: string): string | null {
  * windows are rebuilt from the call trail), so this is reported, not required; managed Redis
  * often refuses CONFIG, which leaves `rdb` versus `none` unknown.
  */
-export async function readRedisDurability(redis: Redis): Promise<RedisDurability> {
+export async function readRedisDurability(redis: RedisClient): Promise<RedisDurability> {
   const [persistenceInfo, memoryInfo] = await Promise.all([redis.info('persistence'), redis.info('memory')]);
   const evictionPolicy = infoField(memoryInfo, 'maxmemory_policy');
   if (infoField(persistenceInfo, 'aof_enabled') === '1') return { persistence: 'aof', evictionPolicy };

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client';
 import { ApiError } from '../kernel/errors';
 import { DependencyUnavailableError } from '../kernel/dependency';
 
@@ -16,7 +16,7 @@ return {count, redis.call('PTTL', KEYS[1])}`;
  */
 export class RateLimit {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly name: string,
     private readonly limit: number,
     private readonly windowMs: number,

@@ -32,9 +32,15 @@ with recursive tree as (
          (extract(epoch from r.requested_at) * 1000)::bigint + ?::bigint as at_ms
     from closure cl
     join tree l on l.id = cl.level_id
-    join call_records r on r.grant_id = cl.grant_id
-   where r.outcome in ('pending', 'succeeded', 'failed')
-     and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
+    -- One index range scan (grant_id, requested_at) per level; OFFSET 0 keeps the planner from
+    -- flattening it into a merge join that walks the index of every grant's calls.
+    cross join lateral (
+      select r.requested_at from call_records r
+       where r.grant_id = cl.grant_id
+         and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
+         and r.outcome in ('pending', 'succeeded', 'failed')
+      offset 0
+    ) r
 ), newest as (
   select level_id, at_ms, calls, row_number() over (partition by level_id order by at_ms desc) as rank
     from counted where bucket_ms = 0
@@ -48,7 +54,24 @@ select level_id, at_ms - at_ms % bucket_ms, count(*) from counted where bucket_m
  * restart without persistence, an eviction): a used-up budget stays used up. Answers the tree's
  * version, the one this call stored or the one another replica stored first.
  */
-export async function rebuildTreeWindows(db: Database, budget: SlidingWindowBudget, rootId: string): Promise<string> {
+export function rebuildTreeWindows(db: Database, budget: SlidingWindowBudget, rootId: string): Promise<string> {
+  // Concurrent checks of a tree whose keys are gone (every new tree's first checks, or all trees
+  // after a Redis restart) share one rebuild per replica instead of each reading the trail.
+  let running = inFlight.get(budget);
+  if (!running) inFlight.set(budget, (running = new Map()));
+  const trees = running;
+  let rebuilding = trees.get(rootId);
+  if (!rebuilding) {
+    rebuilding = rebuild(db, budget, rootId).finally(() => trees.delete(rootId));
+    trees.set(rootId, rebuilding);
+  }
+  return rebuilding;
+}
+
+/** Rebuilds under way, per budget (one Redis) and tree. */
+const inFlight = new WeakMap<SlidingWindowBudget, Map<string, Promise<string>>>();
+
+async function rebuild(db: Database, budget: SlidingWindowBudget, rootId: string): Promise<string> {
   const rows: Array<{ id: string; parent_id: string | null; budget_calls: number; budget_window_ms: string | number }> = await db('grants')
     .where('root_id', rootId)
     .select('id', 'parent_id', 'budget_calls', 'budget_window_ms');

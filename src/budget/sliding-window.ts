@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import { treeVersionKey, windowKey } from './keys';
 
@@ -72,7 +72,7 @@ export class SlidingWindowBudget {
   private readonly commands: Record<keyof typeof SCRIPTS, ScriptCommand>;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly shape: WindowShape = DEFAULT_WINDOW_SHAPE,
   ) {
     const commands = {} as Record<keyof typeof SCRIPTS, ScriptCommand>;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../budget/redis-client';
 import type { Database } from '../db/database';
 import type { Logger } from '../kernel/log';
 import { treeVersionKey } from '../budget/keys';
@@ -77,7 +77,7 @@ export class CacheInvalidation {
 
   constructor(
     private readonly db: Database,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly log: Logger,
     private readonly options: InvalidationOptions,
   ) {}
@@ -146,11 +146,10 @@ export class CacheInvalidation {
   }
 
   private async stamp(rows: readonly OutboxRow[]): Promise<void> {
-    const pipeline = this.redis.pipeline();
-    for (const rootId of new Set(rows.map((row) => row.root_id))) pipeline.set(treeVersionKey(rootId), randomUUID());
-    const results = (await pipeline.exec()) ?? [];
-    const failed = results.find(([error]) => error);
-    if (failed) throw failed[0];
+    // One SET per tree, sent together but not as one pipeline: on a Redis Cluster the trees' keys
+    // sit in different slots, which a pipeline may not span.
+    const roots = [...new Set(rows.map((row) => row.root_id))];
+    await Promise.all(roots.map((rootId) => this.redis.set(treeVersionKey(rootId), randomUUID())));
   }
 
   /** Starts this replica's relay; every replica runs one (double stamps are harmless). */

@@ -90,8 +90,11 @@ CONTRACT.md; where both are silent the decisions below apply.
   \`retryAfterMs\` in seconds, rounded up. The principal must be in the effective audience of every
   grant of the chain; an agent principal whose runtime is stopped is denied \`runtime_stopped\`.
 - Broker failures: Redis unreachable or slower than \`REDIS_COMMAND_TIMEOUT_MS\`, or the call record
-  not written: 503 \`dependency_unavailable\`, nothing allowed (an allowed unit already taken stays
-  taken). A grant whose facts change on every attempt (4 in a row) is also a 503.
+  not written: 503 \`dependency_unavailable\`, nothing allowed (a unit taken for a call whose record
+  could not be written is given back). A grant whose facts change on every attempt (4 in a row) is
+  also a 503. On a Redis Cluster (\`REDIS_CLUSTER_NODES\`) a node that is down is the same 503 for the
+  trees whose slot it serves (for every tree once the cluster declares itself down); a node back
+  empty has each of its trees' windows rebuilt from the call trail before any unit is taken.
 - Call outcome: \`POST /api/broker/calls/:callId/outcome\` answers 200 with the call record; a second
   report is 409 \`outcome_already_recorded\`; a denied call takes none (409 \`call_denied\`).
   \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../budget/redis-client';
 import { readRedisDurability } from '../budget/durability';
 import { bearerToken, unauthenticated } from '../credentials/authenticators';
 import { constantTimeEqual } from '../credentials/tokens';
@@ -46,7 +46,7 @@ async function probe(check: () => Promise<unknown>): Promise<boolean> {
 /** What the operators' routes read, and nothing more. */
 export interface OperationsDeps {
   db: Database;
-  redis: Redis;
+  redis: RedisClient;
   policy: PolicyEngine;
   /** METRICS_TOKEN: when set, only its bearer reads /metrics. */
   metricsToken: string | undefined;

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { startService, type TestService } from '../support/service';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -84,7 +85,7 @@ describe('broker check when Redis fails', () => {
     const { rootId } = await chainOf(service, world, 0);
     expect((await checkAs(service, world, rootId, world.agent)).body.decision).toBe('allow');
     // CLIENT PAUSE holds every other client's commands for longer than the 250 ms timeout.
-    const pauser = service.deps.redis.duplicate();
+    const pauser = (service.deps.redis as Redis).duplicate();
     try {
       await pauser.connect();
       await pauser.call('CLIENT', 'PAUSE', '600', 'ALL');

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Socket } from 'node:net';
-import { freePort } from './replica';
+import { spareServerPort } from './replica';
 
 /**
  * A throwaway redis-server of this test alone, on a free port, with no persistence: tests that
@@ -31,7 +31,7 @@ async function answersPing(port: number): Promise<boolean> {
 }
 
 export async function startOwnRedis(): Promise<OwnRedis> {
-  const port = await freePort();
+  const port = await spareServerPort();
   let child: ChildProcess | undefined;
 
   async function start(): Promise<void> {

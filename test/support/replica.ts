@@ -15,6 +15,31 @@ export interface Replica {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** Ports handed out by spareServerPort in this process, so two servers of one test never share one. */
+const handedOut = new Set<number>();
+
+/**
+ * A port for a server a test starts itself (redis-server, a cluster's bus), below the kernel's
+ * ephemeral range (32768 and up): a port from listen(0) is ephemeral, so between its release and
+ * the server's bind an outgoing connection of any test (a pg or Redis client) may take it, and the
+ * server then fails with EADDRINUSE. Randomised so parallel jest workers rarely meet; callers that
+ * start a server still retry on another port if it loses a race.
+ */
+export async function spareServerPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (!free) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

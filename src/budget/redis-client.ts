@@ -1,0 +1,42 @@
+import { Cluster, Redis } from 'ioredis';
+import type { Logger } from '../kernel/log';
+
+/**
+ * The Redis the service keeps budgets, version keys and rate limits in: one server
+ * (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES, CONTRACT §12). Everything above takes
+ * either: every multi-key command (the budget scripts, a refund) names keys of one grant tree,
+ * which share its `{rootId}` hash tag and so one slot; everything else is single-key.
+ */
+export type RedisClient = Redis | Cluster;
+
+export interface RedisSettings {
+  url: string;
+  clusterNodes?: readonly string[];
+  keyPrefix: string;
+  commandTimeoutMs: number;
+}
+
+export function connectRedis(settings: RedisSettings, log: Logger): RedisClient {
+  // Fail fast while Redis is away: callers answer 503 instead of queueing requests.
+  const common = { keyPrefix: settings.keyPrefix, enableOfflineQueue: false, lazyConnect: true };
+  const perNode = { commandTimeout: settings.commandTimeoutMs, maxRetriesPerRequest: 1 };
+  const redis: RedisClient = settings.clusterNodes?.length
+    ? new Cluster(settings.clusterNodes.map(parseNode), {
+        ...common,
+        redisOptions: perNode,
+        // A moved or failed-over slot is followed, but a node that is down fails the command
+        // (and so the check: 503) instead of being retried until the request times out.
+        maxRedirections: 4,
+        retryDelayOnFailover: 50,
+        retryDelayOnClusterDown: 50,
+        clusterRetryStrategy: (times) => Math.min(times * 100, 2000),
+      })
+    : new Redis(settings.url, { ...common, ...perNode });
+  redis.on('error', (err: Error) => log.warn({ err: { message: err.message } }, 'redis error'));
+  return redis;
+}
+
+function parseNode(node: string): { host: string; port: number } {
+  const url = new URL(node.includes('://') ? node : `redis://${node}`);
+  return { host: url.hostname, port: Number(url.port || 6379) };
+}
