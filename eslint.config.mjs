@@ -30,8 +30,8 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.node } },
   },
   {
-    // jest's config and global hooks are CommonJS files.
-    files: ['**/*.js'],
+    // jest's config and global hooks, and the bench's --require preload, are CommonJS files.
+    files: ['**/*.{js,cjs}'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {

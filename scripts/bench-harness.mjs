@@ -69,22 +69,44 @@ export async function benchDatabase() {
 }
 
 /** The built service on a free port, on the throwaway database and Redis prefix. */
-export async function startService(env = {}) {
+export async function startService(env = {}, nodeArgs = []) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  start('node', [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), 'dist/src/main.js'], {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATABASE_URL,
-    REDIS_URL,
-    REDIS_KEY_PREFIX,
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'warn',
-    POLICY_WATCH: 'false',
-    ...env,
-  });
+  const child = start(
+    'node',
+    [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), ...nodeArgs, 'dist/src/main.js'],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL,
+      REDIS_URL,
+      REDIS_KEY_PREFIX,
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'warn',
+      POLICY_WATCH: 'false',
+      ...env,
+    },
+  );
   await waitFor(`${base}/healthz`);
+  services.set(base, child);
   return base;
+}
+
+const services = new Map();
+
+/**
+ * Stops a service started by startService and waits for it to exit. Each holds a pool of
+ * Postgres connections: past Postgres's max_connections (100 by default) the next service's
+ * checks would queue for a connection and fail, and that is not what a benchmark should measure.
+ */
+export async function stopService(base) {
+  const child = services.get(base);
+  services.delete(base);
+  if (!child || child.exitCode !== null) return;
+  await new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  });
 }
 
 export function humanToken(subject) {

@@ -10,6 +10,8 @@
 //      every check also extracts its resources from `args` (CONTRACT §8, §10).
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (off),
 //      BENCH_PAIR_ROUNDS (3) and BENCH_PAIR_S (10): alternating rounds of 1. and 4.,
+//      BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15): the fixed-rate runs,
+//      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load,
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -31,8 +33,10 @@ import {
   run,
   start,
   startService,
+  stopService,
   waitFor,
 } from './bench-harness.mjs';
+import { RATE, RATE_CONNECTIONS, RATE_S, atFixedRate, startRedisCluster } from './bench-scale.mjs';
 
 const autocannon = require('autocannon');
 const { Redis } = require('ioredis');
@@ -43,6 +47,7 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
 const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
 const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 3);
 const PAIR_S = Number(process.env.BENCH_PAIR_S ?? 10);
+const SCALE_S = Number(process.env.BENCH_SCALE_S ?? 10);
 /** What every benchmarked check calls with: a read of a file of a repository at a ref. */
 const CHECK_ARGS = { repository: 'acme/api', ref: 'refs/heads/feature/bench', path: 'docs/README.md' };
 /** What the org-packages run constrains its chain to (at the root; the children inherit it). */
@@ -278,6 +283,67 @@ async function main() {
     }
     for (const [key] of variants) results[key] = meanSummary(runs[key]);
 
+    // A steady 1 000 checks/s: the latency a broker sees when the service is not saturated, with
+    // decision logs off and on (on is the default).
+    results.rateOff = await atFixedRate('POST /api/broker/check, DECISION_LOG=off', { base, token: world.brokerToken, body });
+    results.rateLogged = await atFixedRate('POST /api/broker/check, DECISION_LOG=all', {
+      base: loggedBase,
+      token: loggedWorld.brokerToken,
+      body: loggedBody,
+    });
+
+    // Where the milliseconds go: the default service with its phases timed (scripts/phase-timer.cjs
+    // prints the table when the service stops), at the same fixed rate.
+    const phasedBase = await startService({ DECISION_LOG: 'all' }, ['--require', './scripts/phase-timer.cjs']);
+    const phasedWorld = await seed(phasedBase, db, { name: 'bench-phased' });
+    results.ratePhased = await atFixedRate('DECISION_LOG=all, phases timed', {
+      base: phasedBase,
+      token: phasedWorld.brokerToken,
+      body: JSON.stringify({
+        grantId: phasedWorld.leafId,
+        tool: 'repos.read_file',
+        subjectToken: phasedWorld.agentToken,
+        args: CHECK_ARGS,
+      }),
+    });
+    await stopService(phasedBase);
+
+    // Scale: the default service as one process, as WORKERS=2, and on a Redis Cluster, each
+    // alone (the services above have done their part).
+    for (const done of [base, orgBase, loggedBase]) await stopService(done);
+    const scaled = async (key, title, env) => {
+      const scaledBase = await startService({ DECISION_LOG: 'all', ...env });
+      const scaledWorld = await seed(scaledBase, db, { name: `bench-${key}` });
+      const target = {
+        base: scaledBase,
+        token: scaledWorld.brokerToken,
+        body: JSON.stringify({
+          grantId: scaledWorld.leafId,
+          tool: 'repos.read_file',
+          subjectToken: scaledWorld.agentToken,
+          args: CHECK_ARGS,
+        }),
+      };
+      results[key] = summary(
+        await load(title, {
+          url: `${scaledBase}/api/broker/check`,
+          headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/json' },
+          body: target.body,
+          duration: SCALE_S,
+        }),
+      );
+      results[`${key}Rate`] = await atFixedRate(title, target);
+      await stopService(scaledBase);
+    };
+    await scaled('workers1', 'WORKERS=1, DECISION_LOG=all', {});
+    await scaled('workers2', 'WORKERS=2, DECISION_LOG=all', { WORKERS: '2' });
+    const cluster = await startRedisCluster();
+    try {
+      await scaled('cluster', 'WORKERS=1 on a 3-master Redis Cluster, DECISION_LOG=all', { REDIS_CLUSTER_NODES: cluster.nodes });
+    } finally {
+      cluster.stop();
+    }
+
     const agentId = (await db('agents').first('id')).id;
     const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
     const input = await checkInputFor(db, world.leafId, agentId, brokerId);
@@ -340,6 +406,23 @@ function report(r) {
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
+  console.log(`\nfixed rate: ${RATE} checks/s over ${RATE_CONNECTIONS} connections, ${RATE_S} s (latency in ms)`);
+  console.table({
+    'DECISION_LOG=off': r.rateOff,
+    'DECISION_LOG=all (default)': r.rateLogged,
+    'DECISION_LOG=all, phases timed': r.ratePhased,
+    'WORKERS=1': r.workers1Rate,
+    'WORKERS=2': r.workers2Rate,
+    'Redis Cluster (3 masters)': r.clusterRate,
+  });
+  console.log(`\nscale: ${CONNECTIONS} connections, ${SCALE_S} s each, DECISION_LOG=all`);
+  console.table({ 'WORKERS=1': r.workers1, 'WORKERS=2': r.workers2, 'Redis Cluster (3 masters)': r.cluster });
+  console.log(
+    `targets: p99 at ${RATE}/s with decision logs = ${r.rateLogged.p99} ms (target <= 5); ` +
+      `throughput service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)} (target >= 1.5); ` +
+      `WORKERS=2 / WORKERS=1 = ${(r.workers2.requestsPerSec / r.workers1.requestsPerSec).toFixed(2)}; ` +
+      `Redis Cluster / one Redis = ${(r.cluster.requestsPerSec / r.workers1.requestsPerSec).toFixed(2)}`,
+  );
   console.log(
     `ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
       `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +

@@ -1,0 +1,89 @@
+// The fixed-rate and scale parts of `npm run bench` (see bench.mjs): latency at a steady rate the
+// service can carry (autocannon overallRate), the service as WORKERS=2, and the service on a Redis
+// Cluster of three local masters (REDIS_CLUSTER_NODES).
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort, require, sleep } from './bench-harness.mjs';
+
+const autocannon = require('autocannon');
+
+export const RATE = Number(process.env.BENCH_RATE ?? 1000);
+export const RATE_CONNECTIONS = Number(process.env.BENCH_RATE_CONNECTIONS ?? 20);
+export const RATE_S = Number(process.env.BENCH_RATE_S ?? 15);
+
+/** POST /api/broker/check at RATE checks/s over RATE_CONNECTIONS connections: p50/p90/p99/max. */
+export function atFixedRate(title, { base, token, body }) {
+  console.log(`fixed rate: ${title} (${RATE}/s over ${RATE_CONNECTIONS} connections, ${RATE_S} s)`);
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: `${base}/api/broker/check`,
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+        connections: RATE_CONNECTIONS,
+        overallRate: RATE,
+        duration: RATE_S,
+      },
+      (error, r) =>
+        error
+          ? reject(error)
+          : resolve({
+              requestsPerSec: Math.round(r.requests.average),
+              p50: r.latency.p50,
+              p90: r.latency.p90,
+              p99: r.latency.p99,
+              max: r.latency.max,
+              ok2xx: r['2xx'],
+              non2xx: r.non2xx,
+              errors: r.errors,
+            }),
+    );
+    instance.on('error', reject);
+  });
+}
+
+/** Three cluster-enabled redis-servers on spare ports, joined; `stop()` kills them. */
+export async function startRedisCluster() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bench-cluster-'));
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const children = [];
+  for (const port of ports) {
+    const bus = await freePort();
+    children.push(
+      spawn(
+        'redis-server',
+        [
+          ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+          ...['--cluster-enabled', 'yes', '--cluster-port', String(bus), '--cluster-config-file', `nodes-${port}.conf`],
+        ],
+        { stdio: 'ignore' },
+      ),
+    );
+  }
+  const cli = (port, ...args) => {
+    try {
+      return execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return '';
+    }
+  };
+  for (const port of ports) {
+    for (let i = 0; i < 100 && cli(port, 'PING') !== 'PONG'; i += 1) await sleep(50);
+  }
+  execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], {
+    stdio: 'ignore',
+  });
+  for (const port of ports) {
+    for (let i = 0; i < 200 && !cli(port, 'CLUSTER', 'INFO').includes('cluster_state:ok'); i += 1) await sleep(50);
+  }
+  return {
+    nodes: ports.map((p) => `127.0.0.1:${p}`).join(','),
+    stop() {
+      for (const child of children) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
