@@ -9,11 +9,13 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --with-test-node
 npm run --silent build
 node scripts/gen-capabilities.mjs
-# The build writes the JSON Schemas of the decision inputs and the probe writes the WASM-native
-# builtins of the pinned opa; committed ones must be the same.
-if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- policies/schemas tools/opa/capabilities.json; then
-  echo "policies/schemas or tools/opa/capabilities.json differ from what the build wrote: commit them" >&2
-  git --no-pager diff --stat -- policies/schemas tools/opa/capabilities.json >&2
+npm run --silent openapi
+# Generated and committed: the JSON Schemas of the decision inputs, the WASM-native builtins of
+# the pinned opa, the OpenAPI document and the SDK's types. What the build wrote must be committed.
+generated=(policies/schemas tools/opa/capabilities.json clients/openapi.json clients/typescript/src/schema.d.ts)
+if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- "${generated[@]}"; then
+  echo "generated files differ from what is committed (run npm run build && npm run openapi): commit them" >&2
+  git --no-pager diff --stat -- "${generated[@]}" >&2
   exit 1
 fi
 npm run --silent lint

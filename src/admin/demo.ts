@@ -14,10 +14,11 @@ export interface DemoWorld {
   agent: { name: string; agentId: string; token: string };
 }
 
+/** The tools of examples/mcp-broker, with where each call's repository, ref and path sit (CONTRACT §8). */
 const DEMO_TOOLS = [
-  { name: 'repos.read_file', access: 'read' as const },
-  { name: 'pulls.list', access: 'read' as const },
-  { name: 'issues.create_comment', access: 'write' as const },
+  { name: 'repos.read_file', access: 'read' as const, resource: { repository: '/repository', ref: '/ref', path: '/path' } },
+  { name: 'pulls.list', access: 'read' as const, resource: { repository: '/repository' } },
+  { name: 'issues.create_comment', access: 'write' as const, resource: { repository: '/repository' } },
 ];
 
 /**

@@ -88,6 +88,7 @@ export function buildOpenApiDocument(routes: readonly Route[], decisions: string
       title: 'Grant broker',
       version: '0.1.0',
       description: decisions,
+      license: { name: 'Proprietary (UNLICENSED, see package.json)' },
     },
     servers: [{ url: '/' }],
   });

@@ -1,0 +1,36 @@
+import { UsageError } from '../../../src/admin/policy-eval';
+import { ApiProblem } from '../../typescript/src';
+
+/** Exit codes scripts branch on (CONTRACT §13): 0 done, 1 refused (4xx, bad usage), 2 service trouble (5xx, unreachable). */
+export const EXIT = { ok: 0, refused: 1, unavailable: 2 } as const;
+
+/** `--json`: exactly the API's body on stdout. Otherwise a table a person reads. */
+export function print(json: boolean, body: unknown, table: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(body, null, 2)}\n` : `${table()}\n`);
+}
+
+export function columns(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** A problem goes to stderr as the problem document; the exit code says which kind. */
+export function fail(error: unknown): never {
+  if (error instanceof ApiProblem) {
+    process.stderr.write(`${JSON.stringify({ status: error.status, ...error.body, code: error.code })}\n`);
+    process.exit(error.status >= 500 ? EXIT.unavailable : EXIT.refused);
+  }
+  if (error instanceof UsageError) {
+    process.stderr.write(`${JSON.stringify({ code: 'usage', detail: error.message })}\n`);
+    process.exit(EXIT.refused);
+  }
+  process.stderr.write(`${JSON.stringify({ code: 'unreachable', detail: (error as Error).message })}\n`);
+  process.exit(EXIT.unavailable);
+}

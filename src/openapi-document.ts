@@ -1,0 +1,41 @@
+import { createApprovalsService } from './approvals/service';
+import type { BrokerDeps } from './broker/deps';
+import { createBrokerService } from './broker/service';
+import { createConnectionsService } from './connections/service';
+import { credentialAuthenticators } from './credentials/authenticators';
+import { createGrantsService } from './grants/service';
+import { API_DECISIONS } from './http/decisions';
+import { buildOpenApiDocument } from './http/openapi';
+import type { Route } from './kernel/route';
+import { createPodsService } from './pods/service';
+import { createRegistryService } from './registry/service';
+import { allRoutes } from './routes';
+import { createRuntimeService } from './runtime/service';
+
+/**
+ * Every route as declared (path, method, authenticator, schemas, errors), without a database or
+ * Redis: route factories only close over their services, so inert ones are enough to read the
+ * declarations. For the OpenAPI document clients are generated from, and for tests that walk them.
+ */
+export function declaredRoutes(): Route[] {
+  const inert = {} as never;
+  const declared = allRoutes(
+    {
+      grants: createGrantsService(inert),
+      broker: createBrokerService(inert as BrokerDeps),
+      approvals: createApprovalsService(inert),
+      runtime: createRuntimeService(inert),
+      registry: createRegistryService(inert),
+      pods: createPodsService(inert),
+      connections: createConnectionsService(inert),
+      operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
+    },
+    credentialAuthenticators(async () => null),
+  );
+  return [...declared.api, declared.metrics];
+}
+
+/** The document GET /api/openapi.json serves, built offline (scripts/openapi.mjs writes it out). */
+export function openApiDocument() {
+  return buildOpenApiDocument(declaredRoutes(), API_DECISIONS);
+}
