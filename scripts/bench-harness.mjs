@@ -3,7 +3,7 @@
 // (postgres://postgres@127.0.0.1:5432/), REDIS_URL (redis://127.0.0.1:6379/0).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
@@ -93,6 +93,20 @@ export async function startService(env = {}, nodeArgs = []) {
 }
 
 const services = new Map();
+
+/**
+ * CPU time (user + system, ms) the service process has used so far, from /proc (Linux). Divided by
+ * the checks it answered, it is the cost of one check: a figure that, unlike throughput, holds on
+ * a machine whose cores are shared with the load generator, Postgres and Redis.
+ */
+export function serviceCpuMs(base) {
+  const pid = services.get(base)?.pid;
+  if (!pid || !existsSync(`/proc/${pid}/stat`)) return NaN;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  // utime and stime are fields 14 and 15 of stat(5), counted from the state field (3) here.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 /**
  * Stops a service started by startService and waits for it to exit. Each holds a pool of

@@ -27,6 +27,7 @@ export function brokerRoutes(broker: BrokerService, auth: CredentialAuthenticato
         body: CheckBody,
         success: { status: 200, description: 'The decision', schema: CheckResult },
         errors: ['not_found', 'subject_token_invalid', 'principal_assertion_refused'],
+        direct: true,
       },
       async ({ body, principal }) => {
         const result = await broker.check(principal, body);

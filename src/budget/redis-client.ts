@@ -18,7 +18,9 @@ export interface RedisSettings {
 
 export function connectRedis(settings: RedisSettings, log: Logger): RedisClient {
   // Fail fast while Redis is away: callers answer 503 instead of queueing requests.
-  const common = { keyPrefix: settings.keyPrefix, enableOfflineQueue: false, lazyConnect: true };
+  // Auto-pipelining: the commands of concurrent checks issued in one tick leave in one write. A
+  // system call is a large share of a check's cost, and under load this saves one per check.
+  const common = { keyPrefix: settings.keyPrefix, enableOfflineQueue: false, lazyConnect: true, enableAutoPipelining: true };
   const perNode = { commandTimeout: settings.commandTimeoutMs, maxRetriesPerRequest: 1 };
   const redis: RedisClient = settings.clusterNodes?.length
     ? new Cluster(settings.clusterNodes.map(parseNode), {

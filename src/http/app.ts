@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import type { RequestListener } from 'node:http';
 import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
-import { isDependencyFailure } from '../kernel/dependency';
 import { ApiError } from '../kernel/errors';
 import type { Logger } from '../kernel/log';
-import { errorCodesOf, type Route } from '../kernel/route';
+import type { Route } from '../kernel/route';
+import { directRoutes } from './direct';
 import { httpMetrics } from './metrics';
 import { problemBody } from './problem';
-import { parseInput, parseQuery, readBody } from './request';
-
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+import { parseQuery, readBody } from './request';
+import { ClientGone, requestIdOf, runRoute, toApiError } from './route-call';
 
 export interface AppOptions {
   log: Logger;
@@ -22,63 +22,50 @@ export interface AppOptions {
   openApi?: () => unknown;
 }
 
-/** Maps anything thrown below to a problem document; unknown errors are logged, never echoed. */
-function toApiError(error: unknown, ctx: Context, log: Logger): ApiError {
-  if (error instanceof ApiError) return error;
-  if (isDependencyFailure(error)) {
-    log.error({ err: error, requestId: ctx.state.requestId }, 'dependency unavailable');
-    return new ApiError('dependency_unavailable');
-  }
-  log.error({ err: error, requestId: ctx.state.requestId }, 'unhandled error');
-  return new ApiError('internal_error', 'an unexpected error occurred; quote the request id to an operator');
+/** What the HTTP server runs: Node's request listener for every route of the app. */
+export interface HttpApp {
+  callback(): RequestListener;
 }
 
-class ContractViolation extends Error {}
-
-/** Authenticates, reads and validates the request, runs the handler, writes the answer. */
+/** Serves one route through Koa: the shared route call with Koa's path, query and body readers. */
 async function serve(route: Route, ctx: Context, strict: boolean): Promise<void> {
-  // Who calls comes first: nothing about the request is judged for an unauthenticated caller.
-  const principal = route.auth ? await route.auth.authenticate({ authorization: ctx.get('authorization') || undefined }) : null;
-  const params = route.params ? parseInput(route.params, ctx.params, 'path') : {};
-  const query = parseQuery(route.query, ctx);
-  const body = await readBody(ctx, route.body);
-  const gone = new AbortController();
-  ctx.res.once('close', () => gone.abort());
-  let result;
-  try {
-    result = await route.handle({ params, query, body, principal, signal: gone.signal });
-  } catch (error) {
-    if (strict && error instanceof ApiError && !errorCodesOf(route).includes(error.code)) {
-      throw new ContractViolation(`${route.method.toUpperCase()} ${route.path} answered \`${error.code}\`, which it does not declare`);
-    }
-    throw error;
-  }
-  if (strict && route.success.schema && result.body !== undefined) {
-    const checked = route.success.schema.safeParse(result.body);
-    if (!checked.success)
-      throw new ContractViolation(
-        `${route.method.toUpperCase()} ${route.path} answered a body its schema refuses: ${checked.error.message}`,
-      );
-  }
-  ctx.status = result.status ?? route.success.status;
-  for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+  const gone = new ClientGone();
+  ctx.res.once('close', () => gone.closed(ctx.res.writableFinished));
+  const result = await runRoute(
+    route,
+    {
+      authorization: ctx.get('authorization') || undefined,
+      params: ctx.params,
+      query: () => parseQuery(route.query, ctx),
+      body: () => readBody(ctx, route.body),
+      get signal() {
+        return gone.signal;
+      },
+    },
+    strict,
+  );
+  ctx.status = result.status;
+  for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);
   if (result.body !== undefined) ctx.body = result.body;
 }
 
-export function createApp(routes: readonly Route[], options: AppOptions): Koa {
+/**
+ * Every route on Koa, and the direct ones (the broker check) also on Node's own server in front
+ * of it, with the same contract (see ./direct.ts).
+ */
+export function createApp(routes: readonly Route[], options: AppOptions): HttpApp {
   const { log, strictContracts = false, openApi } = options;
   const app = new Koa({ proxy: false });
   const router = new Router();
 
   app.use(async (ctx, next) => {
-    const incoming = ctx.get('x-request-id');
-    ctx.state.requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestIdOf(ctx.get('x-request-id'), randomUUID);
     ctx.set('X-Request-Id', ctx.state.requestId);
     const started = process.hrtime.bigint();
     try {
       await next();
     } catch (error) {
-      const apiError = toApiError(error, ctx, log);
+      const apiError = toApiError(error, ctx.state.requestId, log);
       ctx.status = apiError.status;
       ctx.type = 'application/problem+json';
       ctx.body = problemBody(apiError, ctx.path);
@@ -118,5 +105,13 @@ export function createApp(routes: readonly Route[], options: AppOptions): Koa {
     }
     throw new ApiError('not_found', 'no such route');
   });
-  return app;
+  const direct = directRoutes(routes, { log, strictContracts });
+  return {
+    callback() {
+      const viaKoa = app.callback();
+      return (req, res) => {
+        if (!direct(req, res)) void viaKoa(req, res);
+      };
+    },
+  };
 }

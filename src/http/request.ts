@@ -8,11 +8,11 @@ import { findHostileInput } from './input-guard';
  * Reading a request's path, query and body for a route: the hostile-input guard first, then the
  * route's schema, every failure a 400 naming its paths (CONTRACT §1).
  */
-const BODY_LIMIT = '64kb';
+export const BODY_LIMIT_BYTES = 64 * 1024;
 const NO_QUERY = z.strictObject({});
 
 /** What the JSON body parser (co-body) throws, as the problem CONTRACT §1 asks for. */
-function bodyParserError(error: Error & { type?: string; status?: number }): ApiError {
+export function bodyParserError(error: Error & { type?: string; status?: number }): ApiError {
   if (error.type === 'entity.too.large' || error.status === 413) return new ApiError('payload_too_large');
   if (error.type === 'encoding.unsupported' || error.status === 415) return new ApiError('unsupported_media_type');
   return new ApiError('invalid_request', 'the body is not valid JSON', { errors: [{ path: 'body', message: 'malformed JSON' }] });
@@ -25,7 +25,7 @@ function bodyParserError(error: Error & { type?: string; status?: number }): Api
  */
 const parseJsonBody = bodyParser({
   enableTypes: ['json'],
-  jsonLimit: BODY_LIMIT,
+  jsonLimit: BODY_LIMIT_BYTES,
   jsonStrict: true,
   encoding: 'utf-8',
   parsedMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
@@ -52,23 +52,35 @@ export function parseInput<T extends z.ZodType>(schema: T, value: unknown, where
 }
 
 /** A route without a query schema takes no query parameters (an unknown one is a 400). */
-export function parseQuery(schema: z.ZodType | undefined, ctx: Context): unknown {
+export function parseQuery(schema: z.ZodType | undefined, ctx: Pick<Context, 'query'>): unknown {
   return parseInput(schema ?? NO_QUERY, ctx.query, 'query');
 }
 
-function hasBody(ctx: Context): boolean {
-  const length = ctx.get('content-length');
-  return (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
+/** Whether a request carries a body at all, from its framing headers. */
+export function hasBody(headers: { 'content-length'?: string; 'transfer-encoding'?: string }): boolean {
+  const length = headers['content-length'] ?? '';
+  return (length !== '' && length !== '0') || (headers['transfer-encoding'] ?? '') !== '';
+}
+
+/** Content-Type application/json, any parameters (a charset) allowed. */
+export function isJsonContentType(header: string | undefined): boolean {
+  return (header ?? '').split(';', 1)[0]!.trim().toLowerCase() === 'application/json';
+}
+
+export function unsupportedMediaType(): ApiError {
+  return new ApiError('unsupported_media_type', 'send the body as application/json');
 }
 
 /** Body rules of CONTRACT §1: JSON only (415 otherwise); a body-less route takes none or `{}`. */
 export async function readBody(ctx: Context, schema: z.ZodType | undefined): Promise<unknown> {
-  const sent = hasBody(ctx);
-  if (sent && !ctx.is('application/json')) {
-    throw new ApiError('unsupported_media_type', 'send the body as application/json');
-  }
+  const sent = hasBody(ctx.headers as Record<string, string | undefined>);
+  if (sent && !ctx.is('application/json')) throw unsupportedMediaType();
   if (sent) await parseJsonBody(ctx as never, async () => undefined);
-  const raw = (ctx.request as { body?: unknown }).body;
+  return judgeBody(sent, (ctx.request as { body?: unknown }).body, schema);
+}
+
+/** The parsed body (or none) against the route's schema; `raw` is undefined when none was sent. */
+export function judgeBody(sent: boolean, raw: unknown, schema: z.ZodType | undefined): unknown {
   if (!schema) {
     const empty = raw === undefined || (typeof raw === 'object' && raw !== null && Object.keys(raw).length === 0);
     if (sent && !empty) throw new ApiError('invalid_request', 'this endpoint takes no request body');

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type Koa from 'koa';
 import { ApiError, type ProblemCode } from '../kernel/errors';
+import type { HttpApp } from './app';
 import { problemBody } from './problem';
 
 /** Node's HTTP parser errors that a client caused, as the problem they are. */
@@ -29,8 +29,8 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
   );
 }
 
-/** The HTTP server of the service (and of the tests): Koa's handler plus problem-shaped parser errors. */
-export function createHttpServer(app: Koa): Server {
+/** The HTTP server of the service (and of the tests): the app's handler plus problem-shaped parser errors. */
+export function createHttpServer(app: HttpApp): Server {
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);

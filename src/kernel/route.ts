@@ -42,6 +42,11 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   success: { status: 200 | 201 | 204; description: string; schema?: S };
   /** Problem codes this route may answer with, besides the ones every route can give. */
   errors?: readonly ProblemCode[];
+  /**
+   * Hot path: also served on Node's HTTP server ahead of the web framework, with the same
+   * contract (src/http/direct.ts). Only for a POST without path parameters.
+   */
+  direct?: boolean;
 }
 
 export interface RouteRequest<P, Q, B, A> {
