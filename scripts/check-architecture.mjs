@@ -3,9 +3,11 @@
 //   - no circle of files and no circle of folders;
 //   - src/kernel imports nothing of src/ outside itself;
 //   - only the top (src/*.ts: composition, routes, entry scripts) and src/admin import src/http,
-//     so no domain knows the web framework.
+//     so no domain knows the web framework;
+//   - the README's "Who imports whom" block names exactly the folder imports the code has.
 // `--graph` prints the folder graph (what the README's architecture section draws).
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -77,6 +79,34 @@ for (const [from, tos] of fileEdges) {
     if (folderOf(to) === 'http' && !['http', '(top)', 'admin'].includes(folderOf(from)))
       problems.push(`a domain knows HTTP: ${from} -> ${to}`);
   }
+}
+
+/**
+ * The README's folder graph: lines of `from → to, to` (several per line, two spaces apart), the
+ * kernel left out because every folder uses it.
+ */
+function readmeGraph() {
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const block = readme.split('Who imports whom')[1]?.split('```')[1];
+  if (!block) return null;
+  const graph = new Map();
+  for (const match of block.matchAll(/(\(top\)|[a-z]+)\s*→\s*(.+?)(?=\s{2,}(?:\(top\)|[a-z]+)\s*→|\n|$)/g)) {
+    graph.set(match[1], new Set(match[2].split(',').map((name) => name.trim())));
+  }
+  return graph;
+}
+
+const drawn = readmeGraph();
+if (!drawn) problems.push("README.md has no 'Who imports whom' block");
+else {
+  for (const [from, tos] of folderEdges) {
+    if (from === '(top)' || from === 'kernel') continue;
+    const actual = [...tos].filter((to) => to !== 'kernel').sort();
+    const said = [...(drawn.get(from) ?? [])].filter((to) => to !== 'kernel').sort();
+    if (actual.join() !== said.join())
+      problems.push(`README's graph says ${from} → ${said.join(', ') || 'nothing'}; the code: ${actual.join(', ') || 'nothing'}`);
+  }
+  for (const from of drawn.keys()) if (!folderEdges.has(from)) problems.push(`README's graph names ${from}, which imports nothing`);
 }
 
 if (process.argv.includes('--graph')) {
