@@ -12,13 +12,17 @@
 //   - compiles `system/log/mask` too when a package `system.log` exists (decision log masking,
 //     OPA's convention).
 // Writes build/policy/policy.wasm (or POLICY_BUILD_OUT) and build/policy/bundle.tar.gz (or
-// POLICY_BUNDLE_OUT) atomically, so a running service never reads half a file.
+// POLICY_BUNDLE_OUT) atomically, so a running service never reads half a file. The bundle is
+// signed with POLICY_SIGNING_KEY (a private key file, or an HS* secret; POLICY_SIGNING_ALG) and,
+// with POLICY_VERIFY_KEY (a public key file), verified before it is published: production loads
+// nothing else (the Docker build passes the key as a BuildKit secret).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
   copyFileSync,
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -149,9 +153,10 @@ try {
       `package org_settings\n\nmodes := ${JSON.stringify(modes)}\n`,
   );
   const revision = process.env.POLICY_REVISION || sourceDigest(sources);
-  const signing = process.env.POLICY_SIGNING_KEY
-    ? ['--signing-key', process.env.POLICY_SIGNING_KEY, '--signing-alg', process.env.POLICY_SIGNING_ALG || 'RS256']
-    : [];
+  // A key file given relative to where the build was started, not to the sources opa runs in.
+  const signingKey = process.env.POLICY_SIGNING_KEY;
+  const keyArgument = signingKey && !signingKey.includes('-----BEGIN') && existsSync(signingKey) ? path.resolve(signingKey) : signingKey;
+  const signing = keyArgument ? ['--signing-key', keyArgument, '--signing-alg', process.env.POLICY_SIGNING_ALG || 'RS256'] : [];
   const bundle = path.join(work, 'bundle.tar.gz');
   execFileSync(
     opa,
@@ -168,17 +173,37 @@ try {
       '--output',
       bundle,
       ...[...wanted, ...maskEntrypoint].flatMap((e) => ['--entrypoint', e]),
-      sources,
+      '.',
     ],
-    { stdio: 'inherit' },
+    // From inside the sources: the bundle's files are named `/grants/create.rego`, not by this
+    // run's temporary directory, so two builds of the same Rego hold the same files.
+    { stdio: 'inherit', cwd: sources },
   );
+  // POLICY_VERIFY_KEY: the public key file the service will verify with. The bundle is checked
+  // with it, by the service's own code, before it is published: a key pair that does not match
+  // fails the build (the Docker image's), not the start of the service.
+  const verifyKey = process.env.POLICY_VERIFY_KEY;
+  if (verifyKey) {
+    const { untar } = require(path.join(root, 'dist/src/policy/bundles/read.js'));
+    const { pemBlocks, verifyBundle } = require(path.join(root, 'dist/src/policy/bundles/verify.js'));
+    const publicKeys = pemBlocks(readFileSync(verifyKey, 'utf8'));
+    if (publicKeys.length === 0) throw new Error(`POLICY_VERIFY_KEY: ${verifyKey} holds no PEM public key`);
+    try {
+      verifyBundle(await untar(readFileSync(bundle)), { publicKeys });
+    } catch (error) {
+      console.error(`the bundle does not verify with POLICY_VERIFY_KEY ${verifyKey}: ${error.message}; nothing published`);
+      rmSync(work, { recursive: true, force: true });
+      process.exit(1);
+    }
+  }
   execFileSync('tar', ['-xzf', bundle, '-C', work, '/policy.wasm'], { stdio: 'ignore' });
   const out = path.resolve(process.env.POLICY_BUILD_OUT ?? path.join(root, 'build/policy/policy.wasm'));
   const bundleOut = path.resolve(process.env.POLICY_BUNDLE_OUT ?? path.join(path.dirname(out), 'bundle.tar.gz'));
   publish(path.join(work, 'policy.wasm'), out);
   publish(bundle, bundleOut);
   console.log(`${path.relative(root, out)}: ${wanted.length} entrypoints: ${wanted.join(', ')}`);
-  console.log(`${path.relative(root, bundleOut)}: revision ${revision}, ${signing.length > 0 ? 'signed' : 'unsigned'}`);
+  const signed = signing.length > 0 ? `signed (${process.env.POLICY_SIGNING_ALG || 'RS256'})` : 'unsigned';
+  console.log(`${path.relative(root, bundleOut)}: revision ${revision}, ${signed}${verifyKey ? `, verified with ${verifyKey}` : ''}`);
   const listed = ORG_DECISIONS.flatMap((d) => Object.entries(modes[d]).map(([name, mode]) => `${d}.${name}=${mode}`));
   console.log(`org packages: ${listed.length > 0 ? listed.join(', ') : 'none'}`);
 } finally {

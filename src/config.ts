@@ -105,6 +105,16 @@ const environmentSchema = z
       ctx.addIssue({ code: 'custom', path: ['POLICY_BUNDLE_URL'], message: 'set POLICY_BUNDLE_PATH or POLICY_BUNDLE_URL, not both' });
     }
     const bundled = Boolean(env.POLICY_BUNDLE_PATH || env.POLICY_BUNDLE_URL);
+    // Issue 11: signatures are mandatory in production, so the unsigned bare module is refused there.
+    if (env.NODE_ENV === 'production' && !bundled) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['POLICY_BUNDLE_PATH'],
+        message:
+          'production loads only a signed OPA bundle: set POLICY_BUNDLE_PATH or POLICY_BUNDLE_URL, verified with ' +
+          'POLICY_BUNDLE_PUBLIC_KEY or POLICY_BUNDLE_SECRET (the unsigned module of POLICY_WASM_PATH is for development)',
+      });
+    }
     if (env.NODE_ENV === 'production' && bundled && !env.POLICY_BUNDLE_PUBLIC_KEY && !env.POLICY_BUNDLE_SECRET) {
       ctx.addIssue({
         code: 'custom',

@@ -4,12 +4,21 @@ import data.org.broker.check.protected_branches
 
 write_to(ref) := {"tool": {"name": "repos.push", "access": "write"}, "resource": {"ref": ref}}
 
+# `every`, not `some`: each spelling of each default branch must be denied on its own.
 test_a_write_to_a_default_branch_is_denied if {
-	some ref in ["main", "refs/heads/master"]
-	protected_branches.deny == {{
-		"reason": "default_branch_write",
-		"message": "writes to a default branch go through a pull request",
-	}} with input as write_to(ref)
+	every ref in ["main", "master", "refs/heads/main", "refs/heads/master"] {
+		protected_branches.deny == {{
+			"reason": "default_branch_write",
+			"message": "writes to a default branch go through a pull request",
+		}} with input as write_to(ref)
+	}
+}
+
+# A branch merely named like a default one is not one.
+test_a_write_to_a_lookalike_branch_passes if {
+	every ref in ["refs/heads/main-old", "mainline", "refs/tags/main", "Main"] {
+		count(protected_branches.deny) == 0 with input as write_to(ref)
+	}
 }
 
 test_a_write_to_a_feature_branch_passes if {

@@ -1,4 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { catalogue } from '../kernel/decisions/catalogue';
 import { createLogger } from '../kernel/log';
 import { PolicyEngine } from '../policy/engine';
@@ -6,11 +8,20 @@ import { BundleFileSource, WasmFileSource } from '../policy/sources';
 import { UsageError } from './policy-eval';
 
 /**
- * `policy impact`: replays recorded decisions (OPA decision events, as the service logs them or
- * a collector received them) through a candidate bundle, and reports the decisions that would
- * change, grouped by path and by what they would change from and to. Inputs are replayed as
- * logged: masked `args` and `resource` stay masked, so a rule that reads them can only be judged
- * on what the log kept.
+ * `policy impact`: replays recorded decisions (OPA decision events) through a candidate bundle,
+ * and reports the decisions that would change, grouped by path and by what they would change
+ * from and to.
+ *
+ * What it reads (`--log`): a file or a directory of files, each the service's own log (JSON
+ * lines; the `decision` lines are the events, others are passed over) or what a collector
+ * received from it (gzip JSON arrays, one per batch, as files of their own or concatenated),
+ * gzip or not.
+ *
+ * What it can judge: the input as it was logged. `args` are always masked (`**REDACTED**`), so a
+ * rule that reads them is judged as if they were absent. An event whose `masked` or `erased` list
+ * names anything else (the org's `system.log.mask` erased `resource`, say) is not replayed at
+ * all: the candidate's answer there would depend on a value the log does not have, so it is
+ * counted under `notReplayable`, never as a change.
  */
 export async function policyImpact(options: { candidate: string; logFile: string }) {
   const source = options.candidate.endsWith('.wasm')
@@ -21,14 +32,20 @@ export async function policyImpact(options: { candidate: string; logFile: string
     throw new UsageError(`${options.candidate}: not a loadable bundle or module (${engine.lastFailure?.message})`);
 
   const changes = new Map<string, { path: string; from: string; to: string; count: number; decisionIds: string[] }>();
+  const notReplayable = { count: 0, fields: {} as Record<string, number>, decisionIds: [] as string[] };
   let replayed = 0;
   let skipped = 0;
-  for (const line of (await readFile(options.logFile, 'utf8')).split('\n')) {
-    const event = parseEvent(line);
-    if (!event) continue;
+  for (const event of await readEvents(options.logFile)) {
     const decision = catalogue.find((d) => d.entrypoint === event.path);
     if (!decision) {
       skipped += 1;
+      continue;
+    }
+    const hidden = hiddenFields(event);
+    if (hidden.length > 0) {
+      notReplayable.count += 1;
+      for (const field of hidden) notReplayable.fields[field] = (notReplayable.fields[field] ?? 0) + 1;
+      if (notReplayable.decisionIds.length < 5) notReplayable.decisionIds.push(event.decision_id);
       continue;
     }
     let now: string;
@@ -47,7 +64,14 @@ export async function policyImpact(options: { candidate: string; logFile: string
     changes.set(key, change);
   }
   const changed = [...changes.values()].sort((a, b) => b.count - a.count || a.path.localeCompare(b.path));
-  return { candidate: engine.revision, replayed, skipped, changed: changed.reduce((sum, c) => sum + c.count, 0), changes: changed };
+  return {
+    candidate: engine.revision,
+    replayed,
+    skipped,
+    notReplayable,
+    changed: changed.reduce((sum, c) => sum + c.count, 0),
+    changes: changed,
+  };
 }
 
 interface LoggedEvent {
@@ -55,18 +79,118 @@ interface LoggedEvent {
   path: string;
   input: object;
   result: unknown;
+  masked?: unknown;
+  erased?: unknown;
 }
 
-function parseEvent(line: string): LoggedEvent | undefined {
-  if (!line.trim().startsWith('{')) return undefined;
+/**
+ * The masked or erased pointers of an event a replay would need: everything but the tool's
+ * `args` (always masked, read by no core rule). A masked `result` counts too: the verdict to
+ * compare with is then unknown.
+ */
+function hiddenFields(event: LoggedEvent): string[] {
+  const listed = [event.masked, event.erased].flatMap((list) => (Array.isArray(list) ? list : []));
+  const fields = listed.map((pointer) => (typeof pointer === 'string' ? pointer : '(not a pointer)'));
+  return [...new Set(fields.filter((pointer) => pointer !== '/input/args' && !pointer.startsWith('/input/args/')))];
+}
+
+/** Every decision event of a file, or of every file of a directory (name order). */
+async function readEvents(location: string): Promise<LoggedEvent[]> {
+  let files: string[];
   try {
-    const event = JSON.parse(line) as Partial<LoggedEvent>;
-    if (typeof event.decision_id !== 'string' || typeof event.path !== 'string' || typeof event.input !== 'object' || !event.input)
-      return undefined;
-    return event as LoggedEvent;
-  } catch {
-    return undefined;
+    files = (await stat(location)).isDirectory()
+      ? (await readdir(location, { withFileTypes: true }))
+          .filter((entry) => entry.isFile())
+          .map((entry) => path.join(location, entry.name))
+          .sort()
+      : [location];
+  } catch (error) {
+    throw new UsageError(`${location}: ${(error as Error).message}`);
   }
+  const events: LoggedEvent[] = [];
+  for (const file of files) {
+    let bytes = await readFile(file);
+    // gzip's magic number: a collector's batch as it arrived (several members concatenated too).
+    if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+      try {
+        bytes = gunzipSync(bytes);
+      } catch (error) {
+        throw new UsageError(`${file}: not readable gzip (${(error as Error).message})`);
+      }
+    }
+    for (const value of jsonValues(bytes.toString('utf8'))) {
+      for (const item of Array.isArray(value) ? value : [value]) {
+        const event = asEvent(item);
+        if (event) events.push(event);
+      }
+    }
+  }
+  return events;
+}
+
+/**
+ * The JSON objects and arrays of a text, one after another: JSON lines, a pretty-printed array, or
+ * arrays written back to back. What is not JSON (a line of another program's output) is passed
+ * over up to the end of its line.
+ */
+function* jsonValues(text: string): Generator<unknown> {
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (c !== '{' && c !== '[') {
+      if (c === ' ' || c === '\t' || c === '\r' || c === '\n') i += 1;
+      else i = nextLine(text, i);
+      continue;
+    }
+    const end = valueEnd(text, i);
+    let value: unknown;
+    let parsed = false;
+    if (end > i) {
+      try {
+        value = JSON.parse(text.slice(i, end));
+        parsed = true;
+      } catch {
+        // not JSON after all: skip the line
+      }
+    }
+    if (parsed) {
+      yield value;
+      i = end;
+    } else {
+      i = nextLine(text, i);
+    }
+  }
+}
+
+function nextLine(text: string, from: number): number {
+  const newline = text.indexOf('\n', from);
+  return newline < 0 ? text.length : newline + 1;
+}
+
+/** The index after the bracket that closes the one at `start` (strings respected), or -1. */
+function valueEnd(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i += 1) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i += 1;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') depth += 1;
+    else if (c === '}' || c === ']') {
+      depth -= 1;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return -1;
+}
+
+function asEvent(value: unknown): LoggedEvent | undefined {
+  const event = value as Partial<LoggedEvent> | null;
+  if (!event || typeof event !== 'object' || typeof event.decision_id !== 'string' || typeof event.path !== 'string') return undefined;
+  if (typeof event.input !== 'object' || !event.input) return undefined;
+  return event as LoggedEvent;
 }
 
 /** `allow`, or `deny` with the reason the decision reports (its first reason otherwise). */

@@ -29,8 +29,14 @@ export interface DecisionEvent {
 /** What a `system.log.mask` rule returns: a JSON pointer to erase, or a value to put at one. */
 export type MaskOp = string | { op: 'upsert' | 'remove'; path: string; value?: unknown };
 
-/** Replaced wherever they appear at the top of an input: the call's arguments and what was read from them. */
-const MASKED_FIELDS = ['args', 'resource'] as const;
+/**
+ * Replaced wherever it appears at the top of an input: the call's arguments (CONTRACT §10: never
+ * logged unmasked). `resource`, the repository, ref and path the tool's pointers read from them,
+ * is kept: it is what an audit asks ("who wrote to acme/api main?") and what `policy impact` must
+ * replay to judge a rule about resources. An org that must not log it erases it with its own
+ * `system.log.mask` (then impact reports those decisions as not replayable).
+ */
+const MASKED_FIELDS = ['args'] as const;
 const MASK = '**REDACTED**';
 
 const dropped = new Counter({
@@ -53,6 +59,8 @@ export interface DecisionLogOptions {
   mode: DecisionLogMode;
   /** `sampled`: the share of allowed decisions logged (every denial is). */
   sampleRate?: number;
+  /** `sampled`: a number in [0, 1) per allowed decision (Math.random; a test passes its own). */
+  random?: () => number;
   log: Logger;
   version: string;
   upload?: { url: string; bufferEvents: number; batchEvents: number; flushMs: number; timeoutMs: number; token?: string };
@@ -91,7 +99,7 @@ export class DecisionLog {
       case 'deny':
         return !allowed;
       case 'sampled':
-        return !allowed || Math.random() < (this.options.sampleRate ?? 0.1);
+        return !allowed || (this.options.random ?? Math.random)() < (this.options.sampleRate ?? 0.1);
       case 'all':
         return true;
     }

@@ -4,7 +4,8 @@ import type { Logger } from '../kernel/log';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import type { OrgFindings } from '../kernel/decisions/org';
 import { loggableResult, reportShadow } from './shadow';
-import { policyLoadFailures, policyRevisionInfo } from './metrics';
+import { loadErrorKind, PolicyLoadError, revisionLabel } from './load-error';
+import { policyLastLoadFailureInfo, policyLastLoadFailureTime, policyLoadFailures, policyRevisionInfo } from './metrics';
 import { WasmFileSource, type PolicySource } from './sources';
 import { DecisionLog, type DecisionEvent, type DecisionLogMode, type MaskOp } from './decision-log';
 
@@ -33,7 +34,10 @@ export interface PolicyEngineOptions {
   decisionLog?: DecisionLogMode | DecisionLog;
   /** Decisions a module must have to be loaded (the catalogue, for the service). */
   required?: readonly DecisionDefinition[];
-  /** Production: load only a file owned by root or this process's user and writable by no one else. */
+  /**
+   * Load only a file owned by root or this process's user and writable by no one else. Production
+   * never loads a bare module (src/config.ts asks for a signed bundle); this is the second net.
+   */
   requireTrustedFile?: boolean;
   /** Tests: refuse an input that its catalogue schema refuses (the TypeScript side drifted). */
   validateInputs?: boolean;
@@ -134,33 +138,49 @@ export class PolicyEngine {
   private async load(): Promise<boolean> {
     let candidate: LoadedModule;
     let revision: string | undefined;
+    let fetched = false;
     try {
       const artifact = await this.source.fetch();
-      if (!artifact) return true;
+      // Nothing new (a bundle server's 304 for the ETag of what is serving): nothing refused either.
+      if (!artifact) return this.loadSucceeded();
+      fetched = true;
       revision = artifact.revision;
       if (artifact.digest === this.current?.digest && revision === this.current.revision) {
-        this.failure = undefined;
-        return true;
+        this.source.settled?.(true);
+        return this.loadSucceeded();
       }
-      const policy = await loadPolicy(artifact.wasm);
-      if (artifact.data) policy.setData(artifact.data);
+      let policy: LoadedPolicy;
+      try {
+        policy = await loadPolicy(artifact.wasm);
+        if (artifact.data) policy.setData(artifact.data);
+      } catch (error) {
+        throw new PolicyLoadError('invalid_module', `not a loadable policy module: ${(error as Error).message}`);
+      }
       const entrypoints = new Set(Object.keys(policy.entrypoints));
       // A rebuilt module must also keep every decision the running one serves: the code asks for
       // them by name, and a dropped one would turn those requests into 503s.
       const needed = new Set([...this.requiredEntrypoints, ...(this.current?.entrypoints ?? [])].filter((e) => e !== MASK_ENTRYPOINT));
       const missing = [...needed].filter((name) => !entrypoints.has(name));
-      if (missing.length > 0) throw new Error(`module lacks entrypoints: ${missing.join(', ')}`);
+      if (missing.length > 0) throw new PolicyLoadError('missing_entrypoints', `module lacks entrypoints: ${missing.join(', ')}`);
       candidate = { policy, revision, digest: artifact.digest, entrypoints };
     } catch (error) {
-      this.failure = { message: (error as Error).message, at: new Date().toISOString() };
+      if (fetched) this.source.settled?.(false);
+      // A bundle refused before it was opened still names the revision its manifest claims.
+      const refused = revision ?? (error instanceof PolicyLoadError ? error.revision : undefined);
+      const at = new Date();
+      this.failure = { message: (error as Error).message, at: at.toISOString() };
       policyLoadFailures.inc();
+      policyLastLoadFailureTime.set(at.getTime() / 1000);
+      policyLastLoadFailureInfo.reset();
+      policyLastLoadFailureInfo.labels(revisionLabel(refused), loadErrorKind(error)).set(1);
       this.log.error(
-        { err: error, source: this.source.location, refusedRevision: revision ?? null, keptRevision: this.current?.revision ?? null },
+        { err: error, source: this.source.location, refusedRevision: refused ?? null, keptRevision: this.current?.revision ?? null },
         'policy module refused; the module already loaded keeps serving',
       );
       return false;
     }
-    this.failure = undefined;
+    this.source.settled?.(true);
+    this.loadSucceeded();
     const previous = this.current?.revision ?? null;
     this.current = candidate;
     policyRevisionInfo.reset();
@@ -175,6 +195,14 @@ export class PolicyEngine {
       },
       'policy loaded',
     );
+    return true;
+  }
+
+  /** The last refusal is over, in /readyz and /metrics alike. */
+  private loadSucceeded(): true {
+    this.failure = undefined;
+    policyLastLoadFailureTime.set(0);
+    policyLastLoadFailureInfo.reset();
     return true;
   }
 

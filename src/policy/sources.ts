@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import { artifactOf, untar, type PolicyArtifact } from './bundles/read';
+import { artifactOf, claimedRevision, untar, type PolicyArtifact } from './bundles/read';
 import { hasKeys, verifyBundle, type BundleKeys } from './bundles/verify';
+import { PolicyLoadError } from './load-error';
 
 /**
  * Where the engine's policy comes from: a compiled module on disk (development), an OPA bundle
@@ -16,6 +17,8 @@ export interface PolicySource {
   changed(): Promise<boolean>;
   /** How long until the next look (HTTP backs off after failures). */
   nextPollMs(): number;
+  /** The engine's verdict on the artifact fetch() returned: loaded, or refused. */
+  settled?(loaded: boolean): void;
 }
 
 export interface SignaturePolicy {
@@ -59,8 +62,9 @@ abstract class FileSource implements PolicySource {
 }
 
 /**
- * A bare `.wasm` module (what `npm run build:policy` writes for development). Unsigned, so in
- * production it is trusted only by who may write it: root or this process's user, no one else.
+ * A bare `.wasm` module (what `npm run build:policy` writes for development). Unsigned: production
+ * refuses it at start (src/config.ts); with `requireTrustedFile` it is at least judged by who may
+ * write it (root or this process's user, no one else), a second net for a hand-made Config.
  */
 export class WasmFileSource extends FileSource {
   constructor(
@@ -99,6 +103,7 @@ export class BundleFileSource extends FileSource {
 /** OPA's bundle plugin, as far as one bundle goes: GET with If-None-Match, 304 is "unchanged". */
 export class BundleHttpSource implements PolicySource {
   private etag: string | undefined;
+  private fetchedEtag: string | undefined;
   private failures = 0;
 
   readonly location: string;
@@ -140,32 +145,62 @@ export class BundleHttpSource implements PolicySource {
         this.failures = 0;
         return undefined;
       }
-      if (!response.ok) throw new Error(`the bundle server answered ${response.status}`);
+      if (!response.ok) throw new PolicyLoadError('http_error', `the bundle server answered ${response.status}`);
       const artifact = await openBundle(Buffer.from(await response.arrayBuffer()), this.signatures);
-      // Only a bundle that loaded moves the ETag on: a refused one is fetched (and refused) again.
-      this.etag = response.headers.get('etag') ?? undefined;
-      this.failures = 0;
+      this.fetchedEtag = response.headers.get('etag') ?? undefined;
       return artifact;
     } catch (error) {
       this.failures += 1;
       throw error;
     }
   }
+
+  /**
+   * Only a bundle the engine loaded moves the ETag on: a refused one (its module broken, say) is
+   * fetched and refused again, so a 304 never passes for "what the server publishes is serving".
+   */
+  settled(loaded: boolean): void {
+    if (loaded) {
+      this.etag = this.fetchedEtag;
+      this.failures = 0;
+    } else {
+      this.failures += 1;
+    }
+  }
 }
 
 async function openBundle(bundle: Buffer, signatures: SignaturePolicy): Promise<PolicyArtifact> {
-  const files = await untar(bundle);
-  if (hasKeys(signatures.keys)) verifyBundle(files, signatures.keys);
-  else if (signatures.required)
-    throw new Error('no bundle verification key is configured (POLICY_BUNDLE_PUBLIC_KEY or POLICY_BUNDLE_SECRET)');
-  return artifactOf(files);
+  let files: Map<string, Buffer>;
+  try {
+    files = await untar(bundle);
+  } catch (error) {
+    if (error instanceof PolicyLoadError) throw error;
+    throw new PolicyLoadError('invalid_bundle', `not an OPA bundle (.tar.gz): ${(error as Error).message}`);
+  }
+  const claimed = claimedRevision(files);
+  try {
+    if (hasKeys(signatures.keys)) verifyBundle(files, signatures.keys);
+    else if (signatures.required)
+      throw new PolicyLoadError(
+        'no_verification_key',
+        'no bundle verification key is configured (POLICY_BUNDLE_PUBLIC_KEY or POLICY_BUNDLE_SECRET)',
+      );
+    return artifactOf(files);
+  } catch (error) {
+    // The revision the refused bundle claims goes with the error, to /metrics and the logs.
+    const kind = error instanceof PolicyLoadError ? error.kind : 'invalid_bundle';
+    throw new PolicyLoadError(kind, (error as Error).message, claimed);
+  }
 }
 
 async function assertTrustedFile(file: string): Promise<void> {
   const info = await stat(file);
   const ownUid = process.getuid?.();
   if (info.uid !== 0 && info.uid !== ownUid)
-    throw new Error(`module file is owned by uid ${info.uid}, neither root nor this process (${ownUid})`);
+    throw new PolicyLoadError('untrusted_file', `module file is owned by uid ${info.uid}, neither root nor this process (${ownUid})`);
   if ((info.mode & 0o022) !== 0)
-    throw new Error(`module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`);
+    throw new PolicyLoadError(
+      'untrusted_file',
+      `module file is writable by its group or by others (mode ${(info.mode & 0o777).toString(8)})`,
+    );
 }

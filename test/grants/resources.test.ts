@@ -183,6 +183,15 @@ describe('the arguments', () => {
     const rows = await service.deps.db.raw(`select row_to_json(c)::text as row from call_records c where grant_id = ?`, [grantId]);
     expect(rows.rows).toHaveLength(2);
     for (const { row } of rows.rows as Array<{ row: string }>) expect(row).not.toContain(marker);
-    expect(service.logs.join('\n')).not.toContain(marker);
+    // The repository and path a call touches are kept in its decision event (`input.resource`, for
+    // audits and `policy impact`); nothing else of its args is, anywhere in the logs.
+    await new Promise((resolve) => setImmediate(resolve)); // decision events are written after the answer
+    const lines = service.logs.map((line) => JSON.parse(line));
+    const kept = lines
+      .filter((line) => line.msg === 'decision' && line.path === 'broker/check/decision')
+      .map((line) => line.input.resource);
+    expect(kept).toEqual(expect.arrayContaining([{ repository: 'acme/api', path: marker }, { repository: `acme/${marker}` }]));
+    const elsewhere = lines.map((line) => (line.msg === 'decision' ? { ...line, input: { ...line.input, resource: null } } : line));
+    expect(JSON.stringify(elsewhere)).not.toContain(marker);
   });
 });

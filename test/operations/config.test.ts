@@ -63,9 +63,11 @@ describe('loadConfig', () => {
   });
 
   it('accepts production with a JWKS URL, or with a strong secret of its own', () => {
-    const jwks = loadConfig({ NODE_ENV: 'production', JWT_JWKS_URI: 'https://idp.example/.well-known/jwks.json' });
+    // Production also needs a signed policy bundle (test/policy/module-trust.test.ts).
+    const bundle = { POLICY_BUNDLE_PATH: 'bundle.tar.gz', POLICY_BUNDLE_SECRET: 'b'.repeat(32) };
+    const jwks = loadConfig({ NODE_ENV: 'production', ...bundle, JWT_JWKS_URI: 'https://idp.example/.well-known/jwks.json' });
     expect(jwks.JWT_JWKS_URI).toBe('https://idp.example/.well-known/jwks.json');
-    expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(48) }).JWT_SECRET).toBe('x'.repeat(48));
+    expect(loadConfig({ NODE_ENV: 'production', ...bundle, JWT_SECRET: 'x'.repeat(48) }).JWT_SECRET).toBe('x'.repeat(48));
   });
 
   it('refuses a short JWT secret and a JWKS URL that is not http(s)', () => {

@@ -1,12 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { artifactOf, untar } from '../../src/policy/bundles/read';
 import { verifyBundle } from '../../src/policy/bundles/verify';
+import { buildBundle as buildIn, keyPair as keyPairIn, repack, scratchDir } from '../support/policy-bundles';
 import { startService, type TestService } from '../support/service';
 
 /**
@@ -14,35 +12,12 @@ import { startService, type TestService } from '../support/service';
  * here as OPA verifies it, served by a real HTTP bundle server the test runs (ETag, 304, 500,
  * slow), picked up by two replicas; refused unsigned in production.
  */
-const root = path.resolve(__dirname, '../..');
-const work = mkdtempSync(path.join(tmpdir(), 'bundles-'));
-
-function keyPair(type: 'rsa' | 'ec') {
-  const pair = type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const privateFile = path.join(work, `${type}-${Math.random().toString(36).slice(2)}.pem`);
-  writeFileSync(privateFile, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }));
-  return { privateFile, publicPem: pair.publicKey.export({ type: 'spki', format: 'pem' }) as string };
-}
-
-function buildBundle(name: string, env: Record<string, string>): Buffer {
-  const out = path.join(work, `${name}.tar.gz`);
-  execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-    env: { ...process.env, POLICY_BUILD_OUT: path.join(work, `${name}.wasm`), POLICY_BUNDLE_OUT: out, ...env },
-    stdio: 'ignore',
-  });
-  return readFileSync(out);
-}
+const work = scratchDir('bundles-');
+const keyPair = (type: 'rsa' | 'ec') => keyPairIn(work, type);
+const buildBundle = (name: string, env: Record<string, string>) => buildIn(work, name, env);
 
 /** The bundle with one file changed (or added), repacked: its signature no longer covers it. */
-function tampered(bundle: Buffer, file: string, content: Buffer): Buffer {
-  const dir = mkdtempSync(path.join(work, 'tamper-'));
-  writeFileSync(path.join(dir, 'in.tar.gz'), bundle);
-  execFileSync('tar', ['-xzf', 'in.tar.gz'], { cwd: dir, stdio: 'ignore' });
-  rmSync(path.join(dir, 'in.tar.gz'));
-  writeFileSync(path.join(dir, file), content);
-  execFileSync('tar', ['-czf', '../out.tar.gz', '.'], { cwd: dir });
-  return readFileSync(path.join(dir, '../out.tar.gz'));
-}
+const tampered = (bundle: Buffer, file: string, content: Buffer) => repack(bundle, (dir) => writeFileSync(path.join(dir, file), content));
 
 const rsa = keyPair('rsa');
 const rotated = keyPair('ec');
@@ -68,7 +43,6 @@ beforeAll(() => {
   hmacSigned = buildBundle('hmac', { POLICY_SIGNING_KEY: secret, POLICY_SIGNING_ALG: 'HS256', POLICY_REVISION: 'rev-h' });
   unsigned = buildBundle('unsigned', { POLICY_REVISION: 'rev-unsigned' });
 }, 120_000);
-afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('verifying a bundle as OPA does', () => {
   it('accepts what opa build signed: RS256, ES256 and HS256, with the manifest revision', async () => {

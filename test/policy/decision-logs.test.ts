@@ -107,8 +107,9 @@ describe('uploading decision events', () => {
     const event = sink.received.flatMap((r) => r.events).find((e) => e.decision_id === record.approval_id)!;
     expect(event).toMatchObject({
       path: 'broker/check/decision',
-      input: { args: '**REDACTED**', resource: '**REDACTED**', tool: { name: 'repos.read_file' } },
-      masked: ['/input/args', '/input/resource'],
+      // Only args are masked: resource (here none, the tool declares no pointer) is what an audit and impact read.
+      input: { args: '**REDACTED**', resource: {}, tool: { name: 'repos.read_file' } },
+      masked: ['/input/args'],
       result: { allow: true, reason: 'allowed' },
     });
     expect(event.bundles.policy!.revision).toBe((await service.http.get('/readyz')).body.policyRevision);

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/kernel/log';
 import { PolicyEngine, PolicyUnavailableError, type DecisionLogMode } from '../../src/policy/engine';
+import { DecisionLog } from '../../src/policy/decision-log';
 import { catalogue, decisions, defineDecision, verdict, type DecisionDefinition } from '../../src/kernel/decisions/catalogue';
 import { z } from '../../src/kernel/schema';
 import { startService } from '../support/service';
@@ -227,6 +228,23 @@ describe('decision log', () => {
     off.engine.evaluate(decisions.podsAccess, input);
     await written();
     expect(off.lines.filter((line) => line.msg === 'decision')).toEqual([]);
+  });
+
+  it('logs every denial and, in sampled mode, the allows whose draw falls under the rate', async () => {
+    const { log, lines } = capturingLogger();
+    // One draw per allowed decision, none for a denial; 0.1 itself is not under a rate of 0.1.
+    const draws = [0.05, 0.5, 0.0999, 0.1, 0.95];
+    const decisionLog = new DecisionLog({ mode: 'sampled', sampleRate: 0.1, random: () => draws.shift() ?? 1, log, version: 'test' });
+    const file = path.join(mkdtempSync(path.join(work, 'sampled-')), 'policy.wasm');
+    writeFileSync(file, readFileSync(SERVICE_MODULE));
+    const engine = new PolicyEngine({ path: file, log, decisionLog });
+    await engine.reload();
+    const allowed = Array.from({ length: 5 }, () => engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER).decisionId);
+    const denied = engine.evaluate(decisions.podsAccess, input).decisionId;
+    await written();
+    const logged = lines.filter((line) => line.msg === 'decision').map((line) => line.decision_id);
+    expect(logged).toEqual([allowed[0], allowed[2], denied]);
+    expect(draws).toEqual([]);
   });
 });
 

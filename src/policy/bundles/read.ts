@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { extract } from 'tar-stream';
+import { PolicyLoadError } from '../load-error';
 
 /** What the engine loads: the module, its revision, and the bundle's data (if any). */
 export interface PolicyArtifact {
@@ -25,7 +26,8 @@ export async function untar(bundle: Buffer): Promise<Map<string, Buffer>> {
     stream.on('data', (data: unknown) => {
       const chunk = data as Buffer;
       total += chunk.length;
-      if (total > MAX_BUNDLE_BYTES) reader.destroy(new Error(`the bundle unpacks to more than ${MAX_BUNDLE_BYTES} bytes`));
+      if (total > MAX_BUNDLE_BYTES)
+        reader.destroy(new PolicyLoadError('too_large', `the bundle unpacks to more than ${MAX_BUNDLE_BYTES} bytes`));
       chunks.push(chunk);
     });
     stream.on('end', () => {
@@ -48,12 +50,22 @@ export async function untar(bundle: Buffer): Promise<Map<string, Buffer>> {
 export function artifactOf(files: ReadonlyMap<string, Buffer>): PolicyArtifact {
   const manifest = files.has('.manifest') ? (JSON.parse(files.get('.manifest')!.toString('utf8')) as Manifest) : {};
   const modules = [...new Set((manifest.wasm ?? []).map((entry) => entry.module.replace(/^\/+/, '')))];
-  if (modules.length > 1) throw new Error(`the bundle holds ${modules.length} WASM modules; one is expected`);
+  if (modules.length > 1) throw new PolicyLoadError('invalid_bundle', `the bundle holds ${modules.length} WASM modules; one is expected`);
   const wasm = files.get(modules[0] ?? 'policy.wasm');
-  if (!wasm) throw new Error('the bundle holds no policy.wasm');
+  if (!wasm) throw new PolicyLoadError('incomplete', `the bundle holds no ${modules[0] ?? 'policy.wasm'}`);
   const digest = `sha256:${createHash('sha256').update(wasm).digest('hex')}`;
   const data = files.has('data.json') ? (JSON.parse(files.get('data.json')!.toString('utf8')) as Record<string, unknown>) : undefined;
   return { wasm, digest, revision: manifest.revision || digest, ...(data && Object.keys(data).length > 0 ? { data } : {}) };
+}
+
+/** The revision a bundle's manifest claims, read before (and whatever) its signature says: for logs and metrics only. */
+export function claimedRevision(files: ReadonlyMap<string, Buffer>): string | undefined {
+  try {
+    const { revision } = JSON.parse(files.get('.manifest')?.toString('utf8') ?? '{}') as Manifest;
+    return typeof revision === 'string' && revision !== '' ? revision : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 interface Manifest {

@@ -1,5 +1,6 @@
 import { createHash, createPublicKey } from 'node:crypto';
 import jwt from 'jsonwebtoken';
+import { PolicyLoadError } from '../load-error';
 
 /**
  * OPA bundle signatures (`.signatures.json`, as `opa build --signing-key` writes them): one JWT
@@ -32,22 +33,28 @@ export function pemBlocks(text: string): string[] {
 
 export function verifyBundle(files: ReadonlyMap<string, Buffer>, keys: BundleKeys): void {
   const signatures = files.get(SIGNATURES);
-  if (!signatures) throw new Error('the bundle is not signed (no .signatures.json)');
-  const tokens = (JSON.parse(signatures.toString('utf8')) as { signatures?: unknown }).signatures;
+  if (!signatures) throw new PolicyLoadError('unsigned', 'the bundle is not signed (no .signatures.json)');
+  let tokens: unknown;
+  try {
+    tokens = (JSON.parse(signatures.toString('utf8')) as { signatures?: unknown }).signatures;
+  } catch {
+    // tokens stays undefined: refused just below
+  }
   if (!Array.isArray(tokens) || tokens.length !== 1 || typeof tokens[0] !== 'string') {
-    throw new Error('.signatures.json must hold exactly one JWT');
+    throw new PolicyLoadError('bad_signature', '.signatures.json must hold exactly one JWT');
   }
   const payload = verifiedPayload(tokens[0], keys);
   const listed = new Map((payload.files ?? []).map((file) => [file.name.replace(/^\/+/, ''), file]));
   for (const [name, content] of files) {
     if (name === SIGNATURES) continue;
     const file = listed.get(name);
-    if (!file) throw new Error(`${name} is not covered by the bundle signature`);
-    if (file.algorithm !== 'SHA-256') throw new Error(`${name}: unsupported hashing algorithm ${file.algorithm}`);
-    if (file.hash !== fileHash(name, content)) throw new Error(`${name}: digest mismatch`);
+    if (!file) throw new PolicyLoadError('bad_signature', `${name} is not covered by the bundle signature`);
+    if (file.algorithm !== 'SHA-256')
+      throw new PolicyLoadError('bad_signature', `${name}: unsupported hashing algorithm ${file.algorithm}`);
+    if (file.hash !== fileHash(name, content)) throw new PolicyLoadError('bad_signature', `${name}: digest mismatch`);
     listed.delete(name);
   }
-  if (listed.size > 0) throw new Error(`signed files missing from the bundle: ${[...listed.keys()].join(', ')}`);
+  if (listed.size > 0) throw new PolicyLoadError('incomplete', `signed files missing from the bundle: ${[...listed.keys()].join(', ')}`);
 }
 
 function verifiedPayload(token: string, keys: BundleKeys): { files?: Array<{ name: string; hash: string; algorithm: string }> } {
@@ -62,7 +69,7 @@ function verifiedPayload(token: string, keys: BundleKeys): { files?: Array<{ nam
       // the next key (rotation), or none verifies
     }
   }
-  throw new Error('the bundle signature does not verify with any configured key');
+  throw new PolicyLoadError('bad_signature', 'the bundle signature does not verify with any configured key');
 }
 
 /** OPA's file hash: structured documents through a key-sorted walk, others as bytes. */
