@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { Counter } from 'prom-client';
-import type { Logger } from '../kernel/log';
+import { jsonLineWriter, type Logger } from '../kernel/log';
 import { metricsRegistry } from '../kernel/metrics';
 
 /**
@@ -79,8 +79,12 @@ export class DecisionLog {
   private nextUploadAt = 0;
   private masker: ((event: DecisionEvent) => MaskOp[]) | undefined;
 
+  /** Writes a batch of events as `decision` lines of the log, in one write. */
+  private readonly writeLines: (events: readonly DecisionEvent[]) => void;
+
   constructor(private readonly options: DecisionLogOptions) {
     this.labels = { id: randomUUID(), version: options.version };
+    this.writeLines = jsonLineWriter(options.log, 'decision');
     if (options.upload) {
       this.timer = setInterval(() => void this.upload(), options.upload.flushMs);
       this.timer.unref();
@@ -135,7 +139,7 @@ export class DecisionLog {
     const events = this.pending;
     this.pending = [];
     if (this.masker) for (const event of events) this.applyMask(event);
-    for (const event of events) this.options.log.info(event, 'decision');
+    this.writeLines(events);
     if (!this.options.upload) return;
     this.unsent.push(...events);
     const overflow = this.unsent.length - this.options.upload.bufferEvents;

@@ -48,7 +48,7 @@ function capturingLogger() {
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
-      lines.push(JSON.parse(String(chunk)));
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
       done();
     },
   });

@@ -31,7 +31,8 @@ export async function startService(overrides: Record<string, string> = {}, optio
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
-      logs.push(String(chunk));
+      // A write may carry several lines (decision events are written in batches).
+      for (const line of String(chunk).split('\n')) if (line) logs.push(line);
       done();
     },
   });
