@@ -21,8 +21,9 @@ export interface CallFacts {
 
 /**
  * The input of broker/check/decision (policies/broker/check.rego and the org packages). Facts
- * only; no rule is decided here. `args` enter the input in memory only: the decision log keeps a
- * digest of the input, never the input.
+ * only; no rule is decided here. `args` enter the input in memory only: the decision event
+ * replaces them with a mask (the resource read from them is kept), and the call record keeps
+ * their digest.
  */
 export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts) {
   const revoked = new Set(facts.revokedIds);
