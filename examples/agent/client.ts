@@ -2,19 +2,34 @@
  * The agent runtime API (spec §4.2, §6) through the typed SDK (`clients/typescript`): the example
  * agent uses the public HTTP API only, as any agent written elsewhere would.
  */
-import { ApiProblem, createClient, type AgentEvent, type GrantBrokerClient } from '../../clients/typescript/src';
+import {
+  ApiProblem,
+  createClient,
+  type AgentEvent,
+  type EventsOptions,
+  type GrantBrokerClient,
+  type LeasedEvent,
+} from '../../clients/typescript/src';
 
-export type { AgentEvent };
+export type { AgentEvent, LeasedEvent };
 /** A refusal from the service, with the problem document's stable `code` (`credentialRejected` on 401/403). */
 export { ApiProblem as RuntimeApiError };
 
 export class RuntimeClient {
-  private readonly sdk: GrantBrokerClient;
+  readonly sdk: GrantBrokerClient;
 
   constructor(baseUrl: string, token: string, fetchImpl: typeof fetch = fetch) {
     // The token goes in the Authorization header and nowhere else: never a URL, a log line or a
     // file. No retries here: the work loop backs off on its own terms.
     this.sdk = createClient({ baseUrl, token, fetch: fetchImpl, retries: 0 });
+  }
+
+  /**
+   * The SDK's event iterator: long polls, each event with its `ack`, events whose lease ran out
+   * before their turn skipped (they come back), the signal reaching the poll in flight.
+   */
+  events(options: EventsOptions = {}): AsyncGenerator<LeasedEvent, void, undefined> {
+    return this.sdk.events(options);
   }
 
   /** Leases up to `limit` events; waits up to `waitMs` for one when none is pending. */
@@ -25,8 +40,8 @@ export class RuntimeClient {
   }
 
   /** Acknowledges an event; acking one again is fine (204). */
-  async ack(eventId: string): Promise<void> {
-    await this.sdk.unwrap(this.sdk.api.POST('/api/agents/runtime/events/{eventId}/ack', { params: { path: { eventId } } }));
+  ack(eventId: string): Promise<void> {
+    return this.sdk.ack(eventId);
   }
 
   async installations(): Promise<unknown> {

@@ -1,3 +1,4 @@
+import type { ApprovalWaits } from './approvals';
 import type { AgentEvent } from './client';
 
 /**
@@ -30,9 +31,18 @@ export function handleEvent(event: AgentEvent): { note: string } {
     case 'approval.requested':
       return { note: `${String(data.tool)} waits for a human's approval ${String(data.approvalId)}` };
     case 'approval.decided':
-      // An agent that makes calls re-sends the approved one: see approvals.ts (ApprovalWaits).
+      // An agent that makes calls re-sends the approved one: withApprovals below.
       return { note: `approval ${String(data.approvalId)} ${String(data.state)}` };
     default:
       return { note: `ignored unknown event type ${event.type}` };
   }
+}
+
+/**
+ * The handler of an agent that makes tool calls: `approval.decided` goes to the calls waiting for
+ * a human (re-sent with the approval, or dropped), everything else to `handle`. The answer of a
+ * re-sent call is the event's result, persisted before the event is acknowledged.
+ */
+export function withApprovals(waits: ApprovalWaits, handle: (event: AgentEvent) => unknown = handleEvent) {
+  return (event: AgentEvent): unknown => (event.type === 'approval.decided' ? waits.onDecided(event) : handle(event));
 }

@@ -1,10 +1,12 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { grantctl as runGrantctl, type GrantctlRun } from '../support/grantctl';
 import { startService, type TestService } from '../support/service';
-import { rootGrant } from '../support/world';
+import { attenuateGrant, rootGrant } from '../support/world';
 
 /**
  * grantctl (CONTRACT §13) as a script would run it: the built CLI in a child process, configured by
@@ -64,20 +66,97 @@ it('grants create --json prints the API record; show, list and revoke agree with
   expect(active.items.map((g: { id: string }) => g.id)).not.toContain(created.id);
 });
 
-it('grants tree draws the chain with status and budget use; calls lists the trail', async () => {
-  const { rootId, ids, leafId } = await chainOf(service, world, 2, { budget: { calls: 5, windowMs: 60_000 } });
+describe('grants tree', () => {
+  const line = (lines: string[], id: string) => lines.find((l) => l.includes(id)) ?? `(no line for ${id})`;
+
+  it('shows per grant the units used in its window as the service counts them: calls through it or any grant below it', async () => {
+    const root = await rootGrant(
+      service,
+      world.owner,
+      world.connectionId,
+      { kind: 'pod', id: world.podId },
+      { tools: ['repos.read_file', 'issues.create_comment'], writeMode: 'approve', budget: { calls: 5, windowMs: 60_000 } },
+    );
+    const mid = await attenuateGrant(service, world.agent, root.id, { budget: { calls: 4, windowMs: 120_000 } });
+    const leaf = await attenuateGrant(service, world.agent, mid.id);
+    const sibling = await attenuateGrant(service, world.agent, root.id);
+    await checkAs(service, world, leaf.id, world.agent).expect(200); // allowed: a unit at leaf, mid and root
+    await checkAs(service, world, leaf.id, world.agent, { tool: 'pulls.merge' }).expect(200); // denied: none
+    const asked = await checkAs(service, world, leaf.id, world.agent, { tool: 'issues.create_comment', args: { issue: 1, body: 'x' } });
+    expect(asked.body).toMatchObject({ decision: 'approval_required' }); // awaiting a human: none
+    await checkAs(service, world, sibling.id, world.agent).expect(200); // allowed: sibling and root
+    const viaMid = await checkAs(service, world, mid.id, world.agent).expect(200); // allowed: mid and root
+    expect(viaMid.body).toMatchObject({ decision: 'allow', budget: { remaining: 2 } }); // what the service itself says of the root
+
+    const whole = await grantctl(['grants', 'tree', root.id]);
+    expect(whole).toMatchObject({ code: 0, stderr: '' });
+    const lines = whole.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(new RegExp(`^${root.id}  active  approve  3/5 per 60s  expires \\S+ ◀$`));
+    expect(line(lines, mid.id)).toMatch(new RegExp(`^[├└]─ ${mid.id}  active  approve  2/4 per 120s `));
+    expect(line(lines, leaf.id)).toMatch(new RegExp(`^[│ ]  └─ ${leaf.id}  active  approve  1/4 per 120s `));
+    expect(line(lines, sibling.id)).toMatch(new RegExp(`^[├└]─ ${sibling.id}  active  approve  1/5 per 60s `));
+
+    // The leaf's tree: its chain and what is below it (nothing), the root still counting the sibling's call.
+    await service.http.post(`/api/grants/${mid.id}/revoke`).set(world.owner.auth).expect(200);
+    const chain = await grantctl(['grants', 'tree', leaf.id]);
+    expect(chain.stdout.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^${root.id}  active  approve  3/5 per 60s `)),
+      expect.stringMatching(new RegExp(`^└─ ${mid.id}  revoked  approve  2/4 per 120s `)),
+      expect.stringMatching(new RegExp(`^   └─ ${leaf.id}  revoked  approve  1/4 per 120s .* ◀$`)),
+    ]);
+
+    const asJson = json(await grantctl(['grants', 'tree', leaf.id, '--json']));
+    const rootViaApi = await service.http.get(`/api/grants/${root.id}`).set(world.owner.auth).expect(200);
+    expect(asJson.items.map((g: { id: string }) => g.id)).toEqual([root.id, mid.id, leaf.id]);
+    expect(asJson.items[0]).toEqual(rootViaApi.body);
+    expect(asJson.nextCursor).toBeNull();
+    expect(asJson.budgetUse[root.id]).toMatchObject({ used: 3, calls: 5, windowMs: 60_000, since: expect.any(String) });
+    expect(asJson.budgetUse[leaf.id]).toMatchObject({ used: 1, calls: 4 });
+  });
+
+  it('a seat grant with no pod above it: its own use, and a note that grants below it cannot be listed', async () => {
+    const seat = await rootGrant(
+      service,
+      world.owner,
+      world.connectionId,
+      { kind: 'seat', id: world.agent.agentId },
+      { budget: { calls: 3 } },
+    );
+    await checkAs(service, world, seat.id, world.agent).expect(200);
+    const drawn = await grantctl(['grants', 'tree', seat.id]);
+    expect(drawn.code).toBe(0);
+    expect(drawn.stdout.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^${seat.id}  active  read  1/3 per 3600s .* ◀$`)),
+      expect.stringMatching(/^note: no grant of this chain targets a pod, so grants below it cannot be listed/),
+    ]);
+  });
+
+  it("a call counts at each grant only within that grant's own window", async () => {
+    const root = await rootGrant(
+      service,
+      world.owner,
+      world.connectionId,
+      { kind: 'pod', id: world.podId },
+      { budget: { calls: 5, windowMs: 2000 } },
+    );
+    const child = await attenuateGrant(service, world.agent, root.id, { budget: { calls: 5, windowMs: 60_000 } });
+    await checkAs(service, world, child.id, world.agent).expect(200);
+    const fresh = (await grantctl(['grants', 'tree', root.id])).stdout.split('\n');
+    expect(fresh[0]).toContain('  1/5 per 2s  ');
+    expect(fresh[1]).toContain('  1/5 per 60s  ');
+    // The service's clock comes from its Date header, to the second: past 2 s plus that second.
+    await new Promise((resolve) => setTimeout(resolve, 3100));
+    const later = (await grantctl(['grants', 'tree', root.id])).stdout.split('\n');
+    expect(later[0]).toContain('  0/5 per 2s  ');
+    expect(later[1]).toContain('  1/5 per 60s  ');
+  });
+});
+
+it('calls lists the trail, newest first', async () => {
+  const { leafId } = await chainOf(service, world, 2, { budget: { calls: 5, windowMs: 60_000 } });
   await checkAs(service, world, leafId, world.agent).expect(200);
   await checkAs(service, world, leafId, world.agent, { tool: 'pulls.merge' }).expect(200);
-  await service.http.post(`/api/grants/${ids[1]}/revoke`).set(world.owner.auth).expect(200);
-
-  const drawn = await grantctl(['grants', 'tree', rootId]);
-  expect(drawn.code).toBe(0);
-  const lines = drawn.stdout.trimEnd().split('\n');
-  expect(lines).toHaveLength(3);
-  expect(lines[0]).toMatch(new RegExp(`^${rootId}  active  read  0/5 per 60s .* ◀$`));
-  expect(lines[1]).toMatch(new RegExp(`^└─ ${ids[1]}  revoked`));
-  expect(lines[2]).toMatch(new RegExp(`^   └─ ${leafId}  revoked  read  1/\\d+ per 60s`));
-
   const trail = json(await grantctl(['calls', leafId, '--json']));
   expect(trail.items.map((c: { tool: string; outcome: string }) => [c.tool, c.outcome])).toEqual([
     ['pulls.merge', 'denied'],
@@ -107,7 +186,7 @@ it('approvals list and approve: the broker re-sends the call and it is allowed o
   // The agent may not decide its own call: an agent credential is refused, exit 1.
   const bySelf = await grantctl(['approvals', 'approve', approvalId], world.agent.token);
   expect(bySelf.code).toBe(1);
-  expect(JSON.parse(bySelf.stderr)).toMatchObject({ status: expect.any(Number), code: expect.any(String) });
+  expect(JSON.parse(bySelf.stderr)).toMatchObject({ status: 403, code: 'credential_not_accepted' });
   expect(bySelf.stdout).toBe('');
 
   const approved = json(await grantctl(['approvals', 'approve', approvalId, '--note', 'fine', '--json']));
@@ -155,6 +234,58 @@ it('exit codes: 1 with the problem document for a refusal, 2 when the service ca
   expect(JSON.parse(unreachable.stderr)).toMatchObject({ code: 'unreachable' });
   // The token is never echoed back, whatever went wrong.
   for (const run of [missing, noToken, badInput, unreachable]) expect(run.stderr).not.toContain(world.owner.token);
+});
+
+it('exit code 2 with the problem document when the service answers 5xx', async () => {
+  const failing = createServer((_req, res) =>
+    res
+      .writeHead(500, { 'content-type': 'application/problem+json' })
+      .end(JSON.stringify({ type: 'about:blank', title: 'Internal error', status: 500, code: 'internal_error', detail: 'boom' })),
+  );
+  await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+  try {
+    const run = await grantctl(
+      ['grants', 'show', 'grt_x'],
+      world.owner.token,
+      `http://127.0.0.1:${(failing.address() as AddressInfo).port}`,
+    );
+    expect(run).toMatchObject({ code: 2, stdout: '' });
+    expect(JSON.parse(run.stderr)).toMatchObject({ status: 500, code: 'internal_error', detail: 'boom' });
+  } finally {
+    await new Promise((resolve) => failing.close(resolve));
+  }
+});
+
+describe('npx grantctl from the repository root (the workspace bin; `npm run build:ts` first)', () => {
+  const npx = (args: string[], url: string = service.baseUrl) => runGrantctl(args, { url, token: world.owner.token, via: 'npx' });
+  // npm may print its own warnings on stderr; grantctl's problem document is the JSON line.
+  const problemOf = (stderr: string) => JSON.parse(stderr.split('\n').find((l) => l.startsWith('{')) ?? 'null');
+
+  it('--help lists the commands and exits 0', async () => {
+    const help = await npx(['--help']);
+    expect(help.code).toBe(0);
+    for (const command of ['grants', 'calls', 'approvals', 'agents', 'policy'])
+      expect(help.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+  });
+
+  it('a real command: 0 with the API body, 1 with the problem document on a 4xx, 2 when unreachable', async () => {
+    const grant = await rootGrant(service, world.owner, world.connectionId, { kind: 'pod', id: world.podId });
+    const shown = await npx(['grants', 'show', grant.id, '--json']);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: grant.id, status: 'active' });
+
+    const missing = await npx(['grants', 'show', 'grt_doesnotexist']);
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(problemOf(missing.stderr)).toMatchObject({ status: 404, code: 'not_found' });
+
+    const closed = createNetServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const unreachable = await npx(['grants', 'show', grant.id], `http://127.0.0.1:${port}`);
+    expect(unreachable).toMatchObject({ code: 2, stdout: '' });
+    expect(problemOf(unreachable.stderr)).toMatchObject({ code: 'unreachable', detail: expect.stringContaining('ECONNREFUSED') });
+  });
 });
 
 it('policy eval and policy impact work on files, without a service', async () => {

@@ -1,15 +1,15 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { ApiProblem, ApprovalRequired, CallDenied, createClient } from '../../clients/typescript/src';
+import { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded, createClient } from '../../clients/typescript/src';
 import { brokerWorld, chainOf, type BrokerWorld } from '../support/broker-world';
+import { ManualClock } from '../support/clock';
 import { drain } from '../support/events';
 import { startService, type TestService } from '../support/service';
+import { startTcpProxy } from '../support/tcp-proxy';
 import { rootGrant } from '../support/world';
 
 /**
  * The TypeScript SDK (clients/typescript) against the real service: typed calls, problems as
  * ApiProblem with the service's code, the broker's check → call → outcome loop, an approval
- * waited for and used, the agent's event loop, and retries of a 503 honouring Retry-After.
+ * waited for and used, the agent's event loop (abort, leases, redelivery). Retries: sdk-retries.test.ts.
  */
 let service: TestService;
 let world: BrokerWorld;
@@ -98,25 +98,150 @@ it('the agent loop yields its events and acks them', async () => {
   expect(unacked).toEqual([]);
 });
 
-it('retries a 503, honouring Retry-After, and answers the rest as it comes', async () => {
-  let requests = 0;
-  const server = createServer((_req, res) => {
-    requests += 1;
-    if (requests === 1) {
-      res.writeHead(503, { 'retry-after': '1', 'content-type': 'application/problem+json' }).end('{"code":"dependency_unavailable"}');
-      return;
+describe('withCheck when the outcome cannot be reported', () => {
+  // The report is lost on the way (a network failure); the check and the call itself are real.
+  const losingReports: typeof fetch = (input, init) =>
+    String(input instanceof Request ? input.url : input).endsWith('/outcome')
+      ? Promise.reject(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } }))
+      : fetch(input, init);
+
+  it('a call that succeeded keeps its result: outcomeError is returned and onOutcomeError told', async () => {
+    const { leafId } = await chainOf(service, world, 1);
+    const told: OutcomeNotRecorded[] = [];
+    const broker = createClient({
+      baseUrl: service.baseUrl,
+      token: world.broker.token,
+      fetch: losingReports,
+      onOutcomeError: (e) => told.push(e),
+    });
+    const made = await broker.withCheck(
+      { grantId: leafId, tool: 'repos.read_file', args: { path: 'a' }, subjectToken: world.agent.token },
+      async () => 'file body',
+    );
+    expect(made.result).toBe('file body');
+    expect(made.outcomeError).toBeInstanceOf(OutcomeNotRecorded);
+    expect(made.outcomeError).toMatchObject({ callId: made.check.callId, outcome: 'succeeded', cause: { message: 'fetch failed' } });
+    expect(told).toEqual([made.outcomeError]);
+    const record = () => service.deps.db('call_records').where({ id: made.check.callId }).first('outcome', 'error_code');
+    expect(await record()).toMatchObject({ outcome: 'pending' });
+    // Reported again once the service can be reached: the record completes.
+    await asBroker().recordOutcome(made.check.callId, 'succeeded');
+    expect(await record()).toMatchObject({ outcome: 'succeeded' });
+  });
+
+  it("a call that failed throws its own error, not the report's", async () => {
+    const { leafId } = await chainOf(service, world, 1);
+    const told: OutcomeNotRecorded[] = [];
+    const broker = createClient({
+      baseUrl: service.baseUrl,
+      token: world.broker.token,
+      fetch: losingReports,
+      onOutcomeError: (e) => told.push(e),
+    });
+    const call = { grantId: leafId, tool: 'repos.read_file', args: { path: 'a' }, subjectToken: world.agent.token };
+    const failing = broker.withCheck(call, async () => {
+      throw Object.assign(new Error('the code host said no'), { code: 'not found: x/y' });
+    });
+    await expect(failing).rejects.toThrow('the code host said no');
+    expect(told).toEqual([expect.objectContaining({ outcome: 'failed' })]);
+
+    // With the report going through, the code is fitted to what the service takes (no report lost to a 400).
+    const reported = asBroker().withCheck(call, async () => {
+      throw Object.assign(new Error('again'), { code: 'not found: x/y' });
+    });
+    await expect(reported).rejects.toThrow('again');
+    const [last] = await service.deps
+      .db('call_records')
+      .where({ grant_id: leafId })
+      .orderBy('requested_at', 'desc')
+      .limit(1)
+      .select('outcome', 'error_code');
+    expect(last).toEqual({ outcome: 'failed', error_code: 'not_found:_x_y' });
+  });
+});
+
+describe('the agent loop: abort, leases, redelivery', () => {
+  it('aborting ends the iteration during a long poll, not when the poll would have ended', async () => {
+    await drain(service, world.agent);
+    // Through a proxy closed at the end: after an abort, Node's fetch may open a spare connection it
+    // never uses, which would hold the service's close until the server's headers timeout.
+    const proxy = await startTcpProxy(Number(new URL(service.baseUrl).port));
+    try {
+      const agent = createClient({ baseUrl: proxy.url('http'), token: world.agent.token });
+      const stop = new AbortController();
+      const started = Date.now();
+      setTimeout(() => stop.abort(), 300);
+      const seen: string[] = [];
+      for await (const { event } of agent.events({ waitMs: 20_000, signal: stop.signal })) seen.push(event.id);
+      expect(seen).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      await proxy.close();
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-  }).listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  try {
-    const client = createClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't' });
-    const started = Date.now();
-    const res = await client.api.GET('/healthz');
-    expect(res.response.status).toBe(200);
-    expect(requests).toBe(2);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-  } finally {
-    await new Promise((resolve) => server.close(resolve));
-  }
+  });
+
+  describe('with leases of one second on a clock the test moves', () => {
+    const clock = new ManualClock();
+    let leased: TestService;
+    let leasedWorld: BrokerWorld;
+    beforeAll(async () => {
+      leased = await startService({ EVENT_VISIBILITY_TIMEOUT_MS: '1000' }, { clock });
+      leasedWorld = await brokerWorld(leased);
+    });
+    afterAll(() => leased.close());
+    const agentOf = () => createClient({ baseUrl: leased.baseUrl, token: leasedWorld.agent.token });
+    const grantCreated = async () => {
+      const grant = await rootGrant(leased, leasedWorld.owner, leasedWorld.connectionId, { kind: 'pod', id: leasedWorld.podId });
+      return grant.id;
+    };
+    const grantIdOf = (data: Record<string, unknown>) => (data.grant as { id: string }).id;
+
+    it('an event not acked comes back once its lease has run out, and is acked then', async () => {
+      await drain(leased, leasedWorld.agent);
+      const grantId = await grantCreated();
+      const stop = new AbortController();
+      const deliveries: Array<[string, number]> = [];
+      for await (const { event, ack } of agentOf().events({ waitMs: 5000, signal: stop.signal })) {
+        if (event.type !== 'grant.created' || grantIdOf(event.data) !== grantId) {
+          await ack();
+          continue;
+        }
+        deliveries.push([event.id, event.deliveryCount]);
+        if (event.deliveryCount === 1)
+          clock.advance(1100); // "crashed" before the ack: the lease runs out
+        else {
+          await ack();
+          stop.abort();
+        }
+      }
+      expect(deliveries).toEqual([
+        [deliveries[0]![0], 1],
+        [deliveries[0]![0], 2],
+      ]);
+      const row = await leased.deps.db('events').where({ id: deliveries[0]![0] }).first('acked_at', 'delivery_count');
+      expect(row).toMatchObject({ acked_at: expect.any(Date), delivery_count: 2 });
+    });
+
+    it('an event whose lease ran out while the ones before it were handled is not yielded; it comes back', async () => {
+      await drain(leased, leasedWorld.agent);
+      const first = await grantCreated();
+      const second = await grantCreated();
+      const stop = new AbortController();
+      const yielded: Array<[string, number]> = [];
+      for await (const { event, ack, leaseExpiresAt } of agentOf().events({ waitMs: 5000, leaseMs: 300, signal: stop.signal })) {
+        yielded.push([grantIdOf(event.data), event.deliveryCount]);
+        expect(leaseExpiresAt).toBeGreaterThan(Date.now());
+        await ack();
+        if (grantIdOf(event.data) === first) {
+          // Handling the first takes longer than the lease: the service may hand the second to someone else.
+          await new Promise((resolve) => setTimeout(resolve, 400));
+          clock.advance(1100);
+        } else stop.abort();
+      }
+      expect(yielded).toEqual([
+        [first, 1],
+        [second, 2],
+      ]);
+    });
+  });
 });

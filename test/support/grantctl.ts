@@ -8,14 +8,20 @@ export interface GrantctlRun {
   stderr: string;
 }
 
-const bin = path.resolve(__dirname, '../../clients/grantctl/bin/grantctl.js');
+const root = path.resolve(__dirname, '../..');
+const bin = path.join(root, 'clients/grantctl/bin/grantctl.js');
 
-export function grantctl(args: string[], env: { url: string; token: string }): Promise<GrantctlRun> {
+/**
+ * `via: 'npx'` runs it exactly as the README says, `npx grantctl …` from the repository root (the
+ * workspace's bin, linked into node_modules/.bin); the default runs the same bin with node, faster.
+ */
+export function grantctl(args: string[], env: { url: string; token: string; via?: 'node' | 'npx' }): Promise<GrantctlRun> {
+  const [command, argv] = env.via === 'npx' ? ['npx', ['--no-install', 'grantctl', ...args]] : [process.execPath, [bin, ...args]];
   return new Promise((resolve) => {
     execFile(
-      process.execPath,
-      [bin, ...args],
-      { env: { ...process.env, GRANT_BROKER_URL: env.url, GRANT_BROKER_TOKEN: env.token }, timeout: 20_000 },
+      command,
+      argv,
+      { cwd: root, env: { ...process.env, GRANT_BROKER_URL: env.url, GRANT_BROKER_TOKEN: env.token }, timeout: 30_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });

@@ -3,7 +3,7 @@ import { createClient, type Grant } from '../../typescript/src';
 import { evaluatePolicyFile } from '../../../src/admin/policy-eval';
 import { policyImpact } from '../../../src/admin/policy-impact';
 import { columns, fail, print } from './output';
-import { drawTree } from './tree';
+import { drawTree, loadTree } from './tree';
 
 /**
  * grantctl (CONTRACT §13): GRANT_BROKER_URL and GRANT_BROKER_TOKEN say where and as whom; every
@@ -95,25 +95,18 @@ grants
 
 grants
   .command('tree <grantId>')
-  .description("draw the grant's tree: status, budget use in the current window, expiry")
-  .option('--json', 'the grants of the tree, as the API gives them')
+  .description(
+    "draw the grant's chain and every grant below it: status, write mode, budget use in the current window (calls " +
+      'through the grant or any grant below it, as the service counts them), expiry',
+  )
+  .option(
+    '--json',
+    '{items: the grants drawn, as the API gives them, nextCursor: null, budgetUse: {grantId: {used, calls, windowMs, since}}}',
+  )
   .action(async (grantId: string, o) => {
-    const c = client();
-    const grant = await c.unwrap(c.api.GET('/api/grants/{grantId}', { params: { path: { grantId } } }));
-    const podId = grant.target.kind === 'pod' ? grant.target.id : undefined;
-    const inPod = podId
-      ? (await c.unwrap(c.api.GET('/api/pods/{podId}/grants', { params: { path: { podId }, query: { limit: 200 } } }))).items
-      : [];
-    const tree = [grant, ...inPod.filter((g) => g.rootId === grant.rootId && g.id !== grant.id)];
-    const used = new Map<string, number>();
-    for (const g of tree) {
-      const since = Date.now() - g.budget.windowMs;
-      const calls = await c.unwrap(
-        c.api.GET('/api/grants/{grantId}/calls', { params: { path: { grantId: g.id }, query: { limit: 200 } } }),
-      );
-      used.set(g.id, calls.items.filter((call) => call.outcome !== 'denied' && Date.parse(call.requestedAt) >= since).length);
-    }
-    print(o.json, { items: tree }, () => drawTree(tree, grant.id, used));
+    const tree = await loadTree(client(), grantId);
+    const body = { items: tree.drawn, nextCursor: null, budgetUse: Object.fromEntries(tree.use) };
+    print(o.json, body, () => drawTree(tree));
   });
 
 program
@@ -200,13 +193,16 @@ policy
 policy
   .command('impact <candidate>')
   .description('replay logged decisions (OPA decision events) through a candidate bundle or module; print what would change')
-  .requiredOption('--log <file>', 'decision events, one JSON object per line')
+  .requiredOption('--log <file>', "decision events: the service's log lines or a collector's gzip batches (a file or a directory)")
   .option('--json', 'the report as JSON')
   .action(async (candidate: string, o) => {
     const report = await policyImpact({ candidate, logFile: o.log });
     print(o.json, report, () =>
       [
-        `candidate ${report.candidate ?? candidate}: ${report.replayed} replayed, ${report.skipped} skipped, ${report.changed} would change`,
+        `candidate ${report.candidate ?? candidate}: ${report.replayed} replayed, ${report.skipped} skipped, ${report.changed} would change` +
+          (report.notReplayable.count > 0
+            ? `; ${report.notReplayable.count} not replayable (masked: ${Object.keys(report.notReplayable.fields).join(', ')})`
+            : ''),
         ...(report.changes.length
           ? [
               columns([

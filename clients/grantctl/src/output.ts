@@ -31,6 +31,13 @@ export function fail(error: unknown): never {
     process.stderr.write(`${JSON.stringify({ code: 'usage', detail: error.message })}\n`);
     process.exit(EXIT.refused);
   }
-  process.stderr.write(`${JSON.stringify({ code: 'unreachable', detail: (error as Error).message })}\n`);
+  // fetch rejects with a TypeError (undici: "fetch failed", the socket's error as `cause`) when no
+  // answer came; anything else is a fault of this program, not a service that cannot be reached.
+  const unreachable = error instanceof TypeError && 'cause' in error;
+  const detail =
+    error instanceof Error
+      ? `${error.message}${unreachable && error.cause instanceof Error ? `: ${error.cause.message}` : ''}`
+      : String(error);
+  process.stderr.write(`${JSON.stringify({ code: unreachable ? 'unreachable' : 'internal_error', detail })}\n`);
   process.exit(EXIT.unavailable);
 }

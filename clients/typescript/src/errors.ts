@@ -40,3 +40,20 @@ export class ApprovalRequired extends Error {
     this.name = 'ApprovalRequired';
   }
 }
+
+/**
+ * The call was made but its outcome could not be reported (`POST /api/broker/calls/:id/outcome`
+ * failed). The call's own result is not lost: `withCheck` returns it with this as `outcomeError`
+ * and hands it to `onOutcomeError`. The record stays `pending`; report it again with
+ * `recordOutcome(callId, outcome)` once the service answers (a second report is a 409).
+ */
+export class OutcomeNotRecorded extends Error {
+  constructor(
+    readonly callId: string,
+    readonly outcome: 'succeeded' | 'failed',
+    override readonly cause: unknown,
+  ) {
+    super(`the ${outcome} outcome of ${callId} was not recorded: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'OutcomeNotRecorded';
+  }
+}

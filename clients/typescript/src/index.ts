@@ -1,24 +1,66 @@
 import createFetchClient from 'openapi-fetch';
-import { ApiProblem, ApprovalRequired, CallDenied } from './errors';
+import { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded } from './errors';
 import type { components, paths } from './schema';
 import { retryingFetch } from './transport';
 
-export { ApiProblem, ApprovalRequired, CallDenied } from './errors';
+export { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded } from './errors';
+export { parseRetryAfter } from './transport';
 export type { components, paths } from './schema';
 
 export type Grant = components['schemas']['Grant'];
 export type Approval = components['schemas']['Approval'];
 export type AgentEvent = components['schemas']['Event'];
 export type CheckResult = components['schemas']['BrokerCheckResult'];
+export type CallRecord = components['schemas']['CallRecord'];
 
 export interface ClientOptions {
   /** e.g. http://127.0.0.1:8080 (GRANT_BROKER_URL) */
   baseUrl: string;
   /** A human JWT, an agent's `art_…` or a broker's `bkt_…` token (GRANT_BROKER_TOKEN). */
   token: string;
-  /** Retries of a 503 or a network failure (default 3). */
+  /**
+   * Retries (default 3) of a 503, of a 429 with `Retry-After`, and of a network failure where
+   * repeating cannot do a thing twice (see `retryingFetch`): a POST is never re-sent after the
+   * service may have acted on it.
+   */
   retries?: number;
+  /** The longest `Retry-After` waited for (default 30 s); an answer asking for longer is returned as is. */
+  maxRetryAfterMs?: number;
+  /**
+   * `withCheck` made the call but could not report its outcome. Default: a console warning. The
+   * call's result is returned all the same (with the error as `outcomeError`), and a failed call's
+   * own error is thrown all the same.
+   */
+  onOutcomeError?: (error: OutcomeNotRecorded) => void;
   fetch?: typeof fetch;
+}
+
+/** What `withCheck` returns: the call's result, the check that allowed it, and a report that failed, if one did. */
+export interface CheckedCall<T> {
+  result: T;
+  check: CheckResult;
+  outcomeError?: OutcomeNotRecorded;
+}
+
+/** One event of the agent's loop: `ack` it once its result is persisted, before `leaseExpiresAt`. */
+export interface LeasedEvent {
+  event: AgentEvent;
+  /** When the lease taken by the poll ends at the latest (client clock, counted from before the poll). */
+  leaseExpiresAt: number;
+  ack: () => Promise<void>;
+}
+
+export interface EventsOptions {
+  /** Long-poll wait, 0..20000 ms (default 20000). */
+  waitMs?: number;
+  /** Events per poll, 1..100 (default 10). */
+  limit?: number;
+  /** Ends the iteration, the poll in flight included. */
+  signal?: AbortSignal;
+  /** The service's EVENT_VISIBILITY_TIMEOUT_MS (default 30000): how long a poll's lease lasts. */
+  leaseMs?: number;
+  /** End the iteration at the first poll that finds nothing (drain what is pending, then stop). */
+  untilIdle?: boolean;
 }
 
 /**
@@ -27,11 +69,13 @@ export interface ClientOptions {
  * hand. Problems come back as `ApiProblem` carrying the service's `code`.
  */
 export function createClient(options: ClientOptions) {
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? 30_000;
   const api = createFetchClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { Authorization: `Bearer ${options.token}` },
-    fetch: retryingFetch({ retries: options.retries ?? 3, baseDelayMs: 200, fetch: options.fetch ?? fetch }),
+    fetch: retryingFetch({ retries: options.retries ?? 3, baseDelayMs: 200, maxRetryAfterMs, fetch: options.fetch ?? fetch }),
   });
+  const onOutcomeError = options.onOutcomeError ?? ((error: OutcomeNotRecorded) => console.warn(error.message));
 
   /** The body of a 2xx, or the problem document as an ApiProblem. */
   async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
@@ -50,65 +94,118 @@ export function createClient(options: ClientOptions) {
    * The broker's loop (CONTRACT §5): check, make the call only on allow, record its outcome.
    * A deny throws CallDenied, a call waiting for a human throws ApprovalRequired (re-send with
    * `approvalId` once `waitForApproval` says approved). The subject's own token is forwarded.
+   *
+   * Reporting the outcome never changes what the call did: if the report fails after the call
+   * succeeded, the result is returned with `outcomeError` set (and `onOutcomeError` is called);
+   * if the call failed, its own error is thrown whether or not the report went through.
    */
   async function withCheck<T>(
     call: { grantId: string; tool: string; args: Record<string, unknown>; subjectToken: string; approvalId?: string },
     run: () => Promise<T>,
-  ): Promise<{ result: T; check: CheckResult }> {
+  ): Promise<CheckedCall<T>> {
     const check = await unwrap(api.POST('/api/broker/check', { body: call }));
     if (check.decision === 'approval_required') {
       throw new ApprovalRequired(check.approvalId!, check.callId, check.approval!.expiresAt);
     }
     if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message);
     const started = Date.now();
+    let result: T;
     try {
-      const result = await run();
-      await recordOutcome(check.callId, 'succeeded', Date.now() - started);
-      return { result, check };
+      result = await run();
     } catch (error) {
-      await recordOutcome(check.callId, 'failed', Date.now() - started, (error as { code?: string }).code);
+      await reportOutcome(check.callId, 'failed', Date.now() - started, errorCodeOf(error));
       throw error;
+    }
+    const outcomeError = await reportOutcome(check.callId, 'succeeded', Date.now() - started);
+    return outcomeError ? { result, check, outcomeError } : { result, check };
+  }
+
+  /** recordOutcome that never throws: a failure is handed to onOutcomeError and returned. */
+  async function reportOutcome(callId: string, outcome: 'succeeded' | 'failed', durationMs: number, errorCode?: string) {
+    try {
+      await recordOutcome(callId, outcome, durationMs, errorCode);
+      return undefined;
+    } catch (cause) {
+      const error = new OutcomeNotRecorded(callId, outcome, cause);
+      try {
+        onOutcomeError(error);
+      } catch {
+        // A throwing hook must not turn the call's result into a failure either.
+      }
+      return error;
     }
   }
 
-  function recordOutcome(callId: string, outcome: 'succeeded' | 'failed', durationMs: number, errorCode?: string) {
+  function recordOutcome(callId: string, outcome: 'succeeded' | 'failed', durationMs?: number, errorCode?: string) {
     return unwrap(
       api.POST('/api/broker/calls/{callId}/outcome', {
         params: { path: { callId } },
-        body: { outcome, durationMs, ...(errorCode ? { errorCode: String(errorCode).slice(0, 64) } : {}) },
+        body: {
+          outcome,
+          // The service takes 0..86400000 ms and a code of [A-Za-z0-9_.:-]{1,100}: fit them rather than lose the report.
+          ...(durationMs === undefined ? {} : { durationMs: Math.min(86_400_000, Math.max(0, Math.round(durationMs))) }),
+          ...(errorCode ? { errorCode: errorCode.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 100) } : {}),
+        },
       }),
     );
   }
 
   /** The broker waits for a human's decision (long polls of up to 20 s each). */
-  async function waitForApproval(approvalId: string, options: { timeoutMs?: number } = {}): Promise<Approval> {
+  async function waitForApproval(approvalId: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Approval> {
     const deadline = Date.now() + (options.timeoutMs ?? 15 * 60_000);
     for (;;) {
       const waitMs = Math.max(0, Math.min(20_000, deadline - Date.now()));
-      const approval = await unwrap(api.GET('/api/broker/approvals/{approvalId}', { params: { path: { approvalId }, query: { waitMs } } }));
+      const approval = await unwrap(
+        api.GET('/api/broker/approvals/{approvalId}', { params: { path: { approvalId }, query: { waitMs } }, signal: options.signal }),
+      );
       if (approval.state !== 'pending' || Date.now() >= deadline) return approval;
     }
   }
 
   /**
-   * The agent's loop (spec §6): events, oldest first, long-polled. Each comes with `ack`; an event
-   * not acked within its lease (30 s by default) comes back, so handle it idempotently.
+   * The agent's loop (spec §6): events, oldest first, long-polled; each with `ack`. Delivery is at
+   * least once: an event not acked within its lease comes back with `deliveryCount` + 1, so handle
+   * it idempotently and ack only after its result is persisted.
+   *
+   * Lease awareness: a poll leases its whole page at once. An event whose lease has already run
+   * out by the time the loop reaches it (the events before it took that long) is not yielded: the
+   * service may already be delivering it again, to this loop or another one, and it comes back.
+   * Aborting `signal` ends the iteration at once, also during a long poll.
    */
-  async function* events(options: { waitMs?: number; limit?: number; signal?: AbortSignal } = {}) {
-    while (!options.signal?.aborted) {
-      const page = await unwrap(
-        api.GET('/api/agents/runtime/events', { params: { query: { waitMs: options.waitMs ?? 20_000, limit: options.limit ?? 10 } } }),
-      );
+  async function* events(options: EventsOptions = {}): AsyncGenerator<LeasedEvent, void, undefined> {
+    const { signal } = options;
+    const leaseMs = options.leaseMs ?? 30_000;
+    const query = { waitMs: options.waitMs ?? 20_000, limit: options.limit ?? 10 };
+    while (!signal?.aborted) {
+      const polledAt = Date.now();
+      let page: { items: AgentEvent[] };
+      try {
+        page = await unwrap(api.GET('/api/agents/runtime/events', { params: { query }, signal }));
+      } catch (error) {
+        if (signal?.aborted) return;
+        throw error;
+      }
+      if (page.items.length === 0 && options.untilIdle) return;
+      const leaseExpiresAt = polledAt + leaseMs;
       for (const event of page.items) {
-        yield {
-          event,
-          ack: () => unwrap(api.POST('/api/agents/runtime/events/{eventId}/ack', { params: { path: { eventId: event.id } } })),
-        };
+        if (signal?.aborted) return;
+        if (Date.now() >= leaseExpiresAt) continue;
+        yield { event, leaseExpiresAt, ack: () => ack(event.id) };
       }
     }
   }
 
-  return { api, unwrap, withCheck, recordOutcome, waitForApproval, events };
+  async function ack(eventId: string): Promise<void> {
+    await unwrap(api.POST('/api/agents/runtime/events/{eventId}/ack', { params: { path: { eventId } } }));
+  }
+
+  return { api, unwrap, withCheck, recordOutcome, waitForApproval, events, ack };
 }
 
 export type GrantBrokerClient = ReturnType<typeof createClient>;
+
+/** The code a failed call reports: a string `code` of the error when it has one. */
+function errorCodeOf(error: unknown): string | undefined {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' || typeof code === 'number' ? String(code) : undefined;
+}
