@@ -1,48 +1,24 @@
 // The fixed-rate and scale parts of `npm run bench` (see bench.mjs): latency at a steady rate the
-// service can carry (autocannon overallRate), the service as WORKERS=2, and the service on a Redis
+// service can carry (evenly spaced requests, bench-rate.mjs), the service as WORKERS=2, and the service on a Redis
 // Cluster of three local masters (REDIS_CLUSTER_NODES).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, require, sleep } from './bench-harness.mjs';
-
-const autocannon = require('autocannon');
+import { freePort, sleep } from './bench-harness.mjs';
+import { steadyRate } from './bench-rate.mjs';
 
 export const RATE = Number(process.env.BENCH_RATE ?? 1000);
 export const RATE_CONNECTIONS = Number(process.env.BENCH_RATE_CONNECTIONS ?? 20);
 export const RATE_S = Number(process.env.BENCH_RATE_S ?? 15);
 
-/** POST /api/broker/check at RATE checks/s over RATE_CONNECTIONS connections: p50/p90/p99/max. */
+/**
+ * POST /api/broker/check at a steady RATE checks/s (evenly spaced, open loop: see bench-rate.mjs
+ * for why not autocannon's overallRate) over at most RATE_CONNECTIONS connections: p50/p90/p99/max.
+ */
 export function atFixedRate(title, { base, token, body }) {
   console.log(`fixed rate: ${title} (${RATE}/s over ${RATE_CONNECTIONS} connections, ${RATE_S} s)`);
-  return new Promise((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: `${base}/api/broker/check`,
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body,
-        connections: RATE_CONNECTIONS,
-        overallRate: RATE,
-        duration: RATE_S,
-      },
-      (error, r) =>
-        error
-          ? reject(error)
-          : resolve({
-              requestsPerSec: Math.round(r.requests.average),
-              p50: r.latency.p50,
-              p90: r.latency.p90,
-              p99: r.latency.p99,
-              max: r.latency.max,
-              ok2xx: r['2xx'],
-              non2xx: r.non2xx,
-              errors: r.errors,
-            }),
-    );
-    instance.on('error', reject);
-  });
+  return steadyRate({ base, path: '/api/broker/check', token, body, rate: RATE, seconds: RATE_S, connections: RATE_CONNECTIONS });
 }
 
 /** Three cluster-enabled redis-servers on spare ports, joined; `stop()` kills them. */
