@@ -274,19 +274,26 @@ async function main() {
       ['serviceLogged', 'POST /api/broker/check, DECISION_LOG=all', loggedBase, loggedWorld.brokerToken, loggedBody],
     ];
     const runs = Object.fromEntries(variants.map(([key]) => [key, []]));
+    // CPU time per check of each variant over all its rounds: the cost of what a variant adds,
+    // steadier than req/s on cores shared with the load generator, Postgres and Redis.
+    const cpu = Object.fromEntries(variants.map(([key]) => [key, { ms: 0, checks: 0 }]));
     for (let round = 1; round <= PAIR_ROUNDS; round += 1) {
       for (const [key, title, url, token, payload] of variants) {
-        runs[key].push(
-          await load(`round ${round}: ${title}`, {
-            url: `${url}/api/broker/check`,
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-            body: payload,
-            duration: PAIR_S,
-          }),
-        );
+        const cpuBefore = serviceCpuMs(url);
+        const result = await load(`round ${round}: ${title}`, {
+          url: `${url}/api/broker/check`,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: payload,
+          duration: PAIR_S,
+        });
+        cpu[key].ms += serviceCpuMs(url) - cpuBefore;
+        cpu[key].checks += result.requests.total;
+        runs[key].push(result);
       }
     }
-    for (const [key] of variants) results[key] = meanSummary(runs[key]);
+    for (const [key] of variants) {
+      results[key] = { ...meanSummary(runs[key]), cpuMicrosPerCheck: Math.round((1000 * cpu[key].ms) / cpu[key].checks) };
+    }
 
     // A steady 1 000 checks/s: the latency a broker sees when the service is not saturated, with
     // decision logs off and on (on is the default).
@@ -437,6 +444,11 @@ function report(r) {
       `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}; ` +
       `service with org packages and resources / without (alternating rounds) = ${(r.serviceOrg.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}; ` +
       `service with decision logs / without (alternating rounds) = ${(r.serviceLogged.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}`,
+  );
+  console.log(
+    `CPU per check, alternating rounds: plain ${r.pairPlain.cpuMicrosPerCheck} µs; org packages + resources ` +
+      `${r.serviceOrg.cpuMicrosPerCheck} µs (${(r.serviceOrg.cpuMicrosPerCheck / r.pairPlain.cpuMicrosPerCheck).toFixed(3)}×); ` +
+      `DECISION_LOG=all ${r.serviceLogged.cpuMicrosPerCheck} µs (${(r.serviceLogged.cpuMicrosPerCheck / r.pairPlain.cpuMicrosPerCheck).toFixed(3)}×)`,
   );
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
   const m = r.redisMemory;
