@@ -45,3 +45,35 @@ test_an_approval_does_not_outlive_its_grant if {
 	revoked := object.union(base, {"grant": fixtures.facts([fixtures.grant({"expires_at_ms": 9000, "revoked": true})])})
 	decide.decision.reasons == ["grant_not_usable"] with input as revoked
 }
+
+test_the_list_holds_what_the_caller_may_decide if {
+	listing := object.union(base, {"action": "list"})
+	decide.decision.allow with input as listing
+
+	# Decided ones stay as history; past their expiry they are listed too (as expired).
+	decide.decision.allow with input as object.union(listing, {"approval": {"state": "used"}})
+	decide.decision.allow with input as object.union(listing, {"approval": {"expires_at_ms": now}})
+}
+
+test_the_list_leaves_out_own_calls_and_dead_grants if {
+	own := object.union(as_caller("carol", "admin"), {"action": "list", "approval": {"principal": {"kind": "user", "id": "carol"}}})
+	decide.decision.reasons == ["self_approval"] with input as own
+	revoked := object.union(base, {
+		"action": "list",
+		"grant": fixtures.facts([fixtures.grant({"expires_at_ms": 9000, "revoked": true})]),
+	})
+	decide.decision.reasons == ["grant_not_usable"] with input as revoked
+	expired := object.union(base, {"action": "list", "grant": fixtures.facts([fixtures.grant({"expires_at_ms": now})])})
+	decide.decision.reasons == ["grant_not_usable"] with input as expired
+	decide.decision.allow with input as object.union(revoked, {"approval": {"state": "denied"}})
+	decide.decision.allow with input as object.union(revoked, {"approval": {"expires_at_ms": now}})
+	decide.decision.reasons == ["not_found"] with input as object.union(as_caller("bob", "member"), {"action": "list"})
+}
+
+test_a_revoked_grant_is_the_reason_not_the_expiry_it_brought if {
+	revoked := object.union(base, {
+		"approval": {"expires_at_ms": now},
+		"grant": fixtures.facts([fixtures.grant({"expires_at_ms": 9000, "revoked": true})]),
+	})
+	decide.decision.reasons == ["grant_not_usable"] with input as revoked
+}

@@ -10,7 +10,7 @@ import { approvalsByOutcome, approvalTimeToDecision } from './metrics';
 import { presentApproval } from './presenters';
 import { decidableCandidates, decideApproval, findApproval, roleIn, type ApprovalRow } from './repository';
 
-type Action = 'read' | 'approve' | 'deny';
+type Action = 'read' | 'list' | 'approve' | 'deny';
 
 /**
  * The human side of approvals (CONTRACT §9). Every read and decision is approvals/decide's call;
@@ -18,26 +18,32 @@ type Action = 'read' | 'approve' | 'deny';
  * decision happen once (the row changes only while it is pending and unexpired).
  */
 export function createApprovalsService(deps: ApprovalsDeps) {
-  async function judge(principal: HumanPrincipal, row: ApprovalRow, action: Action) {
+  /** approvals/decide's answer for this caller, row and action; undefined when the grant is gone. */
+  async function ask(principal: HumanPrincipal, row: ApprovalRow, action: Action) {
     const facts = await loadGrantFacts(deps.db, row.grant_id);
-    if (!facts) throw new ApiError('not_found');
+    if (!facts) return undefined;
     const podId = facts.grant.target_pod_id;
     const [members, role] = await Promise.all([currentMemberIds(deps.db, podId), roleIn(deps.db, podId, principal.userId)]);
-    enforce(
-      deps.policy.evaluate(decisions.approvalsDecide, {
-        action,
-        now_ms: deps.clock.now(),
-        caller: { kind: 'human', id: principal.userId },
-        ...(role ? { caller_role: role } : {}),
-        approval: {
-          principal: { kind: row.principal_kind, id: row.principal_id },
-          state: row.state,
-          expires_at_ms: row.expires_at.getTime(),
-        },
-        grant: policyFacts(facts, members),
-      }),
-    );
-    return facts;
+    const decision = deps.policy.evaluate(decisions.approvalsDecide, {
+      action,
+      now_ms: deps.clock.now(),
+      caller: { kind: 'human', id: principal.userId },
+      ...(role ? { caller_role: role } : {}),
+      approval: {
+        principal: { kind: row.principal_kind, id: row.principal_id },
+        state: row.state,
+        expires_at_ms: row.expires_at.getTime(),
+      },
+      grant: policyFacts(facts, members),
+    });
+    return { facts, decision };
+  }
+
+  async function judge(principal: HumanPrincipal, row: ApprovalRow, action: Exclude<Action, 'list'>) {
+    const answer = await ask(principal, row, action);
+    if (!answer) throw new ApiError('not_found');
+    enforce(answer.decision);
+    return answer.facts;
   }
 
   async function get(principal: HumanPrincipal, id: string) {
@@ -79,14 +85,11 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     const before = decodeCursor(query.cursor) ?? undefined;
     const rows = await decidableCandidates(deps.db, principal.userId, { state: query.state, now: new Date(now), before }, query.limit + 1);
     const page = rows.slice(0, query.limit);
+    // What the caller may decide (approvals/decide, action `list`): not their own calls, and
+    // nothing still pending on a grant that can no longer be used.
     const visible: ApprovalRow[] = [];
     for (const row of page) {
-      try {
-        await judge(principal, row, 'read');
-        visible.push(row);
-      } catch (error) {
-        if (!(error instanceof ApiError && error.code === 'not_found')) throw error;
-      }
+      if ((await ask(principal, row, 'list'))?.decision.allow) visible.push(row);
     }
     const last = page.at(-1);
     return {

@@ -12,7 +12,7 @@ import { confirmBroker, subjectOfCall, type SubjectInput } from './credentials';
 import { checkInput } from './policy-input';
 import { approvalFact, requestApproval, spendApproval } from '../approvals/requests';
 import type { BrokerDeps } from './deps';
-import type { TreeSnapshot } from './tree-facts';
+import { NO_PRINCIPAL_FACTS, type TreeSnapshot } from './tree-facts';
 
 export interface CheckRequest extends SubjectInput {
   grantId: string;
@@ -56,12 +56,13 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
   }
   const rootId = chain[0]!.root_id;
   const argsDigest = digestOf(request.args);
+  if (chain[0]!.broker_id !== broker.brokerId) await refuseWithoutSubject(deps, broker, chain, request, argsDigest);
   const approval = request.approvalId ? await approvalFact(deps.db, request.approvalId) : undefined;
 
   let snapshot = deps.trees.current(rootId, deps.clock.now()) ?? (await freshSnapshot(deps, rootId));
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
     const now = deps.clock.now();
-    await confirmBroker(deps, snapshot, broker, chain[0]!.broker_id === broker.brokerId);
+    await confirmBroker(deps, snapshot, broker);
     const subject = await subjectOfCall(deps, snapshot, request, now);
     const facts = await deps.trees.factsFor(snapshot, chain, subject.principal);
     const input = checkInput(
@@ -151,6 +152,43 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
     return result;
   }
   throw new DependencyUnavailableError('the facts of this grant kept changing; try again');
+}
+
+/**
+ * Another broker's grant (issue 8 §3: authenticate, then ownership, then everything else). The
+ * policy is asked with no subject and no tree facts: neither the forwarded token (a JWKS fetch,
+ * a runtime token's lastUsedAt), nor the approval, nor the tree's Redis state is looked at, so
+ * the answer is the same 404 as for a grant that does not exist, whichever of them is failing.
+ * Without a principal broker/check refuses whatever else holds (not_found first, else
+ * subject_token_invalid), so this never goes on to an allow.
+ */
+async function refuseWithoutSubject(
+  deps: BrokerDeps,
+  broker: CheckingBroker,
+  chain: Chain,
+  request: CheckRequest,
+  argsDigest: string,
+): Promise<never> {
+  if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
+  const now = deps.clock.now();
+  const input = checkInput(
+    {
+      brokerId: broker.brokerId,
+      tool: request.tool,
+      args: request.args,
+      argsDigest,
+      subject: { principal: null, source: 'subject_token' },
+      trustAssertedPrincipal: deps.trustAssertedPrincipal,
+      now,
+      localTime: deps.localTime(now),
+    },
+    chain,
+    NO_PRINCIPAL_FACTS,
+  );
+  const decision = deps.policy.evaluate(decisions.brokerCheck, input);
+  const refusal = REFUSALS.find((code) => decision.reasons.includes(code));
+  if (!refusal) throw new Error('broker/check did not refuse a call without a subject');
+  throw refusalError(refusal);
 }
 
 function refusalError(code: (typeof REFUSALS)[number]): ApiError {

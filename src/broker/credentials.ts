@@ -13,16 +13,16 @@ import type { CallPrincipal } from '../kernel/principals';
  */
 
 /**
- * Confirms the broker's token for this tree: remembered under the tree's version, or just looked
- * up by the authenticator, or looked up now. A revoked token is a 401 here. A token is remembered
- * only in its own broker's trees, the ones a revocation of its tokens stamps; elsewhere (the
- * policy then answers 404) it is looked up every time.
+ * Confirms the broker's token for one of its own trees: remembered under the tree's version, or
+ * just looked up by the authenticator, or looked up now. A revoked token is a 401 here. A token is
+ * remembered only in its own broker's trees, the ones a revocation of its tokens stamps; another
+ * broker's grant never gets this far (check.ts answers it 404 after its own look-up).
  */
-export async function confirmBroker(deps: BrokerDeps, snapshot: TreeSnapshot, broker: CheckingBroker, brokersTree: boolean): Promise<void> {
+export async function confirmBroker(deps: BrokerDeps, snapshot: TreeSnapshot, broker: CheckingBroker): Promise<void> {
   const key = `broker:${broker.tokenHash}`;
-  if (brokersTree && snapshot.credential(key)?.kind === 'broker') return;
+  if (snapshot.credential(key)?.kind === 'broker') return;
   if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
-  if (brokersTree) snapshot.rememberCredential(key, { kind: 'broker', brokerId: broker.brokerId });
+  snapshot.rememberCredential(key, { kind: 'broker', brokerId: broker.brokerId });
 }
 
 export interface SubjectInput {

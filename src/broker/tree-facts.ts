@@ -25,7 +25,7 @@ export type CachedCredential =
 const ENTRIES_PER_TREE = 2_000;
 
 /** A call whose subject did not verify is refused by the policy; its facts are moot. */
-const NO_PRINCIPAL_FACTS: MutableFacts = Object.freeze({
+export const NO_PRINCIPAL_FACTS: MutableFacts = Object.freeze({
   revokedIds: [],
   connection: { id: '', owner_id: '', kind: '', status: 'disconnected' as const, tools: {} },
   toolResources: {},

@@ -9,26 +9,62 @@ export interface HumanIdentity {
 export type HumanJwtVerifier = (token: string) => Promise<HumanIdentity | null>;
 
 const JWKS_TIMEOUT_MS = 5000;
+const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384'];
 
 /**
- * The key set could not be consulted: jwks-rsa names a failed or unusable response `JwksError`
- * and a fetch it holds back (at most 10 a minute, however many unseen kids arrive)
- * `JwksRateLimitError`; network errors keep their code. A token then may well be good: 503.
+ * The key set could not be consulted: jwks-rsa names a failed or unusable response `JwksError`,
+ * network errors keep their code, and `JwksRateLimitError` (a fetch held back, see jwksKeys) reaches
+ * here only when the last fetch failed. A token then may well be good: 503.
  */
 function keySetUnreachable(error: unknown): boolean {
   const name = (error as { name?: unknown } | null)?.name;
   return name === 'JwksError' || name === 'JwksRateLimitError' || isDependencyFailure(error);
 }
 
+/** A jwks-rsa client that remembers what its last fetch of the key set brought, or that it failed. */
+class ObservedJwksClient extends jwksRsa.JwksClient {
+  lastFetch: { ok: true; keys: jwksRsa.SigningKey[] } | { ok: false } | undefined;
+
+  override async getSigningKeys(): Promise<jwksRsa.SigningKey[]> {
+    try {
+      const keys = await super.getSigningKeys();
+      this.lastFetch = { ok: true, keys };
+      return keys;
+    } catch (error) {
+      this.lastFetch = { ok: false };
+      throw error;
+    }
+  }
+}
+
+/**
+ * The verification key of a token's header, from the JWKS at `jwksUri` (cached per kid). jwks-rsa
+ * fetches the key set for a kid it has not cached at most 10 times a minute, however many unseen
+ * kids arrive; past that it refuses with `JwksRateLimitError`. Such a refusal is judged by the
+ * last fetch, which the limit puts within the last minute: it failed, the provider is away (503);
+ * it answered, the kid is looked up in the key set it brought: absent, the token names a key the
+ * provider does not publish (401), so a flood of forged kids cannot turn refusals into 503s.
+ */
+function jwksKeys(jwksUri: string) {
+  const client = new ObservedJwksClient({ jwksUri, cache: true, rateLimit: true, timeout: JWKS_TIMEOUT_MS });
+  return async (header: { alg?: unknown; kid?: unknown }): Promise<string> => {
+    if (typeof header.alg !== 'string' || !ASYMMETRIC_ALGORITHMS.includes(header.alg)) throw new Error('unsupported token algorithm');
+    const kid = typeof header.kid === 'string' ? header.kid : undefined;
+    try {
+      return (await client.getSigningKey(kid)).getPublicKey();
+    } catch (error) {
+      const last = client.lastFetch;
+      if ((error as { name?: unknown }).name !== 'JwksRateLimitError' || !last?.ok) throw error;
+      const key = kid === undefined ? (last.keys.length === 1 ? last.keys[0] : undefined) : last.keys.find((k) => k.kid === kid);
+      if (!key) throw new Error('the token names a key the JWKS fetched moments ago does not hold');
+      return key.getPublicKey();
+    }
+  };
+}
+
 /** Subjects that look like our own ids would be confused with seats and other records. */
 const RESERVED_SUBJECT = /^(agt|pod|grt|con|ins|brk|evt|rtk|btk|call)_/;
 
-/**
- * Verifies a human JWT with koa-jwt, for the Authorization header and for a subject token that a
- * broker forwards alike. Development: HS256 with JWT_SECRET. Production: the keys at
- * JWT_JWKS_URI, asymmetric algorithms only, so an HMAC token signed with a public key
- * (algorithm confusion) and `alg: none` are both refused.
- */
 /** JWT_SECRET, or JWT_JWKS_URI with JWT_ISSUER and JWT_AUDIENCE (CONTRACT §2). */
 export interface HumanJwtSettings {
   JWT_SECRET: string;
@@ -37,12 +73,15 @@ export interface HumanJwtSettings {
   JWT_AUDIENCE?: string;
 }
 
+/**
+ * Verifies a human JWT with koa-jwt, for the Authorization header and for a subject token that a
+ * broker forwards alike. Development: HS256 with JWT_SECRET. Production: the keys at
+ * JWT_JWKS_URI, asymmetric algorithms only, so an HMAC token signed with a public key
+ * (algorithm confusion) and `alg: none` are both refused.
+ */
 export function createHumanJwtVerifier(config: HumanJwtSettings): HumanJwtVerifier {
   const options = config.JWT_JWKS_URI
-    ? {
-        secret: jwksRsa.koaJwtSecret({ jwksUri: config.JWT_JWKS_URI, cache: true, rateLimit: true, timeout: JWKS_TIMEOUT_MS }),
-        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384'],
-      }
+    ? { secret: jwksKeys(config.JWT_JWKS_URI), algorithms: ASYMMETRIC_ALGORITHMS }
     : { secret: config.JWT_SECRET, algorithms: ['HS256'] };
   const middleware = koaJwt({
     ...options,

@@ -59,7 +59,8 @@ CONTRACT.md; where both are silent the decisions below apply.
   runtime is 409 \`runtime_stopped\`. A parent that is revoked, expired (also by an ancestor) or whose
   connection is disconnected is 422 \`grant_not_usable\`. \`grant_widening\`'s \`detail\` names every
   widening field (\`tools\`, \`writeMode\`, \`budget.calls\`, \`budget.windowMs\`, \`expiresAt\`,
-  \`audience\`, \`target\`); a write tool under \`writeMode: read\` counts as widening \`tools\`.
+  \`resources\`, \`audience\`, \`target\`); a write tool under \`writeMode: read\` counts as widening
+  \`tools\`; \`writeMode\` narrows \`write\` → \`approve\` → \`read\`.
   \`budget\` fields may be given one at a time (the other is inherited). Narrowing to a seat makes
   the audience \`[seatId]\`. Depth: the root is 0 and a child's depth may not exceed
   \`MAX_DELEGATION_DEPTH\` (default 8), else 422 \`delegation_too_deep\`. A grant has at most
@@ -77,18 +78,29 @@ CONTRACT.md; where both are silent the decisions below apply.
   a pod grant, the seat for a seat grant).
 - Broker check: only the grant's own broker may check or report (another broker's grant, an
   unknown grant or call: 404 \`not_found\`, nothing recorded; \`not_found\` never appears as a 200
-  deny). \`args\` is a JSON object, required (\`{}\` for none). Exactly one of \`subjectToken\` and
+  deny). Order: the broker token (401), then the body (400/415), then ownership, then the rest.
+  For another broker's grant nothing else is looked at (not the subject token, the approval or
+  the tree's Redis state), so its 404 cannot differ from an unknown grant's, whatever fails.
+  \`args\` is a JSON object, required (\`{}\` for none). Exactly one of \`subjectToken\` and
   \`principal\`. A \`subjectToken\` that does not verify (unknown, expired, deleted, or a broker
   token) is a 401 \`subject_token_invalid\` and nothing is recorded (there is no principal to
   record). A broker-asserted \`principal\` is a 403 \`principal_assertion_refused\` unless the
   deployment sets \`BROKER_TRUST_ASSERTED_PRINCIPAL=true\`.
-- Broker check answer: \`reason\` is \`allowed\` on an allow; on a deny with several reasons, the
+- Human JWTs in production (JWT_JWKS_URI): a key set that cannot be fetched is a 503
+  \`dependency_unavailable\`, a kid it does not hold a 401. Keys are cached per kid; past 10 fetches
+  a minute a lookup is judged by the last fetch: failed, 503; answered, the kid is looked up in
+  what it brought (absent: 401).
+- Broker check answer: \`reason\` is \`allowed\` on an allow. On a deny with several reasons, the
   first of revoked, expired, connection_disconnected, tool_not_allowed, write_not_allowed,
-  principal_not_in_audience, runtime_stopped; budget_exhausted only when the policy allows.
-  \`budget.remaining\` is the least over the chain (0 on budget_exhausted) and \`budget.resetMs\` the
-  time until the oldest counted call of that level leaves its window. \`Retry-After\` is
-  \`retryAfterMs\` in seconds, rounded up. The principal must be in the effective audience of every
-  grant of the chain; an agent principal whose runtime is stopped is denied \`runtime_stopped\`.
+  resource_unknown, resource_not_allowed, principal_not_in_audience, runtime_stopped,
+  approval_mismatch, approval_denied, approval_used, approval_expired, approval_pending; then the
+  reasons of enforced org rules (sorted); last approval_required, answered as
+  \`decision: approval_required\`. budget_exhausted only when the policy allows. A deny whose reason
+  is an org rule's carries that rule's \`message\` when it has one. \`budget.remaining\` is the
+  least over the chain (0 on budget_exhausted) and \`budget.resetMs\` the time until the oldest
+  counted call of that level leaves its window. \`Retry-After\` is \`retryAfterMs\` in seconds,
+  rounded up. The principal must be in the effective audience of every grant of the chain; an
+  agent principal whose runtime is stopped is denied \`runtime_stopped\`.
 - Broker failures: Redis unreachable or slower than \`REDIS_COMMAND_TIMEOUT_MS\`, or the call record
   not written: 503 \`dependency_unavailable\`, nothing allowed (a unit taken for a call whose record
   could not be written is given back). A grant whose facts change on every attempt (4 in a row) is
@@ -99,7 +111,56 @@ CONTRACT.md; where both are silent the decisions below apply.
   report is 409 \`outcome_already_recorded\`; a denied call takes none (409 \`call_denied\`).
   \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The
   \`errorCode\` is kept in the trail for operators; the call record shape stays CONTRACT §5's.
-- \`approvalId\` of a call record is the \`decision_id\` of the policy decision that allowed it (the
-  same id stands in the decision log with the input digest and policy revision); it is null for a
-  denied call.
+- Call record \`approvalId\`: for an \`awaiting_approval\` call and for a call allowed through an
+  approval, the approval's \`apr_…\` id; for any other allowed call the \`decision_id\` of the
+  broker/check decision that allowed it (the decision log's event of that id, when logged, holds the
+  masked input, the result and the policy revision); null for a denied call. \`approvedBy\` is the
+  \`decidedBy\` of the approval the record names, whatever that decision was.
+- Approvals: \`GET /api/approvals\` lists what the caller may decide (approvals/decide, action
+  \`list\`): never the caller's own calls (readable by id, 403 \`self_approval\` to decide), and no
+  pending approval of a grant that is revoked or expired; decided, used and expired ones stay as
+  history under their \`state\`. \`expired\` is not stored: \`pending\` or \`approved\` past
+  \`expiresAt\` (\`APPROVAL_TTL_MS\` after the request, default 15 min) on the service clock, with no
+  sweeper; deciding then is 409 \`approval_expired\`, a re-send is denied \`approval_expired\`.
+  Of concurrent re-sends of an approved approval one is allowed; the rest are denied
+  \`approval_used\`, their units given back.
+  A revoke ends the approvals of every grant it revokes, in its transaction: pending and approved
+  ones get \`expiresAt\` = \`revokedAt\` (so they read \`expired\`); pending ones also \`decidedAt\` =
+  \`revokedAt\` and \`note: "grant revoked"\` (\`decidedBy\` null); approved ones keep their decider and
+  note. Deciding on an approval of a revoked or expired grant is 422 \`grant_not_usable\`, whatever
+  the approval's time. A stopped runtime ends nothing: its re-sends are \`runtime_stopped\` while
+  stopped, and an unused, unexpired approval still allows its call once after a start. An agent
+  credential on these routes is a 403 \`credential_not_accepted\`. When the call's principal is an
+  agent it gets \`approval.requested\` \`{approvalId, grantId, callId, tool, expiresAt}\` and
+  \`approval.decided\` \`{approvalId, grantId, callId, state, tool}\`; an approval ended by a revoke
+  sends none (the agent gets \`grant.revoked\`). \`approvals_total\` counts requested, approved,
+  denied and used; \`approval_time_to_decision_seconds\` times each decision.
+- Org policies (CONTRACT §10): packages \`org.<decision>.<name>\` for broker.check, grants.create and
+  grants.attenuate. A package's mode (\`enforce\`, \`shadow\`, \`off\`) comes from its METADATA
+  \`custom.mode\` (enforce when unset) or from \`ORG_POLICY_MODES\` (\`<decision>.<name>=<mode>,…\`),
+  which the policy build reads and writes into the bundle; a name it does not know fails the
+  build. Switching a mode is a rebuilt policy that the running service reloads (file or bundle
+  server), not a restart. An enforced denial of grants.create or grants.attenuate is a 403
+  \`org_policy_denied\` with the rule's message as \`detail\`; a \`require_approval\` there is a 403
+  \`approval_required\` (a grant request carries no approval). Shadow findings are logged with
+  the decision id, never enforced, and counted in \`policy_shadow_disagreements_total\` when the
+  decision allowed; org messages are kept out of logs.
+- Policy distribution (CONTRACT §11): an OPA bundle from \`POLICY_BUNDLE_PATH\` or
+  \`POLICY_BUNDLE_URL\` (\`POLICY_BUNDLE_TOKEN\` as bearer); without either, the development module
+  \`POLICY_WASM_PATH\`. With \`POLICY_WATCH\` (default on) a file is re-read when it changes and a
+  bundle server is asked every \`POLICY_BUNDLE_POLL_MS\` with \`If-None-Match\` (304: unchanged;
+  failures back off up to 5 min). \`.signatures.json\` is verified with
+  \`POLICY_BUNDLE_PUBLIC_KEY\` (PEM; several keys for a rotation) or \`POLICY_BUNDLE_SECRET\` (HS*);
+  every file must be listed and match. Production starts only with a bundle and a key. A bundle
+  unsigned, badly signed, unloadable or lacking an entrypoint in use is refused and logged with
+  the refused and kept revisions; the loaded policy keeps serving, and the ETag moves on only
+  when a bundle is loaded.
+- Decision logs: \`DECISION_LOG\` \`all\` (default), \`deny\`, \`sampled\` (every denial and
+  \`DECISION_LOG_SAMPLE_RATE\` of allows) or \`off\`. Each event is OPA's format with the masked input,
+  not a digest: \`args\` replaced by \`**REDACTED**\` (named in \`masked\`), then the policy's own
+  \`system.log.mask\` rules applied; org findings in \`result\` lose their messages. Events are
+  written to the service log after the answer; with \`DECISION_LOG_URL\` they are also uploaded as
+  gzip JSON batches (\`DECISION_LOG_BATCH_EVENTS\`, every \`DECISION_LOG_FLUSH_MS\`, bearer
+  \`DECISION_LOG_TOKEN\`), retried with backoff up to 60 s; at most \`DECISION_LOG_BUFFER_EVENTS\` wait,
+  the oldest dropped first (\`decision_log_dropped_total\`). A check never waits for either.
 `.trim();

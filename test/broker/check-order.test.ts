@@ -1,6 +1,11 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import jwt from 'jsonwebtoken';
 import { revokeBrokerTokens } from '../../src/admin/brokers';
 import { mintToken } from '../../src/credentials/tokens';
-import { startService, type TestService } from '../support/service';
+import { signedPolicyEnv } from '../support/policy-bundles';
+import { newUserId, startService, type TestService } from '../support/service';
 import { broker } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
@@ -58,5 +63,66 @@ describe('broker check: authenticate, then ownership, then everything else', () 
       const res = await checkAs(service, local, grantId, local.agent);
       expect({ grantId, status: res.status, code: res.body.code }).toEqual({ grantId, status: 401, code: 'unauthenticated' });
     }
+  });
+});
+
+describe("another broker's grant: the subject is never looked at", () => {
+  it('answers 404 where verifying the subject would have failed with a 503 (JWKS down, unseen kid)', async () => {
+    // A production replica on the same database whose identity provider is down: verifying a
+    // JWT with a kid it has never seen is a 503 (CONTRACT §2), a failure a nosy broker could tell
+    // apart from the 404 of a grant that does not exist.
+    const down = createServer((req) => req.socket.destroy());
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    const settings = { JWT_ISSUER: 'https://idp.test/', JWT_AUDIENCE: 'grant-broker' };
+    const jwksUri = `http://127.0.0.1:${(down.address() as AddressInfo).port}/jwks.json`;
+    let production: TestService | undefined;
+    try {
+      production = await startService({ NODE_ENV: 'production', ...signedPolicyEnv(), JWT_JWKS_URI: jwksUri, ...settings });
+      const { rootId } = await chainOf(service, world, 0);
+      const nosy = await broker(service, 'nosy-broker');
+      const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const unseenKid = jwt.sign({}, privateKey, {
+        algorithm: 'RS256',
+        keyid: 'never-seen',
+        issuer: settings.JWT_ISSUER,
+        audience: settings.JWT_AUDIENCE,
+        subject: newUserId('idp-user'),
+        expiresIn: '1h',
+      });
+      const subject = { ...world.agent, token: unseenKid };
+
+      const foreign = await checkAs(production, { broker: nosy }, rootId, subject);
+      expect({ status: foreign.status, code: foreign.body.code }).toEqual({ status: 404, code: 'not_found' });
+      const unknown = await checkAs(production, { broker: nosy }, 'grt_01jd6x3c4vf8r9t2y5u7w0z1ab', subject);
+      expect({ status: unknown.status, code: unknown.body.code }).toEqual({ status: 404, code: 'not_found' });
+      // The grant's own broker does get the subject verified, and learns the JWKS is away.
+      const own = await checkAs(production, world, rootId, subject);
+      expect({ status: own.status, code: own.body.code }).toEqual({ status: 503, code: 'dependency_unavailable' });
+    } finally {
+      await production?.close();
+      await new Promise((resolve) => down.close(resolve));
+    }
+  });
+
+  it('leaves the forwarded runtime token untouched: its lastUsedAt stays unset', async () => {
+    const local = await brokerWorld(service);
+    const { rootId } = await chainOf(service, local, 0);
+    const nosy = await broker(service, 'nosy-broker');
+    const lastUsed = async () =>
+      (await service.deps.db('runtime_tokens').where('id', local.agent.tokenId).first<{ last_used_at: Date | null }>('last_used_at'))!
+        .last_used_at;
+    expect(await lastUsed()).toBeNull();
+
+    const foreign = await checkAs(service, { broker: nosy }, rootId, local.agent);
+    expect({ status: foreign.status, code: foreign.body.code }).toEqual({ status: 404, code: 'not_found' });
+    // The look-up marks a token used without being awaited: give such a write time to land.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await lastUsed()).toBeNull();
+
+    // The probe can see a look-up: the own broker's check verifies the token and marks it used.
+    expect((await checkAs(service, local, rootId, local.agent)).body.decision).toBe('allow');
+    const deadline = Date.now() + 5000;
+    while ((await lastUsed()) === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await lastUsed()).toBeInstanceOf(Date);
   });
 });

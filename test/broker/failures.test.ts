@@ -1,4 +1,7 @@
 import type { Redis } from 'ioredis';
+import knex, { type Knex } from 'knex';
+import { ensureDatabaseExists } from '../../src/db/database';
+import { knexConfig } from '../../src/db/knex-config';
 import { startService, type TestService } from '../support/service';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -98,4 +101,102 @@ describe('broker check when Redis fails', () => {
     await new Promise((r) => setTimeout(r, 650));
     expect((await checkAs(service, world, rootId, world.agent)).body.decision).toBe('allow');
   });
+});
+
+/**
+ * Postgres failing under the call record. A service of its own runs on a throwaway database
+ * (`<this run's database>_cut`) that the test closes to connections and whose sessions it ends,
+ * as a Postgres restart would, without touching the run's shared database.
+ */
+describe('broker check when Postgres fails under the call record', () => {
+  const runUrl = new URL(process.env.DATABASE_URL!);
+  const cutUrl = new URL(runUrl);
+  cutUrl.pathname = `${runUrl.pathname}_cut`;
+  const cutName = decodeURIComponent(cutUrl.pathname.slice(1));
+  let admin: Knex;
+  let pg: TestService;
+  let local: BrokerWorld;
+
+  const adminUrl = new URL(runUrl);
+  adminUrl.pathname = '/postgres';
+  const dropCutDatabase = () => admin.raw('drop database if exists ?? with (force)', [cutName]);
+
+  beforeAll(async () => {
+    admin = knex({ client: 'pg', connection: adminUrl.toString(), pool: { min: 0, max: 1 } });
+    await dropCutDatabase();
+    await ensureDatabaseExists(cutUrl.toString());
+    const migrator = knex(knexConfig(cutUrl.toString(), 1));
+    try {
+      await migrator.migrate.latest();
+    } finally {
+      await migrator.destroy();
+    }
+    pg = await startService({ DATABASE_URL: cutUrl.toString() });
+    local = await brokerWorld(pg);
+  });
+  afterAll(async () => {
+    await admin.raw('alter database ?? with allow_connections true', [cutName]).catch(() => undefined);
+    await pg?.close();
+    await dropCutDatabase();
+    await admin.destroy();
+  });
+
+  /** Postgres down for this service: no new session is accepted, and every open one is ended. */
+  async function cutPostgres(): Promise<void> {
+    await admin.raw('alter database ?? with allow_connections false', [cutName]);
+    await admin.raw('select pg_terminate_backend(pid) from pg_stat_activity where datname = ? and pid <> pg_backend_pid()', [cutName]);
+  }
+
+  const remaining = (res: { body: { budget?: { remaining: number } } }) => res.body.budget?.remaining;
+
+  it('answers 503 when the call record cannot be written, allows nothing, and gives the unit back', async () => {
+    const { leafId } = await chainOf(pg, local, 1, { budget: { calls: 3, windowMs: 3_600_000 } });
+    // Warm: chain, tree facts, subject and broker token are all cached, so the only Postgres
+    // work left in the next check is the call record's INSERT, after the unit is taken.
+    const warm = await checkAs(pg, local, leafId, local.agent);
+    expect({ decision: warm.body.decision, remaining: remaining(warm) }).toEqual({ decision: 'allow', remaining: 2 });
+
+    await cutPostgres();
+    try {
+      const during = await checkAs(pg, local, leafId, local.agent);
+      expect({ status: during.status, code: during.body.code, decision: during.body.decision }).toEqual({
+        status: 503,
+        code: 'dependency_unavailable',
+        decision: undefined,
+      });
+    } finally {
+      await admin.raw('alter database ?? with allow_connections true', [cutName]);
+    }
+
+    // The unit taken for the unrecorded call came back: 2 were left before, 1 after this allow.
+    const after = await checkAs(pg, local, leafId, local.agent);
+    expect({ decision: after.body.decision, remaining: remaining(after) }).toEqual({ decision: 'allow', remaining: 1 });
+    // Every consumed unit has its record, and the refused call has none.
+    expect(await countRecords(leafId)).toEqual(['pending', 'pending']);
+  });
+
+  it('does the same when Postgres refuses the record itself (the table is gone)', async () => {
+    const { rootId } = await chainOf(pg, local, 0, { budget: { calls: 2, windowMs: 3_600_000 } });
+    expect(remaining(await checkAs(pg, local, rootId, local.agent))).toBe(1);
+    const cut = knex(knexConfig(cutUrl.toString(), 1));
+    try {
+      await cut.raw('alter table call_records rename to call_records_away');
+      try {
+        const during = await checkAs(pg, local, rootId, local.agent);
+        expect({ status: during.status, code: during.body.code }).toEqual({ status: 503, code: 'dependency_unavailable' });
+      } finally {
+        await cut.raw('alter table call_records_away rename to call_records');
+      }
+    } finally {
+      await cut.destroy();
+    }
+    const after = await checkAs(pg, local, rootId, local.agent);
+    expect({ decision: after.body.decision, remaining: remaining(after) }).toEqual({ decision: 'allow', remaining: 0 });
+    expect(await countRecords(rootId)).toEqual(['pending', 'pending']);
+  });
+
+  async function countRecords(grantId: string): Promise<string[]> {
+    const rows = await pg.deps.db('call_records').where('grant_id', grantId).orderBy('requested_at').select('outcome');
+    return rows.map((row: { outcome: string }) => row.outcome);
+  }
 });

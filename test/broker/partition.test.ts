@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { startService, type TestService } from '../support/service';
 import { startReplica, type Replica } from '../support/replica';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
@@ -105,6 +107,12 @@ const KINDS: Kind[] = [
     change: (r, w) => r.http.delete(`${runtime(w)}/runtime-tokens/${w.agent.tokenId}`).set(w.owner.auth),
     repeatStatus: 404,
   },
+  {
+    name: 'uninstall',
+    caller: (w) => w.agent,
+    change: (r, w) => r.http.delete(runtime(w)).set(w.owner.auth),
+    repeatStatus: 404,
+  },
 ];
 
 describe.each(KINDS.map((kind) => [kind.name, kind] as const))('%s through a replica cut off from Redis', (_name, kind) => {
@@ -133,6 +141,49 @@ describe.each(KINDS.map((kind) => [kind.name, kind] as const))('%s through a rep
       const sent = await load.stop();
       expect(allowedAfter(sent, firstDenyAt)).toBe(0);
       expect(allowedAfter(sent, confirmedAt)).toBe(0);
+      expect(sent.filter((s) => s.status >= 500)).toEqual([]);
+    } finally {
+      await load.stop();
+      proxy.restore();
+    }
+  });
+});
+
+const cli = path.resolve(__dirname, '../../dist/src/admin/cli.js');
+
+/** The built operator CLI as its own process (the way `npm run admin --` runs it): exit code and output. */
+function admin(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('broker revoke (admin CLI) from a process cut off from Redis', () => {
+  it('fails there; the other replica refuses the broker through the relay; nothing is allowed after it succeeds', async () => {
+    const world = await brokerWorld(b);
+    const { leafId } = await chainOf(b, world, 1);
+    // B remembers the broker's token, in its token cache and under the tree's version.
+    expect((await checkAs(b, world, leafId, world.agent)).body.decision).toBe('allow');
+
+    proxy.cut();
+    const load = checksOn(world, leafId, world.agent);
+    try {
+      const cutOff = await admin(['broker', 'revoke', '--id', world.broker.id], { REDIS_URL: proxy.url('redis', '/0') });
+      expect({ code: cutOff.code, stdout: cutOff.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(cutOff.stderr).toMatch(/the change is committed, but not every replica could be told yet/);
+      await eventually('B refuses the revoked broker', async () => (await checkAs(b, world, leafId, world.agent)).status === 401);
+      const firstDenyAt = Date.now();
+      // The repeat finds no token left to revoke, but stamps the broker's trees again: exit 0.
+      const repeat = await admin(['broker', 'revoke', '--id', world.broker.id]);
+      expect({ code: repeat.code, out: JSON.parse(repeat.stdout) }).toEqual({ code: 0, out: { revoked: 0 } });
+      const confirmedAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const sent = await load.stop();
+      expect(allowedAfter(sent, firstDenyAt)).toBe(0);
+      expect(allowedAfter(sent, confirmedAt)).toBe(0);
+      expect(sent.filter((s) => s.sentAt >= firstDenyAt && s.status !== 401)).toEqual([]);
       expect(sent.filter((s) => s.status >= 500)).toEqual([]);
     } finally {
       await load.stop();

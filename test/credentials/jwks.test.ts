@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { bearer, newUserId, startService, type TestService } from '../support/service';
 import { forgeJwt, inOneHour } from '../support/credentials';
+import { signedPolicyEnv } from '../support/policy-bundles';
 
 /**
  * Production mode (CONTRACT §2): human JWTs verified against the keys of a JWKS URL, asymmetric
@@ -32,6 +33,7 @@ beforeAll(async () => {
   const { port } = jwksServer.address() as AddressInfo;
   service = await startService({
     NODE_ENV: 'production',
+    ...signedPolicyEnv(),
     JWT_JWKS_URI: `http://127.0.0.1:${port}/.well-known/jwks.json`,
     JWT_ISSUER: ISSUER,
     JWT_AUDIENCE: AUDIENCE,
@@ -110,6 +112,7 @@ describe('an identity provider that cannot be reached', () => {
     const { port } = down.address() as AddressInfo;
     const cut = await startService({
       NODE_ENV: 'production',
+      ...signedPolicyEnv(),
       JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
       JWT_ISSUER: ISSUER,
       JWT_AUDIENCE: AUDIENCE,
@@ -144,6 +147,7 @@ describe('a key set that becomes unreachable after a first successful fetch', ()
     const { port } = flaky.address() as AddressInfo;
     const cut = await startService({
       NODE_ENV: 'production',
+      ...signedPolicyEnv(),
       JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
       JWT_ISSUER: ISSUER,
       JWT_AUDIENCE: AUDIENCE,
@@ -178,6 +182,60 @@ describe('a key set that becomes unreachable after a first successful fetch', ()
     } finally {
       await cut.close();
       await new Promise((resolve) => flaky.close(resolve));
+    }
+  });
+});
+
+describe('a key set that answers, past the JWKS client’s rate limit', () => {
+  it('answers 401, not 503, for unseen kids, and still takes a published key not asked for before', async () => {
+    // Two published keys; the second is first used after the flood, when no fetch is allowed.
+    const { privateKey: secondKey, publicKey: secondPublic } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const keys = [
+      { ...publicKey.export({ format: 'jwk' }), kid: KID, alg: 'RS256', use: 'sig' },
+      { ...secondPublic.export({ format: 'jwk' }), kid: 'test-key-2', alg: 'RS256', use: 'sig' },
+    ];
+    let fetches = 0;
+    const idp = createServer((_req, res) => {
+      fetches += 1;
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ keys }));
+    });
+    await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
+    const { port } = idp.address() as AddressInfo;
+    const cut = await startService({
+      NODE_ENV: 'production',
+      ...signedPolicyEnv(),
+      JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+    });
+    try {
+      const { privateKey: forger } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      // 15 forged kids: the first 10 are looked up in a fresh fetch each, the rest are held back
+      // by the rate limit and judged by the key set fetched moments ago. All are refused alike.
+      for (let i = 0; i < 15; i += 1) {
+        const forged = await cut.http
+          .post('/api/pods')
+          .set(bearer(rs256({}, { keyid: `forged-${i}` }, forger)))
+          .send({ name: 'x' });
+        expect({ i, status: forged.status, code: forged.body.code }).toEqual({ i, status: 401, code: 'unauthenticated' });
+      }
+      expect(fetches).toBe(10);
+      const second = await cut.http
+        .post('/api/pods')
+        .set(bearer(rs256({}, { keyid: 'test-key-2' }, secondKey)))
+        .send({ name: 'x' });
+      expect(second.status).toBe(201);
+      // Signed by another key under a published kid: still refused.
+      expectUnauthenticated(
+        await cut.http
+          .post('/api/pods')
+          .set(bearer(rs256({}, { keyid: 'test-key-2' }, forger)))
+          .send({ name: 'x' }),
+      );
+      expect(fetches).toBe(10);
+    } finally {
+      await cut.close();
+      await new Promise((resolve) => idp.close(resolve));
     }
   });
 });

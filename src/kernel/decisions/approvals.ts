@@ -5,9 +5,9 @@ import { GrantFacts, Millis } from './facts';
 
 export const approvalsDecide = defineDecision(
   'approvals.decide',
-  'Reading, approving or denying an approval of one call (CONTRACT §9): its grant’s connection owner or an owner or admin of the target pod, never the call’s own principal.',
+  'Reading, listing, approving or denying an approval of one call (CONTRACT §9): its grant’s connection owner or an owner or admin of the target pod, never the call’s own principal.',
   z.strictObject({
-    action: z.enum(['read', 'approve', 'deny']),
+    action: z.enum(['read', 'list', 'approve', 'deny']),
     now_ms: Millis,
     caller: z.strictObject({ kind: z.literal('human'), id: z.string() }),
     caller_role: z.string().optional().describe("the caller's role in the grant's target pod; absent: not a member"),
