@@ -8,7 +8,7 @@ import type { BudgetAnswer } from '../budget/sliding-window';
 import { rebuildTreeWindows } from '../budget/rebuild';
 import type { Chain } from './chain';
 import { verifyBroker, type CheckingBroker } from './authenticator';
-import { confirmBroker, subjectOfCall, type SubjectInput } from './credentials';
+import { confirmBroker, subjectOfCall, type CallSubject, type SubjectInput } from './credentials';
 import { checkInput } from './policy-input';
 import { approvalFact, requestApproval, spendApproval } from '../approvals/requests';
 import type { BrokerDeps } from './deps';
@@ -65,24 +65,7 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
     await confirmBroker(deps, snapshot, broker);
     const subject = await subjectOfCall(deps, snapshot, request, now);
     const facts = await deps.trees.factsFor(snapshot, chain, subject.principal);
-    const input = checkInput(
-      {
-        brokerId: broker.brokerId,
-        tool: request.tool,
-        args: request.args,
-        argsDigest,
-        approval,
-        subject,
-        trustAssertedPrincipal: deps.trustAssertedPrincipal,
-        now,
-        localTime: deps.localTime(now),
-      },
-      chain,
-      facts,
-    );
-    const decision = deps.policy.evaluate(decisions.brokerCheck, input);
-    const refusal = REFUSALS.find((code) => decision.reasons.includes(code));
-    if (refusal) throw refusalError(refusal);
+    const decision = decide(deps, { broker, request, argsDigest, approval, subject, now }, chain, facts);
     const principal = subject.principal;
     if (!principal) throw new Error('broker/check went on without a verified principal');
 
@@ -170,25 +153,41 @@ async function refuseWithoutSubject(
   argsDigest: string,
 ): Promise<never> {
   if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
-  const now = deps.clock.now();
+  const subject = { principal: null, source: 'subject_token' } as const;
+  decide(deps, { broker, request, argsDigest, subject, now: deps.clock.now() }, chain, NO_PRINCIPAL_FACTS);
+  throw new Error('broker/check did not refuse a call without a subject');
+}
+
+interface CallAsked {
+  broker: CheckingBroker;
+  request: CheckRequest;
+  argsDigest: string;
+  approval?: Awaited<ReturnType<typeof approvalFact>>;
+  subject: CallSubject;
+  now: number;
+}
+
+/** broker/check on the call's facts; a refusal of the request itself (404, 401, 403) is thrown. */
+function decide(deps: BrokerDeps, call: CallAsked, chain: Chain, facts: Parameters<typeof checkInput>[2]) {
   const input = checkInput(
     {
-      brokerId: broker.brokerId,
-      tool: request.tool,
-      args: request.args,
-      argsDigest,
-      subject: { principal: null, source: 'subject_token' },
+      brokerId: call.broker.brokerId,
+      tool: call.request.tool,
+      args: call.request.args,
+      argsDigest: call.argsDigest,
+      approval: call.approval,
+      subject: call.subject,
       trustAssertedPrincipal: deps.trustAssertedPrincipal,
-      now,
-      localTime: deps.localTime(now),
+      now: call.now,
+      localTime: deps.localTime(call.now),
     },
     chain,
-    NO_PRINCIPAL_FACTS,
+    facts,
   );
   const decision = deps.policy.evaluate(decisions.brokerCheck, input);
   const refusal = REFUSALS.find((code) => decision.reasons.includes(code));
-  if (!refusal) throw new Error('broker/check did not refuse a call without a subject');
-  throw refusalError(refusal);
+  if (refusal) throw refusalError(refusal);
+  return decision;
 }
 
 function refusalError(code: (typeof REFUSALS)[number]): ApiError {

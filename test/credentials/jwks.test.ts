@@ -19,6 +19,11 @@ let service: TestService;
 let privateKey: KeyObject;
 let publicKey: KeyObject;
 
+/** A production service (signed policy bundle) verifying human JWTs against this key set URL. */
+function productionService(jwksUri: string): Promise<TestService> {
+  return startService({ NODE_ENV: 'production', ...signedPolicyEnv(), JWT_JWKS_URI: jwksUri, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE });
+}
+
 beforeAll(async () => {
   ({ privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 }));
   const jwk = { ...publicKey.export({ format: 'jwk' }), kid: KID, alg: 'RS256', use: 'sig' };
@@ -31,13 +36,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
   const { port } = jwksServer.address() as AddressInfo;
-  service = await startService({
-    NODE_ENV: 'production',
-    ...signedPolicyEnv(),
-    JWT_JWKS_URI: `http://127.0.0.1:${port}/.well-known/jwks.json`,
-    JWT_ISSUER: ISSUER,
-    JWT_AUDIENCE: AUDIENCE,
-  });
+  service = await productionService(`http://127.0.0.1:${port}/.well-known/jwks.json`);
 });
 afterAll(async () => {
   await service.close();
@@ -110,13 +109,7 @@ describe('an identity provider that cannot be reached', () => {
     const down = createServer((_req, res) => res.writeHead(500).end('unavailable'));
     await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
     const { port } = down.address() as AddressInfo;
-    const cut = await startService({
-      NODE_ENV: 'production',
-      ...signedPolicyEnv(),
-      JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
-      JWT_ISSUER: ISSUER,
-      JWT_AUDIENCE: AUDIENCE,
-    });
+    const cut = await productionService(`http://127.0.0.1:${port}/jwks.json`);
     try {
       const failing = await cut.http
         .post('/api/pods')
@@ -145,13 +138,7 @@ describe('a key set that becomes unreachable after a first successful fetch', ()
     });
     await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
     const { port } = flaky.address() as AddressInfo;
-    const cut = await startService({
-      NODE_ENV: 'production',
-      ...signedPolicyEnv(),
-      JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
-      JWT_ISSUER: ISSUER,
-      JWT_AUDIENCE: AUDIENCE,
-    });
+    const cut = await productionService(`http://127.0.0.1:${port}/jwks.json`);
     try {
       expect(
         (
@@ -201,13 +188,7 @@ describe('a key set that answers, past the JWKS client’s rate limit', () => {
     });
     await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
     const { port } = idp.address() as AddressInfo;
-    const cut = await startService({
-      NODE_ENV: 'production',
-      ...signedPolicyEnv(),
-      JWT_JWKS_URI: `http://127.0.0.1:${port}/jwks.json`,
-      JWT_ISSUER: ISSUER,
-      JWT_AUDIENCE: AUDIENCE,
-    });
+    const cut = await productionService(`http://127.0.0.1:${port}/jwks.json`);
     try {
       const { privateKey: forger } = generateKeyPairSync('rsa', { modulusLength: 2048 });
       // 15 forged kids: the first 10 are looked up in a fresh fetch each, the rest are held back
