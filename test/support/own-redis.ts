@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { spareServerPort } from './replica';
 
 /**
@@ -32,10 +35,12 @@ async function answersPing(port: number): Promise<boolean> {
 
 export async function startOwnRedis(): Promise<OwnRedis> {
   const port = await spareServerPort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'own-redis-'));
   let child: ChildProcess | undefined;
 
   async function start(): Promise<void> {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    // Its own directory: a test may turn persistence on, and its files must not land in the repository.
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
       stdio: 'ignore',
     });
     for (let i = 0; i < 100; i += 1) {
