@@ -164,6 +164,21 @@ it('calls lists the trail, newest first', async () => {
   ]);
 });
 
+it('calls pages as the API does: a table says how to get the next page, --json prints the page as is', async () => {
+  const { leafId } = await chainOf(service, world, 0, { budget: { calls: 5, windowMs: 60_000 } });
+  for (let i = 0; i < 3; i += 1) await checkAs(service, world, leafId, world.agent).expect(200);
+  const first = await grantctl(['calls', leafId, '--limit', '2']);
+  expect(first.code).toBe(0);
+  expect(first.stdout.trimEnd().split('\n')).toHaveLength(3); // the header and two calls
+  const cursor = /^more: repeat with --cursor (\S+)$/m.exec(first.stderr)?.[1];
+  expect(cursor).toBeDefined();
+  const rest = json(await grantctl(['calls', leafId, '--limit', '2', '--cursor', cursor!, '--json']));
+  expect(rest).toMatchObject({ items: [expect.objectContaining({ grantId: leafId })], nextCursor: null });
+  const refused = await grantctl(['calls', leafId, '--limit', '500']);
+  expect(refused.code).toBe(1);
+  expect(JSON.parse(refused.stderr)).toMatchObject({ status: 400, code: 'invalid_request' });
+});
+
 it('approvals list and approve: the broker re-sends the call and it is allowed once', async () => {
   const grant = await rootGrant(
     service,

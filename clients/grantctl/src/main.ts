@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { createClient, type Grant } from '../../typescript/src';
 import { evaluatePolicyFile } from '../../../src/admin/policy-eval';
 import { policyImpact } from '../../../src/admin/policy-impact';
-import { columns, fail, print } from './output';
+import { columns, CURSOR, fail, LIMIT, pageQuery, print, printPage } from './output';
 import { drawTree, loadTree } from './tree';
 
 /**
@@ -65,14 +65,16 @@ grants
   .requiredOption('--pod <id>', 'the pod')
   .option('--status <status>', 'active, revoked or expired')
   .option('--json', 'the API body as is')
+  .option(...LIMIT)
+  .option(...CURSOR)
   .action(async (o) => {
     const c = client();
     const page = await c.unwrap(
       c.api.GET('/api/pods/{podId}/grants', {
-        params: { path: { podId: o.pod }, query: { ...(o.status ? { status: o.status } : {}), limit: 200 } },
+        params: { path: { podId: o.pod }, query: { ...(o.status ? { status: o.status } : {}), ...pageQuery(o) } },
       }),
     );
-    print(o.json, page, () => columns([GRANT_HEADER, ...page.items.map(grantRow)]));
+    printPage(o.json, page, () => columns([GRANT_HEADER, ...page.items.map(grantRow)]));
   });
 
 grants
@@ -113,10 +115,12 @@ program
   .command('calls <grantId>')
   .description("a grant's call trail, newest first")
   .option('--json', 'the API body as is')
+  .option(...LIMIT)
+  .option(...CURSOR)
   .action(async (grantId: string, o) => {
     const c = client();
-    const page = await c.unwrap(c.api.GET('/api/grants/{grantId}/calls', { params: { path: { grantId }, query: { limit: 200 } } }));
-    print(o.json, page, () =>
+    const page = await c.unwrap(c.api.GET('/api/grants/{grantId}/calls', { params: { path: { grantId }, query: pageQuery(o) } }));
+    printPage(o.json, page, () =>
       columns([
         ['CALL', 'TOOL', 'OUTCOME', 'REASON', 'PRINCIPAL', 'REQUESTED'],
         ...page.items.map((call) => [
@@ -136,10 +140,12 @@ approvals
   .command('list')
   .option('--state <state>', 'pending, approved, denied, expired or used', 'pending')
   .option('--json', 'the API body as is')
+  .option(...LIMIT)
+  .option(...CURSOR)
   .action(async (o) => {
     const c = client();
-    const page = await c.unwrap(c.api.GET('/api/approvals', { params: { query: { state: o.state, limit: 200 } } }));
-    print(o.json, page, () =>
+    const page = await c.unwrap(c.api.GET('/api/approvals', { params: { query: { state: o.state, ...pageQuery(o) } } }));
+    printPage(o.json, page, () =>
       columns([
         ['APPROVAL', 'STATE', 'TOOL', 'PRINCIPAL', 'GRANT', 'EXPIRES'],
         ...page.items.map((a) => [a.id, a.state, a.tool, `${a.principal.kind}:${a.principal.id}`, a.grantId, a.expiresAt]),

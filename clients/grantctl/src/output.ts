@@ -9,6 +9,23 @@ export function print(json: boolean, body: unknown, table: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(body, null, 2)}\n` : `${table()}\n`);
 }
 
+/** The list commands' paging options: one page per call, as the API pages (limit ≤ 200). */
+export const LIMIT = ['--limit <n>', 'items per page (1 to 200)', '200'] as const;
+export const CURSOR = ['--cursor <cursor>', 'the nextCursor of the previous page'] as const;
+
+export function pageQuery(options: { limit: string; cursor?: string }): { limit: number; cursor?: string } {
+  return { limit: Number(options.limit), ...(options.cursor ? { cursor: options.cursor } : {}) };
+}
+
+/**
+ * A page: with --json exactly the API's body (nextCursor included); as a table, with a line on
+ * stderr saying how to get the next page, so a long list is never cut short without a word.
+ */
+export function printPage(json: boolean, page: { nextCursor: string | null }, table: () => string): void {
+  print(json, page, table);
+  if (!json && page.nextCursor) process.stderr.write(`more: repeat with --cursor ${page.nextCursor}\n`);
+}
+
 export function columns(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
   return rows
