@@ -112,7 +112,8 @@ CONTRACT.md; where both are silent the decisions below apply.
   \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The
   \`errorCode\` is kept in the trail for operators; the call record shape stays CONTRACT §5's.
 - Call record \`approvalId\`: for an \`awaiting_approval\` call and for a call allowed through an
-  approval, the approval's \`apr_…\` id; for any other allowed call the \`decision_id\` of the
+  approval, the approval's \`apr_…\` id (the decision that allowed the re-sent call is the logged
+  broker/check event whose \`input.approval.id\` is that id); for any other allowed call the \`decision_id\` of the
   broker/check decision that allowed it (the decision log's event of that id, when logged, holds the
   masked input, the result and the policy revision); null for a denied call. \`approvedBy\` is the
   \`decidedBy\` of the approval the record names, whatever that decision was.
