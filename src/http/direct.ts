@@ -74,7 +74,9 @@ async function serveDirect(
       {
         authorization: req.headers.authorization || undefined,
         params: {},
-        query: () => parseQuery(route.query, { query: {} }),
+        // A direct request has no query string (one with a query goes to Koa): nothing to parse
+        // unless the route declares a query schema, whose defaults then apply.
+        query: () => (route.query ? parseQuery(route.query, { query: {} }) : {}),
         body: () => readJsonBody(req, route),
         get signal() {
           return gone.signal;

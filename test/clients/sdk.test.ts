@@ -104,9 +104,8 @@ describe('withCheck when the outcome cannot be reported', () => {
     String(input instanceof Request ? input.url : input).endsWith('/outcome')
       ? Promise.reject(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } }))
       : fetch(input, init);
-
-  it('a call that succeeded keeps its result: outcomeError is returned and onOutcomeError told', async () => {
-    const { leafId } = await chainOf(service, world, 1);
+  /** A broker client whose outcome reports are lost, and the errors it was told of. */
+  const brokerLosingReports = () => {
     const told: OutcomeNotRecorded[] = [];
     const broker = createClient({
       baseUrl: service.baseUrl,
@@ -114,6 +113,12 @@ describe('withCheck when the outcome cannot be reported', () => {
       fetch: losingReports,
       onOutcomeError: (e) => told.push(e),
     });
+    return { broker, told };
+  };
+
+  it('a call that succeeded keeps its result: outcomeError is returned and onOutcomeError told', async () => {
+    const { leafId } = await chainOf(service, world, 1);
+    const { broker, told } = brokerLosingReports();
     const made = await broker.withCheck(
       { grantId: leafId, tool: 'repos.read_file', args: { path: 'a' }, subjectToken: world.agent.token },
       async () => 'file body',
@@ -131,13 +136,7 @@ describe('withCheck when the outcome cannot be reported', () => {
 
   it("a call that failed throws its own error, not the report's", async () => {
     const { leafId } = await chainOf(service, world, 1);
-    const told: OutcomeNotRecorded[] = [];
-    const broker = createClient({
-      baseUrl: service.baseUrl,
-      token: world.broker.token,
-      fetch: losingReports,
-      onOutcomeError: (e) => told.push(e),
-    });
+    const { broker, told } = brokerLosingReports();
     const call = { grantId: leafId, tool: 'repos.read_file', args: { path: 'a' }, subjectToken: world.agent.token };
     const failing = broker.withCheck(call, async () => {
       throw Object.assign(new Error('the code host said no'), { code: 'not found: x/y' });
