@@ -4,7 +4,9 @@ import type { ToolResourcePointers } from '../connections/repository';
 import type { LocalTime } from '../kernel/local-time';
 import type { Chain } from './chain';
 import type { CallSubject } from './credentials';
-import type { MutableFacts } from './tree-facts';
+import { NO_PRINCIPAL_FACTS, type MutableFacts } from './tree-facts';
+import type { CallPrincipal } from '../kernel/principals';
+import { serializedOnce } from '../policy/input-json';
 
 export interface CallFacts {
   brokerId: string;
@@ -26,7 +28,6 @@ export interface CallFacts {
  * their digest.
  */
 export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts) {
-  const revoked = new Set(facts.revokedIds);
   const { principal, source } = call.subject;
   const access = Object.hasOwn(facts.connection.tools, call.tool) ? facts.connection.tools[call.tool] : undefined;
   const pointers = access && Object.hasOwn(facts.toolResources, call.tool) ? facts.toolResources[call.tool] : undefined;
@@ -42,6 +43,35 @@ export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts) {
     principal: principal ?? undefined,
     principal_source: source,
     trust_asserted_principal: call.trustAssertedPrincipal,
+    ...treeFacts(chain, facts, principal),
+  };
+}
+
+type TreeFacts = ReturnType<typeof buildTreeFacts>;
+
+/** The tree facts of the checks that share one facts object (one tree version, leaf and principal). */
+const treeFactsMemo = new WeakMap<MutableFacts, { chain: Chain; principal: CallPrincipal | null; value: TreeFacts }>();
+
+/**
+ * The members of the input that come from the chain and the tree's mutable facts. They are the
+ * same for every check of a grant by one principal until the tree changes (a new facts object), so
+ * they are built once and their JSON is kept (policy/input-json.ts): most of the input's text.
+ */
+function treeFacts(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null): TreeFacts {
+  if (facts === NO_PRINCIPAL_FACTS) return buildTreeFacts(chain, facts, principal);
+  const memo = treeFactsMemo.get(facts);
+  if (memo && memo.chain === chain && memo.principal?.kind === principal?.kind && memo.principal?.id === principal?.id) return memo.value;
+  const value = buildTreeFacts(chain, facts, principal);
+  serializedOnce(value.chain);
+  serializedOnce(value.connection);
+  serializedOnce(value.members);
+  treeFactsMemo.set(facts, { chain, principal, value });
+  return value;
+}
+
+function buildTreeFacts(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null) {
+  const revoked = new Set(facts.revokedIds);
+  return {
     chain: chain.map((grant) => ({ ...grant, revoked: revoked.has(grant.id) })),
     connection: facts.connection,
     // Says only whether the principal is a current member of each pod: all that the effective

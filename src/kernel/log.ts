@@ -33,20 +33,24 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 export type { Logger };
 
 /**
- * Writes records as JSON lines where `log` writes, in pino's line shape (`level` 30, `time`, the
- * logger's bindings, the record, `msg`), in one write for all of them. For an audit stream whose
- * records are large, frequent and already masked (decision events): pino's per-record
- * serialisation and redaction walk were about a tenth of a broker check's CPU, and one write per
- * batch replaces a system call per record.
+ * Writes records, each already a JSON object's text, as JSON lines where `log` writes, in pino's
+ * line shape (`level` 30, `time`, the logger's bindings, the record's members, `msg`), in one write
+ * for all of them. For an audit stream whose records are large, frequent and already masked
+ * (decision events): pino's per-record serialisation and redaction walk were about a tenth of a
+ * broker check's CPU, and one write per batch replaces a system call per record.
  */
-export function jsonLineWriter(log: Logger, msg: string): (records: ReadonlyArray<object & { timestamp?: string }>) => void {
+export function jsonLineWriter(log: Logger, msg: string): (records: readonly string[]) => void {
   const stream = (log as unknown as Record<symbol, { write(text: string): unknown }>)[pino.symbols.streamSym]!;
-  const bindings = log.bindings();
+  const bindings = JSON.stringify(log.bindings()).slice(1, -1);
+  const head = `{"level":30,"time":`;
+  const tail = `,"msg":${JSON.stringify(msg)}}\n`;
   return (records) => {
     if (records.length === 0) return;
+    const time = `${head}${JSON.stringify(new Date().toISOString())}${bindings ? `,${bindings}` : ''}`;
     let text = '';
     for (const record of records) {
-      text += `${JSON.stringify({ level: 30, time: record.timestamp ?? new Date().toISOString(), ...bindings, ...record, msg })}\n`;
+      const members = record.slice(1, -1);
+      text += `${time}${members ? `,${members}` : ''}${tail}`;
     }
     stream.write(text);
   };

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { Counter } from 'prom-client';
 import { jsonLineWriter, type Logger } from '../kernel/log';
+import type { InputJson } from './input-json';
 import { metricsRegistry } from '../kernel/metrics';
 
 /**
@@ -26,6 +27,14 @@ export interface DecisionEvent {
   erased?: string[];
 }
 
+/**
+ * An event as it is queued: its input already JSON (the text the policy read, masked), so neither
+ * the log nor the uploader serializes the input again.
+ */
+interface QueuedEvent extends Omit<DecisionEvent, 'input'> {
+  inputJson: string;
+}
+
 /** What a `system.log.mask` rule returns: a JSON pointer to erase, or a value to put at one. */
 export type MaskOp = string | { op: 'upsert' | 'remove'; path: string; value?: unknown };
 
@@ -36,8 +45,8 @@ export type MaskOp = string | { op: 'upsert' | 'remove'; path: string; value?: u
  * replay to judge a rule about resources. An org that must not log it erases it with its own
  * `system.log.mask` (then impact reports those decisions as not replayable).
  */
-const MASKED_FIELDS = ['args'] as const;
-const MASK = '**REDACTED**';
+export const MASKED_FIELDS: readonly string[] = ['args'];
+export const MASK = '**REDACTED**';
 
 const dropped = new Counter({
   name: 'decision_log_dropped_total',
@@ -70,17 +79,18 @@ const gzipAsync = promisify(gzip);
 
 export class DecisionLog {
   private readonly labels: { id: string; version: string };
-  private pending: DecisionEvent[] = [];
-  private unsent: DecisionEvent[] = [];
+  private pending: QueuedEvent[] = [];
+  /** The JSON of each event handed to the uploader and not yet accepted by the collector. */
+  private unsent: string[] = [];
   private scheduled = false;
   private uploading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failures = 0;
   private nextUploadAt = 0;
-  private masker: ((event: DecisionEvent) => MaskOp[]) | undefined;
+  private masker: () => ((event: DecisionEvent) => MaskOp[]) | undefined = () => undefined;
 
-  /** Writes a batch of events as `decision` lines of the log, in one write. */
-  private readonly writeLines: (events: readonly DecisionEvent[]) => void;
+  /** Writes a batch of events (JSON text) as `decision` lines of the log, in one write. */
+  private readonly writeLines: (events: readonly string[]) => void;
 
   constructor(private readonly options: DecisionLogOptions) {
     this.labels = { id: randomUUID(), version: options.version };
@@ -92,7 +102,7 @@ export class DecisionLog {
   }
 
   /** The policy's own mask rules (system.log.mask), applied to each event before it is written. */
-  useMasker(masker: (event: DecisionEvent) => MaskOp[]): void {
+  useMasker(masker: () => ((event: DecisionEvent) => MaskOp[]) | undefined): void {
     this.masker = masker;
   }
 
@@ -109,24 +119,22 @@ export class DecisionLog {
     }
   }
 
-  /** Queues one decision. The input is masked by a shallow copy: nothing here mutates it. */
-  record(decisionId: string, path: string, input: object, result: object, revision: string, evalNs: number): void {
-    const masked = MASKED_FIELDS.filter((field) => Object.hasOwn(input, field)).map((field) => `/input/${field}`);
-    const event: DecisionEvent = {
+  /**
+   * Queues one decision. `input` is the JSON the policy read, `args` already masked in it
+   * (./input-json.ts): nothing here serializes it again.
+   */
+  record(decisionId: string, path: string, input: InputJson, result: object, revision: string, evalNs: number): void {
+    this.pending.push({
       decision_id: decisionId,
       path,
-      input:
-        masked.length > 0
-          ? { ...input, ...Object.fromEntries(MASKED_FIELDS.filter((f) => Object.hasOwn(input, f)).map((f) => [f, MASK])) }
-          : input,
+      inputJson: input.logged,
       result,
       timestamp: new Date().toISOString(),
       bundles: { policy: { revision } },
       labels: this.labels,
       metrics: { timer_rego_query_eval_ns: evalNs },
-      ...(masked.length > 0 ? { masked } : {}),
-    };
-    this.pending.push(event);
+      ...(input.masked.length > 0 ? { masked: [...input.masked] } : {}),
+    });
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.write());
@@ -138,10 +146,12 @@ export class DecisionLog {
     this.scheduled = false;
     const events = this.pending;
     this.pending = [];
-    if (this.masker) for (const event of events) this.applyMask(event);
-    this.writeLines(events);
+    const mask = this.masker();
+    if (mask) for (const event of events) applyMask(event, mask);
+    const texts = events.map(eventJson);
+    this.writeLines(texts);
     if (!this.options.upload) return;
-    this.unsent.push(...events);
+    this.unsent.push(...texts);
     const overflow = this.unsent.length - this.options.upload.bufferEvents;
     if (overflow > 0) {
       // The oldest go first: the newest say most about the policy serving now.
@@ -151,48 +161,6 @@ export class DecisionLog {
     if (this.unsent.length >= this.options.upload.batchEvents) void this.upload();
   }
 
-  /**
-   * OPA's mask semantics: a string (or `{op: "remove"}`) erases the value at that pointer and lists
-   * it in `erased`; `{op: "upsert", path, value}` puts the value there and lists it in `masked`.
-   * The input is copied first: the service may still hold the object it evaluated. A mask rule
-   * that fails masks nothing more (the built-in masking of `args` has already happened).
-   */
-  private applyMask(event: DecisionEvent): void {
-    let ops: MaskOp[];
-    try {
-      ops = this.masker!(event);
-    } catch {
-      return;
-    }
-    if (ops.length === 0) return;
-    event.input = structuredClone(event.input);
-    event.result = structuredClone(event.result);
-    for (const op of ops) {
-      const path = typeof op === 'string' ? op : op.path;
-      const [root, ...rest] = path
-        .split('/')
-        .slice(1)
-        .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
-      if ((root !== 'input' && root !== 'result') || rest.length === 0) continue;
-      const parent = rest
-        .slice(0, -1)
-        .reduce<unknown>(
-          (node, key) => (node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined),
-          event[root],
-        );
-      if (!parent || typeof parent !== 'object') continue;
-      const key = rest.at(-1)!;
-      if (typeof op === 'string' || op.op === 'remove') {
-        if (!Object.hasOwn(parent, key)) continue;
-        delete (parent as Record<string, unknown>)[key];
-        (event.erased ??= []).push(path);
-      } else {
-        (parent as Record<string, unknown>)[key] = op.value;
-        (event.masked ??= []).push(path);
-      }
-    }
-  }
-
   /** One batch at a time, gzip JSON array as OPA's decision log service API takes it. */
   private upload(): Promise<void> {
     const upload = this.options.upload;
@@ -200,7 +168,7 @@ export class DecisionLog {
     const batch = this.unsent.slice(0, upload.batchEvents);
     this.uploading = (async () => {
       try {
-        const body = await gzipAsync(JSON.stringify(batch));
+        const body = await gzipAsync(`[${batch.join(',')}]`);
         const response = await fetch(upload.url, {
           method: 'POST',
           headers: {
@@ -242,4 +210,53 @@ export class DecisionLog {
       if (this.unsent.length >= before) break;
     }
   }
+}
+
+/** The event in OPA's format, its input the queued JSON text. */
+function eventJson({ inputJson, ...fields }: QueuedEvent): string {
+  const rest = JSON.stringify(fields);
+  return `${rest.slice(0, -1)},"input":${inputJson}}`;
+}
+
+/**
+ * OPA's mask semantics: a string (or `{op: "remove"}`) erases the value at that pointer and lists
+ * it in `erased`; `{op: "upsert", path, value}` puts the value there and lists it in `masked`.
+ * The input is parsed from the queued text, so the object the service evaluated is never touched. A mask rule
+ * that fails masks nothing more (the built-in masking of `args` has already happened).
+ */
+function applyMask(queued: QueuedEvent, mask: (event: DecisionEvent) => MaskOp[]): void {
+  const { inputJson, ...fields } = queued;
+  const event: DecisionEvent = { ...fields, input: JSON.parse(inputJson) as object };
+  let ops: MaskOp[];
+  try {
+    ops = mask(event);
+  } catch {
+    return;
+  }
+  if (ops.length === 0) return;
+  event.result = structuredClone(event.result);
+  for (const op of ops) {
+    const path = typeof op === 'string' ? op : op.path;
+    const [root, ...rest] = path
+      .split('/')
+      .slice(1)
+      .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+    if ((root !== 'input' && root !== 'result') || rest.length === 0) continue;
+    const parent = rest
+      .slice(0, -1)
+      .reduce<unknown>((node, key) => (node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined), event[root]);
+    if (!parent || typeof parent !== 'object') continue;
+    const key = rest.at(-1)!;
+    if (typeof op === 'string' || op.op === 'remove') {
+      if (!Object.hasOwn(parent, key)) continue;
+      delete (parent as Record<string, unknown>)[key];
+      (event.erased ??= []).push(path);
+    } else {
+      (parent as Record<string, unknown>)[key] = op.value;
+      (event.masked ??= []).push(path);
+    }
+  }
+  Object.assign(queued, { inputJson: JSON.stringify(event.input), result: event.result });
+  if (event.masked) queued.masked = event.masked;
+  if (event.erased) queued.erased = event.erased;
 }

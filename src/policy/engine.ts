@@ -7,7 +7,8 @@ import { loggableResult, reportShadow } from './shadow';
 import { loadErrorKind, PolicyLoadError, revisionLabel } from './load-error';
 import { policyLastLoadFailureInfo, policyLastLoadFailureTime, policyLoadFailures, policyRevisionInfo } from './metrics';
 import { WasmFileSource, type PolicySource } from './sources';
-import { DecisionLog, type DecisionEvent, type DecisionLogMode, type MaskOp } from './decision-log';
+import { DecisionLog, MASK, MASKED_FIELDS, type DecisionEvent, type DecisionLogMode, type MaskOp } from './decision-log';
+import { writeInputJson, type InputJson } from './input-json';
 
 /** OPA's decision log mask policy (a package `system.log` with a `mask` rule), when compiled in. */
 const MASK_ENTRYPOINT = 'system/log/mask';
@@ -84,7 +85,7 @@ export class PolicyEngine {
       options.decisionLog instanceof DecisionLog
         ? options.decisionLog
         : new DecisionLog({ mode: options.decisionLog ?? 'all', log: options.log, version: 'embedded' });
-    this.decisionLog.useMasker((event) => this.maskOf(event));
+    this.decisionLog.useMasker(() => this.currentMask());
     this.requiredEntrypoints = (options.required ?? []).map((decision) => decision.entrypoint);
     this.validateInputs = options.validateInputs ?? false;
   }
@@ -93,12 +94,17 @@ export class PolicyEngine {
     return this.current?.revision;
   }
 
-  /** system.log.mask of the loaded policy on one decision event, as OPA evaluates it; none: []. */
-  private maskOf(event: DecisionEvent): MaskOp[] {
+  /**
+   * system.log.mask of the loaded policy, evaluated on one decision event as OPA does; undefined
+   * when the loaded policy has no mask rule (then nothing is asked of an event).
+   */
+  private currentMask(): ((event: DecisionEvent) => MaskOp[]) | undefined {
     const loaded = this.current;
-    if (!loaded?.entrypoints.has(MASK_ENTRYPOINT)) return [];
-    const result = (loaded.policy.evaluate(event, MASK_ENTRYPOINT) as Array<{ result?: unknown }>)[0]?.result;
-    return Array.isArray(result) ? (result as MaskOp[]) : [];
+    if (!loaded?.entrypoints.has(MASK_ENTRYPOINT)) return undefined;
+    return (event) => {
+      const result = (loaded.policy.evaluate(event, MASK_ENTRYPOINT) as Array<{ result?: unknown }>)[0]?.result;
+      return Array.isArray(result) ? (result as MaskOp[]) : [];
+    };
   }
 
   /** The last refused load since the last successful one, if any. */
@@ -248,10 +254,12 @@ export class PolicyEngine {
       if (!checked.success) throw new Error(`the input of ${entrypoint} breaks its schema: ${checked.error.message}`);
     }
     let result: DecisionOutput<D>;
+    let json: InputJson;
     const started = process.hrtime.bigint();
     let evalNs = 0;
     try {
-      const results = loaded.policy.evaluate(input, entrypoint) as Array<{ result?: unknown }>;
+      json = writeInputJson(input as object, MASKED_FIELDS, MASK);
+      const results = loaded.policy.evaluate(json.bytes, entrypoint) as Array<{ result?: unknown }>;
       evalNs = Number(process.hrtime.bigint() - started);
       const parsed = decision.output.safeParse(results[0]?.result);
       if (!parsed.success) throw new Error(`the decision breaks its output schema: ${parsed.error.message}`);
@@ -265,7 +273,7 @@ export class PolicyEngine {
     const decisionId = randomUUID();
     const verdict = result as { allow: boolean; org?: OrgFindings };
     if (this.decisionLog.wants(verdict.allow)) {
-      this.decisionLog.record(decisionId, entrypoint, input as object, loggableResult(verdict), loaded.revision, evalNs);
+      this.decisionLog.record(decisionId, entrypoint, json, loggableResult(verdict), loaded.revision, evalNs);
     }
     reportShadow(this.log, decisionId, entrypoint, verdict.allow, verdict.org);
     return { ...(result as object), decisionId } as Decided<D>;
