@@ -94,6 +94,11 @@ export async function startService(env = {}, nodeArgs = []) {
 
 const services = new Map();
 
+/** Sends a signal to a service started by startService (SIGUSR2: the phase timer starts over). */
+export function signalService(base, signal) {
+  services.get(base)?.kill(signal);
+}
+
 /**
  * CPU time (user + system, ms) the service process has used so far, from /proc (Linux). Divided by
  * the checks it answered, it is the cost of one check: a figure that, unlike throughput, holds on

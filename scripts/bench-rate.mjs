@@ -8,6 +8,7 @@
 // and its latency counts from that moment (not from when it could be sent), so a stall of the
 // service or of this process shows in the tail instead of being omitted (coordinated omission).
 import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** POST `body` to `${base}${path}` at `rate`/s for `seconds`, over at most `connections` sockets. */
 export async function steadyRate({ base, path, token, body, rate, seconds, connections }) {
@@ -25,6 +26,9 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
 
   const send = (dueAt) =>
     new Promise((resolve) => {
+      // A request sent before its due time (see the sleep below) counts from when it was sent, one
+      // sent late from its due time: never shorter than the service took, never negative.
+      const from = Math.min(dueAt, performance.now());
       inFlight += 1;
       maxInFlight = Math.max(maxInFlight, inFlight);
       const req = http.request(
@@ -39,7 +43,7 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
         (res) => {
           res.resume();
           res.once('end', () => {
-            latencies.push(performance.now() - dueAt);
+            latencies.push(performance.now() - from);
             if (res.statusCode >= 200 && res.statusCode < 300) ok2xx += 1;
             else non2xx += 1;
             inFlight -= 1;
@@ -55,6 +59,10 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
       req.end(payload);
     });
 
+  // This process's own stalls (its GC, the other processes on its cores) delay sends and reads as
+  // much as the service's: reported beside the percentiles so a reader can tell them apart.
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const started = performance.now();
   const pending = [];
   for (let i = 0; i < total; i += 1) {
@@ -66,6 +74,7 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
   }
   await Promise.all(pending);
   const elapsedS = (performance.now() - started) / 1000;
+  loop.disable();
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (p) => +(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN).toFixed(2);
@@ -79,5 +88,7 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
     non2xx,
     errors,
     maxInFlight,
+    generatorLoopDelayP99: +(loop.percentile(99) / 1e6).toFixed(2),
+    generatorLoopDelayMax: +(loop.max / 1e6).toFixed(2),
   };
 }

@@ -11,14 +11,21 @@ import { steadyRate } from './bench-rate.mjs';
 export const RATE = Number(process.env.BENCH_RATE ?? 1000);
 export const RATE_CONNECTIONS = Number(process.env.BENCH_RATE_CONNECTIONS ?? 20);
 export const RATE_S = Number(process.env.BENCH_RATE_S ?? 15);
+/** Sent at the same rate and not counted first: a broker's steady state, not a cold start (JIT, pools). */
+export const RATE_WARMUP_S = Number(process.env.BENCH_RATE_WARMUP_S ?? 3);
 
 /**
  * POST /api/broker/check at a steady RATE checks/s (evenly spaced, open loop: see bench-rate.mjs
- * for why not autocannon's overallRate) over at most RATE_CONNECTIONS connections: p50/p90/p99/max.
+ * for why not autocannon's overallRate) over at most RATE_CONNECTIONS connections: p50/p90/p99/max,
+ * after RATE_WARMUP_S at the same rate that are not counted (`warmedUp` runs between the two).
  */
-export function atFixedRate(title, { base, token, body }) {
-  console.log(`fixed rate: ${title} (${RATE}/s over ${RATE_CONNECTIONS} connections, ${RATE_S} s)`);
-  return steadyRate({ base, path: '/api/broker/check', token, body, rate: RATE, seconds: RATE_S, connections: RATE_CONNECTIONS });
+export async function atFixedRate(title, { base, token, body }, warmedUp = () => undefined) {
+  console.log(`fixed rate: ${title} (${RATE}/s over ${RATE_CONNECTIONS} connections, ${RATE_WARMUP_S} s warm-up + ${RATE_S} s)`);
+  const steady = (seconds) =>
+    steadyRate({ base, path: '/api/broker/check', token, body, rate: RATE, seconds, connections: RATE_CONNECTIONS });
+  if (RATE_WARMUP_S > 0) await steady(RATE_WARMUP_S);
+  await warmedUp();
+  return steady(RATE_S);
 }
 
 /** Three cluster-enabled redis-servers on spare ports, joined; `stop()` kills them. */

@@ -4,13 +4,15 @@
 //      (root -> child -> grandchild -> great-grandchild), driven by autocannon;
 //   2. the same broker/check entrypoint evaluated in-process by opa-wasm (evaluations/s);
 //   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load;
-//   5. the service with every decision logged in OPA's format (DECISION_LOG=all), alternating too;
-//   4. the service again, on a module with the three example org packages enforced
+//   4. the service with no decision logged (DECISION_LOG=off), alternating with 1., so the cost of
+//      decision logs (on by default, and on in 1.) shows;
+//   5. the service again, on a module with the three example org packages enforced
 //      (ORG_POLICY_MODES) and a chain whose root constrains repositories, refs and paths, so
 //      every check also extracts its resources from `args` (CONTRACT §8, §10).
-// Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (off),
-//      BENCH_PAIR_ROUNDS (3) and BENCH_PAIR_S (10): alternating rounds of 1. and 4.,
-//      BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15): the fixed-rate runs,
+// Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,
+//      the service's default), BENCH_PAIR_ROUNDS (3) and BENCH_PAIR_S (10): alternating rounds of
+//      1., 4. and 5., BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
+//      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
 //      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load,
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL.
 import { execFileSync } from 'node:child_process';
@@ -33,11 +35,12 @@ import {
   run,
   start,
   serviceCpuMs,
+  signalService,
   startService,
   stopService,
   waitFor,
 } from './bench-harness.mjs';
-import { RATE, RATE_CONNECTIONS, RATE_S, atFixedRate, startRedisCluster } from './bench-scale.mjs';
+import { RATE, RATE_CONNECTIONS, RATE_S, RATE_WARMUP_S, atFixedRate, startRedisCluster } from './bench-scale.mjs';
 
 const autocannon = require('autocannon');
 const { Redis } = require('ioredis');
@@ -49,6 +52,8 @@ const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
 const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 3);
 const PAIR_S = Number(process.env.BENCH_PAIR_S ?? 10);
 const SCALE_S = Number(process.env.BENCH_SCALE_S ?? 10);
+/** The main run's and the org run's decision logging: the service's default unless told. */
+const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
 /** What every benchmarked check calls with: a read of a file of a repository at a ref. */
 const CHECK_ARGS = { repository: 'acme/api', ref: 'refs/heads/feature/bench', path: 'docs/README.md' };
 /** What the org-packages run constrains its chain to (at the root; the children inherit it). */
@@ -205,7 +210,7 @@ async function main() {
   const db = await benchDatabase();
   const results = {};
   try {
-    const base = await startService({ DECISION_LOG: process.env.BENCH_DECISION_LOG ?? 'off' });
+    const base = await startService({ DECISION_LOG: DECISION_LOG });
     const world = await seed(base, db);
     const body = JSON.stringify({
       grantId: world.leafId,
@@ -238,7 +243,7 @@ async function main() {
       stdio: 'ignore',
     });
     const orgBase = await startService({
-      DECISION_LOG: process.env.BENCH_DECISION_LOG ?? 'off',
+      DECISION_LOG: DECISION_LOG,
       POLICY_WASM_PATH: orgModule,
       POLICY_TIME_ZONE: workingZone(),
     });
@@ -251,19 +256,20 @@ async function main() {
     });
     const probe = await api(orgBase, 'POST', '/api/broker/check', orgWorld.brokerToken, JSON.parse(orgBody));
     if (probe.decision !== 'allow') throw new Error(`the org-packages check is denied: ${JSON.stringify(probe)}`);
-    // A third service logging every decision in OPA's format (to its stdout, read by nobody).
-    const loggedBase = await startService({ DECISION_LOG: 'all' });
-    const loggedWorld = await seed(loggedBase, db, { name: 'bench-logged' });
-    const loggedBody = JSON.stringify({
-      grantId: loggedWorld.leafId,
+    // A third service logging no decision: what decision logs (written to stdout, read by nobody
+    // here) cost the others.
+    const unloggedBase = await startService({ DECISION_LOG: 'off' });
+    const unloggedWorld = await seed(unloggedBase, db, { name: 'bench-unlogged' });
+    const unloggedBody = JSON.stringify({
+      grantId: unloggedWorld.leafId,
       tool: 'repos.read_file',
-      subjectToken: loggedWorld.agentToken,
+      subjectToken: unloggedWorld.agentToken,
       args: CHECK_ARGS,
     });
 
     // Alternating rounds, so the drift of a shared machine falls on every variant alike.
     const variants = [
-      ['pairPlain', 'POST /api/broker/check', base, world.brokerToken, body],
+      ['pairPlain', `POST /api/broker/check, DECISION_LOG=${DECISION_LOG}`, base, world.brokerToken, body],
       [
         'serviceOrg',
         'POST /api/broker/check, example org packages enforced, resources constrained',
@@ -271,7 +277,7 @@ async function main() {
         orgWorld.brokerToken,
         orgBody,
       ],
-      ['serviceLogged', 'POST /api/broker/check, DECISION_LOG=all', loggedBase, loggedWorld.brokerToken, loggedBody],
+      ['serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody],
     ];
     const runs = Object.fromEntries(variants.map(([key]) => [key, []]));
     // CPU time per check of each variant over all its rounds: the cost of what a variant adds,
@@ -296,33 +302,42 @@ async function main() {
     }
 
     // A steady 1 000 checks/s: the latency a broker sees when the service is not saturated, with
-    // decision logs off and on (on is the default).
-    results.rateOff = await atFixedRate('POST /api/broker/check, DECISION_LOG=off', { base, token: world.brokerToken, body });
-    results.rateLogged = await atFixedRate('POST /api/broker/check, DECISION_LOG=all', {
-      base: loggedBase,
-      token: loggedWorld.brokerToken,
-      body: loggedBody,
+    // decision logs on (the default) and off.
+    results.rateLogged = await atFixedRate(`POST /api/broker/check, DECISION_LOG=${DECISION_LOG}`, {
+      base,
+      token: world.brokerToken,
+      body,
+    });
+    results.rateOff = await atFixedRate('POST /api/broker/check, DECISION_LOG=off', {
+      base: unloggedBase,
+      token: unloggedWorld.brokerToken,
+      body: unloggedBody,
     });
 
     // Where the milliseconds go: the default service with its phases timed (scripts/phase-timer.cjs
     // prints the table when the service stops), at the same fixed rate.
     const phasedBase = await startService({ DECISION_LOG: 'all' }, ['--require', './scripts/phase-timer.cjs']);
     const phasedWorld = await seed(phasedBase, db, { name: 'bench-phased' });
-    results.ratePhased = await atFixedRate('DECISION_LOG=all, phases timed', {
-      base: phasedBase,
-      token: phasedWorld.brokerToken,
-      body: JSON.stringify({
-        grantId: phasedWorld.leafId,
-        tool: 'repos.read_file',
-        subjectToken: phasedWorld.agentToken,
-        args: CHECK_ARGS,
-      }),
-    });
+    results.ratePhased = await atFixedRate(
+      'DECISION_LOG=all, phases timed',
+      {
+        base: phasedBase,
+        token: phasedWorld.brokerToken,
+        body: JSON.stringify({
+          grantId: phasedWorld.leafId,
+          tool: 'repos.read_file',
+          subjectToken: phasedWorld.agentToken,
+          args: CHECK_ARGS,
+        }),
+      },
+      // The table covers the measured run only, not the warm-up.
+      () => signalService(phasedBase, 'SIGUSR2'),
+    );
     await stopService(phasedBase);
 
     // Scale: the default service as one process, as WORKERS=2, and on a Redis Cluster, each
     // alone (the services above have done their part).
-    for (const done of [base, orgBase, loggedBase]) await stopService(done);
+    for (const done of [base, orgBase, unloggedBase]) await stopService(done);
     const scaled = async (key, title, env) => {
       const scaledBase = await startService({ DECISION_LOG: 'all', ...env });
       const scaledWorld = await seed(scaledBase, db, { name: `bench-${key}` });
@@ -407,24 +422,29 @@ function workingZone() {
 
 function report(r) {
   const allowed = r.recorded.pending ?? 0;
+  const ratio = (a, b, digits = 2) => (a / b).toFixed(digits);
   console.log('\n=== broker check benchmark ===');
   console.log(`machine: ${machine()}`);
-  console.log(`load: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per target; chain depth 3 (4 grants); agent subjectToken`);
+  console.log(
+    `load: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per target; chain depth 3 (4 grants); agent subjectToken; ` +
+      `the service with DECISION_LOG=${DECISION_LOG} unless a row says otherwise`,
+  );
   console.table({
     'service POST /api/broker/check': r.service,
-    [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s`]: r.pairPlain,
+    [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s, alternating`]: r.pairPlain,
     [`service, org packages + resources, alternating`]: r.serviceOrg,
-    [`service, DECISION_LOG=all, alternating`]: r.serviceLogged,
+    [`service, DECISION_LOG=off, alternating`]: r.serviceUnlogged,
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
   console.log(`service CPU per check (user + system of its process, main run): ${r.cpuMicrosPerCheck} µs`);
   console.log(
-    `\nfixed rate: ${RATE} checks/s evenly spaced, at most ${RATE_CONNECTIONS} connections, ${RATE_S} s (latency in ms from each request's due time)`,
+    `\nfixed rate: ${RATE} checks/s evenly spaced, at most ${RATE_CONNECTIONS} connections, ${RATE_WARMUP_S} s warm-up + ${RATE_S} s ` +
+      `(latency in ms from each request's due time; generatorLoopDelay*: the load generator's own stalls)`,
   );
   console.table({
+    [`DECISION_LOG=${DECISION_LOG}`]: r.rateLogged,
     'DECISION_LOG=off': r.rateOff,
-    'DECISION_LOG=all (default)': r.rateLogged,
     'DECISION_LOG=all, phases timed': r.ratePhased,
     'WORKERS=1': r.workers1Rate,
     'WORKERS=2': r.workers2Rate,
@@ -434,21 +454,22 @@ function report(r) {
   console.table({ 'WORKERS=1': r.workers1, 'WORKERS=2': r.workers2, 'Redis Cluster (3 masters)': r.cluster });
   console.log(
     `targets: p99 at ${RATE}/s with decision logs = ${r.rateLogged.p99} ms (target <= 5); ` +
-      `throughput service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)} (target >= 1.5); ` +
-      `WORKERS=2 / WORKERS=1 = ${(r.workers2.requestsPerSec / r.workers1.requestsPerSec).toFixed(2)}; ` +
-      `Redis Cluster / one Redis = ${(r.cluster.requestsPerSec / r.workers1.requestsPerSec).toFixed(2)}`,
+      `throughput service (DECISION_LOG=${DECISION_LOG}) / opa REST = ${ratio(r.service.requestsPerSec, r.opaRest.requestsPerSec)} (target >= 1.5); ` +
+      `WORKERS=2 / WORKERS=1 = ${ratio(r.workers2.requestsPerSec, r.workers1.requestsPerSec)}; ` +
+      `Redis Cluster / one Redis = ${ratio(r.cluster.requestsPerSec, r.workers1.requestsPerSec)}`,
   );
   console.log(
-    `ratios: service / opa REST = ${(r.service.requestsPerSec / r.opaRest.requestsPerSec).toFixed(2)}; ` +
-      `service / in-process WASM = ${(r.service.requestsPerSec / r.wasmEvaluationsPerSec).toFixed(3)}; ` +
-      `p99 service / opa REST = ${(r.service.p99 / Math.max(r.opaRest.p99, 0.001)).toFixed(2)}; ` +
-      `service with org packages and resources / without (alternating rounds) = ${(r.serviceOrg.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}; ` +
-      `service with decision logs / without (alternating rounds) = ${(r.serviceLogged.requestsPerSec / r.pairPlain.requestsPerSec).toFixed(3)}`,
+    `ratios: service / opa REST = ${ratio(r.service.requestsPerSec, r.opaRest.requestsPerSec)}; ` +
+      `service with DECISION_LOG=off / opa REST (alternating-round mean) = ${ratio(r.serviceUnlogged.requestsPerSec, r.opaRest.requestsPerSec)}; ` +
+      `service / in-process WASM = ${ratio(r.service.requestsPerSec, r.wasmEvaluationsPerSec, 3)}; ` +
+      `p99 service / opa REST = ${ratio(r.service.p99, Math.max(r.opaRest.p99, 0.001))}; ` +
+      `service with org packages and resources / without (alternating rounds) = ${ratio(r.serviceOrg.requestsPerSec, r.pairPlain.requestsPerSec, 3)}; ` +
+      `service with decision logs / without (alternating rounds) = ${ratio(r.pairPlain.requestsPerSec, r.serviceUnlogged.requestsPerSec, 3)}`,
   );
   console.log(
-    `CPU per check, alternating rounds: plain ${r.pairPlain.cpuMicrosPerCheck} µs; org packages + resources ` +
-      `${r.serviceOrg.cpuMicrosPerCheck} µs (${(r.serviceOrg.cpuMicrosPerCheck / r.pairPlain.cpuMicrosPerCheck).toFixed(3)}×); ` +
-      `DECISION_LOG=all ${r.serviceLogged.cpuMicrosPerCheck} µs (${(r.serviceLogged.cpuMicrosPerCheck / r.pairPlain.cpuMicrosPerCheck).toFixed(3)}×)`,
+    `CPU per check, alternating rounds: DECISION_LOG=${DECISION_LOG} ${r.pairPlain.cpuMicrosPerCheck} µs; org packages + resources ` +
+      `${r.serviceOrg.cpuMicrosPerCheck} µs (${ratio(r.serviceOrg.cpuMicrosPerCheck, r.pairPlain.cpuMicrosPerCheck, 3)}×); ` +
+      `DECISION_LOG=off ${r.serviceUnlogged.cpuMicrosPerCheck} µs (decision logs cost ${ratio(r.pairPlain.cpuMicrosPerCheck, r.serviceUnlogged.cpuMicrosPerCheck, 3)}×)`,
   );
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
   const m = r.redisMemory;

@@ -49,6 +49,19 @@ http.Server.prototype.emit = function (event, req, res) {
 const loop = monitorEventLoopDelay({ resolution: 1 });
 loop.enable();
 
+// The bench warms the service up first (JIT, caches, connection pools) and then sends SIGUSR2:
+// the table covers only what came after.
+process.on('SIGUSR2', () => {
+  samples.clear();
+  loop.reset();
+});
+
+// Pauses of the whole process for garbage collection, as the table's last rows.
+const { PerformanceObserver } = require('node:perf_hooks');
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) record(entry.detail?.kind === 1 ? 'GC pause: scavenge' : 'GC pause: other', entry.duration);
+}).observe({ entryTypes: ['gc'] });
+
 process.on('exit', () => {
   const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
   const rows = [...samples].map(([name, values]) => {
