@@ -31,32 +31,41 @@ export function serializedOnce<T extends object>(value: T): T {
 const encoder = new TextEncoder();
 
 /**
- * The JSON of `input` (a plain object), as JSON.stringify would write it, its top-level members in
- * order, reusing kept JSON; the logged text replaces each member named in `maskedKeys` by `mask`.
+ * The JSON of `input` (a plain object): the members whose JSON is kept come as kept, the rest are
+ * serialized in one JSON.stringify; the logged text replaces each member named in `maskedKeys` by
+ * `mask`. Member order differs from JSON.stringify's (kept and masked members come last), which
+ * neither JSON nor the policy gives a meaning to.
  */
 export function writeInputJson(input: object, maskedKeys: readonly string[], mask: string): InputJson {
-  let shared = '';
+  const plain: Record<string, unknown> = {};
+  let kept = '';
   let shown = '';
   let hidden = '';
   const masked: string[] = [];
-  for (const [key, value] of Object.entries(input)) {
-    const member = `,${JSON.stringify(key)}:`;
-    // As JSON.stringify: a member whose value has no JSON (undefined) is left out.
-    const text: string | undefined = (typeof value === 'object' && value !== null && serialized.get(value)) || JSON.stringify(value);
-    if (text === undefined) continue;
+  for (const key of Object.keys(input)) {
+    const value = (input as Record<string, unknown>)[key];
+    const json = typeof value === 'object' && value !== null ? serialized.get(value) : undefined;
     if (maskedKeys.includes(key)) {
-      shown += member + text;
-      hidden += member + JSON.stringify(mask);
+      // As JSON.stringify: a member whose value has no JSON (undefined) is left out.
+      const text = JSON.stringify(value) as string | undefined;
+      if (text === undefined) continue;
+      shown += `,${JSON.stringify(key)}:${text}`;
+      hidden += `,${JSON.stringify(key)}:${JSON.stringify(mask)}`;
       masked.push(`/input/${key}`);
-    } else {
-      shared += member + text;
-    }
+    } else if (json !== undefined) kept += `,${JSON.stringify(key)}:${json}`;
+    else plain[key] = value;
   }
+  const head = JSON.stringify(plain).slice(0, -1);
   return {
-    bytes: encoder.encode(`{${(shared + shown).slice(1)}}`).buffer as ArrayBuffer,
-    logged: `{${(shared + hidden).slice(1)}}`,
+    bytes: encoder.encode(closed(head, kept + shown)).buffer as ArrayBuffer,
+    logged: closed(head, kept + hidden),
     masked,
   };
+}
+
+/** `head` (an object's text without its closing brace) with more members, each led by a comma. */
+function closed(head: string, members: string): string {
+  return head.length > 1 ? `${head}${members}}` : `{${members.slice(1)}}`;
 }
 
 function deepFreeze<T>(value: T): T {

@@ -20,10 +20,17 @@ const json = fc.letrec((tie) => ({
 })).value;
 
 describe('the JSON text of a decision input (written once for the policy and the log)', () => {
-  it('is exactly what JSON.stringify writes, whatever the members hold', () => {
+  it('is JSON of the same value as JSON.stringify writes, whatever the members hold, kept or not', () => {
+    const member = fc.oneof(
+      json,
+      fc.constant(undefined),
+      json.map((value) => (typeof value === 'object' && value ? serializedOnce(value) : value)),
+    );
     fc.assert(
-      fc.property(fc.dictionary(hostileString, fc.oneof(json, fc.constant(undefined)), { maxKeys: 8 }), (input) => {
-        expect(evaluated(input)).toBe(JSON.stringify(input));
+      fc.property(fc.dictionary(hostileString, member, { maxKeys: 8 }), (input) => {
+        const text = evaluated(input);
+        expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(input)));
+        expect(text.length).toBe(JSON.stringify(input).length);
       }),
     );
   });
@@ -40,11 +47,12 @@ describe('the JSON text of a decision input (written once for the policy and the
 
   it('reuses the JSON of a value serialized once, which can no longer change under it', () => {
     const chain = serializedOnce([{ id: 'grt_1', budget: { calls: 5 }, tools: ['a'] }]);
-    expect(evaluated({ chain })).toBe(JSON.stringify({ chain }));
+    expect(evaluated({ chain, now_ms: 1 })).toBe(JSON.stringify({ now_ms: 1, chain }));
     expect(Object.isFrozen(chain[0]!.budget)).toBe(true);
     expect(() => {
       (chain[0]!.tools as string[]).push('b');
     }).toThrow(TypeError);
     expect(evaluated({ chain })).toBe(JSON.stringify({ chain: [{ id: 'grt_1', budget: { calls: 5 }, tools: ['a'] }] }));
+    expect(evaluated({ args: {}, chain })).toBe(JSON.stringify({ chain, args: {} }));
   });
 });
