@@ -94,15 +94,11 @@ async function serveDirect(
     type = PROBLEM_TYPE;
     payload = JSON.stringify(problemBody(apiError, route.path));
   }
-  res.statusCode = status;
-  res.setHeader('X-Request-Id', requestId);
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  if (payload === undefined) res.end();
-  else {
-    res.setHeader('Content-Type', type);
-    res.setHeader('Content-Length', Buffer.byteLength(payload));
-    res.end(payload);
-  }
+  // Headers as one flat list to writeHead: Node then builds no header map for the response.
+  const head = ['X-Request-Id', requestId, ...Object.entries(headers).flat()];
+  if (payload !== undefined) head.push('Content-Type', type, 'Content-Length', String(Buffer.byteLength(payload)));
+  res.writeHead(status, head);
+  res.end(payload);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   httpMetrics.observe('POST', route.path, status, seconds);
   // Only method, route template, status and timing: never a header, a body or a query string.
