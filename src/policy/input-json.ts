@@ -37,7 +37,8 @@ const encoder = new TextEncoder();
  * neither JSON nor the policy gives a meaning to.
  */
 export function writeInputJson(input: object, maskedKeys: readonly string[], mask: string): InputJson {
-  const plain: Record<string, unknown> = {};
+  // No prototype: a member named `__proto__` is then an own member like any other, not a setter.
+  const plain: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   let kept = '';
   let shown = '';
   let hidden = '';

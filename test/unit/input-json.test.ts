@@ -45,6 +45,11 @@ describe('the JSON text of a decision input (written once for the policy and the
     expect(writeInputJson({ tool: 'x' }, ['args'], '**REDACTED**').masked).toEqual([]);
   });
 
+  it('keeps a member named __proto__ as a member (found by the property above)', () => {
+    const input = JSON.parse('{"__proto__":{"allow":true},"tool":"x"}') as object;
+    expect(evaluated(input)).toBe(JSON.stringify(input));
+  });
+
   it('reuses the JSON of a value serialized once, which can no longer change under it', () => {
     const chain = serializedOnce([{ id: 'grt_1', budget: { calls: 5 }, tools: ['a'] }]);
     expect(evaluated({ chain, now_ms: 1 })).toBe(JSON.stringify({ now_ms: 1, chain }));
