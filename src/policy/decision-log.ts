@@ -133,7 +133,8 @@ export class DecisionLog {
       bundles: { policy: { revision } },
       labels: this.labels,
       metrics: { timer_rego_query_eval_ns: evalNs },
-      ...(input.masked.length > 0 ? { masked: [...input.masked] } : {}),
+      // Shared, not copied: only applyMask adds to it, and it copies first.
+      ...(input.masked.length > 0 ? { masked: input.masked as string[] } : {}),
     });
     if (!this.scheduled) {
       this.scheduled = true;
@@ -221,12 +222,13 @@ function eventJson({ inputJson, ...fields }: QueuedEvent): string {
 /**
  * OPA's mask semantics: a string (or `{op: "remove"}`) erases the value at that pointer and lists
  * it in `erased`; `{op: "upsert", path, value}` puts the value there and lists it in `masked`.
- * The input is parsed from the queued text, so the object the service evaluated is never touched. A mask rule
- * that fails masks nothing more (the built-in masking of `args` has already happened).
+ * The input is parsed from the queued text, so the object the service evaluated is never touched.
+ * A mask rule that fails masks nothing more (the built-in masking of `args` has already happened).
  */
 function applyMask(queued: QueuedEvent, mask: (event: DecisionEvent) => MaskOp[]): void {
   const { inputJson, ...fields } = queued;
   const event: DecisionEvent = { ...fields, input: JSON.parse(inputJson) as object };
+  if (fields.masked) event.masked = [...fields.masked];
   let ops: MaskOp[];
   try {
     ops = mask(event);
