@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import type { Database } from '../db/database';
 import { isDependencyFailure } from '../kernel/dependency';
 import type { CallRecordRow } from '../grants/repository';
@@ -35,12 +34,21 @@ const COLUMNS = [
 
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
- * never changes, so neither the service nor Postgres builds or parses a new statement per batch
- * (a multi-row VALUES list is rebuilt for every batch size: a few percent of a check's CPU).
+ * never changes, so it is a named prepared statement: each connection parses and plans it once,
+ * and a batch sends only Bind and Execute (a multi-row VALUES list would be rebuilt, and an
+ * unnamed statement parsed and planned again, for every batch: the trail is one write per check).
  */
-const INSERT_ROWS = `insert into call_records (${COLUMNS.join(', ')})
-select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-                     ?::text[], ?::timestamptz[], ?::timestamptz[], ?::integer[])`;
+const INSERT_ROWS = {
+  name: 'call_records_insert_v1',
+  text: `insert into call_records (${COLUMNS.join(', ')})
+select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                     $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::integer[])`,
+};
+
+/** The one query method this file needs of a pooled node-postgres client. */
+interface PgConnection {
+  query(statement: { name: string; text: string; values: unknown[] }): Promise<unknown>;
+}
 
 /**
  * Group commit for call records. A check waits until its own record is durable before it answers
@@ -104,7 +112,14 @@ export class CallTrailWriter {
 
   private async insert(rows: readonly NewCallRecord[]): Promise<void> {
     // One array per column; node-postgres sends each as a Postgres array (nulls included).
-    const columns = COLUMNS.map((column) => rows.map((row) => row[column] ?? null));
-    await this.db.raw(INSERT_ROWS, columns as unknown as Knex.RawBinding[]);
+    const values = COLUMNS.map((column) => rows.map((row) => row[column] ?? null));
+    // Straight to a connection of knex's pool (same pool, timeouts and broken-connection checks):
+    // knex cannot send a named statement, and its query builder was most of this write's cost.
+    const connection = (await this.db.client.acquireConnection()) as PgConnection;
+    try {
+      await connection.query({ ...INSERT_ROWS, values });
+    } finally {
+      await this.db.client.releaseConnection(connection);
+    }
   }
 }

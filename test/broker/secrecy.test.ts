@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { digestOf } from '../../src/kernel/digest';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -57,14 +58,17 @@ describe('cost of a warm check', () => {
   it('reads nothing from Postgres and makes one Redis round trip', async () => {
     const { leafId } = await chainOf(service, world, 2);
     for (let i = 0; i < 2; i += 1) await checkAs(service, world, leafId, world.agent).expect(200);
-    const queries: string[] = [];
-    const onQuery = (q: { sql: string }) => queries.push(q.sql);
-    service.deps.db.on('query', onQuery);
+    // Every statement the service's Postgres connections are sent, whether through knex's query
+    // builder or straight to a pooled connection (the call trail's prepared insert).
+    const pgQueries = jest.spyOn(Client.prototype, 'query');
     const redisCommands = jest.spyOn(service.deps.redis, 'sendCommand');
+    let queries: string[];
     try {
       expect((await checkAs(service, world, leafId, world.agent)).body.decision).toBe('allow');
     } finally {
-      service.deps.db.off('query', onQuery);
+      // Read before the restore, which clears the recorded calls.
+      queries = pgQueries.mock.calls.map(([query]) => (typeof query === 'string' ? query : (query as { text: string }).text));
+      pgQueries.mockRestore();
     }
     // The invalidation relay polls its outbox on a timer of its own; that query is not the check's.
     const checkQueries = queries.filter((sql) => !/"cache_invalidations"/.test(sql));
