@@ -26,6 +26,21 @@ export default tseslint.config(
     },
   },
   {
+    // V8 gives an object literal with an accessor a hidden class of its own in the old generation,
+    // whose closure then keeps what it reaches alive through every young-generation GC: on a
+    // per-request object, the whole request (see HandlerRequest in src/http/route-call.ts).
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ObjectExpression > Property[kind=/^(get|set)$/]',
+          message: 'No getters or setters in object literals: use a class (its accessors live on the prototype) or a method.',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.{js,mjs,cjs}'],
     languageOptions: { globals: { ...globals.node } },
   },

@@ -38,9 +38,7 @@ async function serve(route: Route, ctx: Context, strict: boolean): Promise<void>
       params: ctx.params,
       query: () => parseQuery(route.query, ctx),
       body: () => readBody(ctx, route.body),
-      get signal() {
-        return gone.signal;
-      },
+      gone,
     },
     strict,
   );

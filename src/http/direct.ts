@@ -78,9 +78,7 @@ async function serveDirect(
         // unless the route declares a query schema, whose defaults then apply.
         query: () => (route.query ? parseQuery(route.query, { query: {} }) : {}),
         body: () => readJsonBody(req, route),
-        get signal() {
-          return gone.signal;
-        },
+        gone,
       },
       strictContracts,
     );
