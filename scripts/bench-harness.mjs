@@ -3,7 +3,7 @@
 // (postgres://postgres@127.0.0.1:5432/), REDIS_URL (redis://127.0.0.1:6379/0).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
@@ -55,7 +55,11 @@ export async function waitFor(url) {
 }
 
 export function start(command, args, env = {}) {
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(command, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', process.env.BENCH_SERVICE_STDOUT ? openSync(process.env.BENCH_SERVICE_STDOUT, 'a') : 'ignore', 'inherit'],
+  });
   children.push(child);
   return child;
 }

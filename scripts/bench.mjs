@@ -14,7 +14,10 @@
 //      1., 4. and 5., BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
 //      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
 //      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load,
-//      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL.
+//      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL,
+//      BENCH_NODE_ARGS (extra node flags for the services, e.g. --trace-gc-nvp) and
+//      BENCH_SERVICE_STDOUT (a file the services' stdout is appended to: decision logs and V8
+//      traces; by default it is discarded).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
