@@ -77,12 +77,21 @@ export interface DecisionLogOptions {
 
 const gzipAsync = promisify(gzip);
 
+/**
+ * How long a queued decision waits for the others to share its write. Each write is a system call
+ * and, through pino's asynchronous destination, a hop to libuv's thread pool and back: at a steady
+ * 1 000 checks/s, a write per check cost about 3 % of the service's CPU (`npm run bench`, A/B).
+ * After 10 ms it is one write per ten checks or more. Events keep their own timestamps, and
+ * shutdown writes what is queued (`close`).
+ */
+export const DECISION_WRITE_DELAY_MS = 10;
+
 export class DecisionLog {
   private readonly labels: { id: string; version: string };
   private pending: QueuedEvent[] = [];
   /** The JSON of each event handed to the uploader and not yet accepted by the collector. */
   private unsent: string[] = [];
-  private scheduled = false;
+  private writeTimer: NodeJS.Timeout | undefined;
   private uploading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failures = 0;
@@ -136,15 +145,16 @@ export class DecisionLog {
       // Shared, not copied: only applyMask adds to it, and it copies first.
       ...(input.masked.length > 0 ? { masked: input.masked as string[] } : {}),
     });
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.write());
+    if (!this.writeTimer) {
+      this.writeTimer = setTimeout(() => this.write(), DECISION_WRITE_DELAY_MS);
+      this.writeTimer.unref();
     }
   }
 
   /** Writes what is queued to the log, and hands it to the uploader. */
   private write(): void {
-    this.scheduled = false;
+    clearTimeout(this.writeTimer);
+    this.writeTimer = undefined;
     const events = this.pending;
     this.pending = [];
     const mask = this.masker();

@@ -1,5 +1,5 @@
 import { digestOf } from '../../src/kernel/digest';
-import { startService, type TestService } from '../support/service';
+import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, human } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
@@ -34,7 +34,7 @@ describe('POST /api/broker/check', () => {
     });
     expect(record.args_digest).toBe(digestOf({ ref: 'main', path: 'src/a.ts' }));
     // approvalId names the policy decision that allowed the call, as logged in the decision log.
-    await new Promise((resolve) => setImmediate(resolve));
+    await decisionsWritten();
     const logged = service.logs.map((line) => JSON.parse(line)).filter((line) => line.path === 'broker/check/decision');
     expect(logged.map((line) => line.decision_id)).toContain(record.approval_id);
 

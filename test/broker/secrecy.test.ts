@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { digestOf } from '../../src/kernel/digest';
-import { startService, type TestService } from '../support/service';
+import { decisionsWritten, startService, type TestService } from '../support/service';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
 let service: TestService;
@@ -45,6 +45,7 @@ describe('tool arguments exist only as their digest', () => {
     const calls = await service.http.get(`/api/grants/${leafId}/calls`).set(world.owner.auth);
     expect(JSON.stringify(calls.body)).not.toContain(secret);
 
+    await decisionsWritten();
     expect(service.logs.join('\n')).not.toContain(secret);
     const tables = await service.deps.db('information_schema.tables').where('table_schema', 'public').pluck('table_name');
     for (const table of tables) {

@@ -4,7 +4,7 @@ import { revokeBrokerTokens } from '../../src/admin/brokers';
 import { mintToken } from '../../src/credentials/tokens';
 import type { Route } from '../../src/kernel/route';
 import { allRoutes } from '../support/routes';
-import { humanToken, newUserId, startService, type TestService } from '../support/service';
+import { decisionsWritten, humanToken, newUserId, startService, type TestService } from '../support/service';
 import { broker, human, installAgent, podWith, type Human } from '../support/world';
 import { AUTHENTICATED_NON_HUMAN, forgeJwt, inOneHour, probeNonHuman, UNAUTHENTICATED } from '../support/credentials';
 
@@ -230,6 +230,7 @@ describe('logs', () => {
     secretsSent.push(agent.token);
     await service.http.get(`/api/registry/pods/${podId}/agents/${agent.name}/runtime-tokens`).set(owner.auth).expect(200);
 
+    await decisionsWritten();
     const text = service.logs.join('');
     expect(service.logs.length).toBeGreaterThan(20);
     expect(text).toContain('"msg":"decision"');

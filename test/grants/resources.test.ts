@@ -1,5 +1,5 @@
 import { expectProblem } from '../support/problems';
-import { startService, type TestService } from '../support/service';
+import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
 
 /**
@@ -185,7 +185,7 @@ describe('the arguments', () => {
     for (const { row } of rows.rows as Array<{ row: string }>) expect(row).not.toContain(marker);
     // The repository and path a call touches are kept in its decision event (`input.resource`, for
     // audits and `policy impact`); nothing else of its args is, anywhere in the logs.
-    await new Promise((resolve) => setImmediate(resolve)); // decision events are written after the answer
+    await decisionsWritten(); // decision events are written after the answer
     const lines = service.logs.map((line) => JSON.parse(line));
     const kept = lines
       .filter((line) => line.msg === 'decision' && line.path === 'broker/check/decision')

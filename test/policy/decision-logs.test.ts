@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
-import { startService, type TestService } from '../support/service';
+import { decisionsWritten, startService, type TestService } from '../support/service';
 
 /**
  * CONTRACT §11: decision events in OPA's format, uploaded in gzip batches to a collector that
@@ -145,7 +145,7 @@ describe('a collector gone for long', () => {
         const answers = await Promise.all(Array.from({ length: 10 }, () => checkAs(service, world, leafId, world.agent)));
         expect(answers.every((a) => a.status === 200)).toBe(true);
       }
-      await new Promise((resolve) => setImmediate(resolve));
+      await decisionsWritten();
       expect(await metric(service, 'decision_log_dropped_total')).toBeGreaterThan(0);
     } finally {
       await service.close();
@@ -210,7 +210,7 @@ describe("the policy's own mask rules (system.log.mask)", () => {
     const world = await brokerWorld(service);
     await chainOf(service, world, 0);
     await service.http.get(`/api/pods/${world.podId}`).set(world.owner.auth).expect(200);
-    await new Promise((resolve) => setImmediate(resolve));
+    await decisionsWritten();
     const events = service.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'decision');
     const podRead = events.find((e) => e.path === 'pods/access/decision');
     expect(podRead.erased).toEqual(['/input/caller']);

@@ -9,7 +9,7 @@ import { PolicyEngine, PolicyUnavailableError, type DecisionLogMode } from '../.
 import { DecisionLog } from '../../src/policy/decision-log';
 import { catalogue, decisions, defineDecision, verdict, type DecisionDefinition } from '../../src/kernel/decisions/catalogue';
 import { z } from '../../src/kernel/schema';
-import { startService } from '../support/service';
+import { decisionsWritten, startService } from '../support/service';
 import { human, podWith } from '../support/world';
 
 /**
@@ -46,13 +46,15 @@ function buildModule(rego: string): Buffer {
 
 function capturingLogger() {
   const lines: Array<Record<string, unknown>> = [];
+  const writes = { count: 0 };
   const sink = new Writable({
     write(chunk, _encoding, done) {
+      writes.count += 1;
       for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
       done();
     },
   });
-  return { log: createLogger('info', sink), lines };
+  return { log: createLogger('info', sink), lines, writes };
 }
 
 /** Writes a module the way scripts/build-policy.mjs does: a staged file renamed over the old. */
@@ -64,9 +66,9 @@ function install(file: string, bytes: Buffer): void {
 function engineOn(bytes: Buffer, options: { mode?: DecisionLogMode; required?: readonly DecisionDefinition[] } = {}) {
   const file = path.join(mkdtempSync(path.join(work, 'engine-')), 'policy.wasm');
   writeFileSync(file, bytes);
-  const { log, lines } = capturingLogger();
+  const { log, lines, writes } = capturingLogger();
   const engine = new PolicyEngine({ path: file, log, decisionLog: options.mode ?? 'all', required: options.required ?? [], pollMs: 50 });
-  return { engine, file, lines };
+  return { engine, file, lines, writes };
 }
 
 function sha256(bytes: Buffer): string {
@@ -189,7 +191,6 @@ describe('hot reload', () => {
 
 describe('decision log', () => {
   const input = { action: 'pod.read', caller: { kind: 'human' as const, role: null } };
-  const written = () => new Promise((resolve) => setImmediate(resolve));
 
   it("logs OPA's decision event: decision_id, path, input, result, timestamp, bundles, labels, metrics", async () => {
     const { engine, lines } = engineOn(readFileSync(SERVICE_MODULE));
@@ -197,7 +198,7 @@ describe('decision log', () => {
     const first = engine.evaluate(decisions.podsAccess, input);
     engine.evaluate(decisions.podsAccess, input);
     expect(lines.filter((line) => line.msg === 'decision')).toHaveLength(0); // written after the answer
-    await written();
+    await decisionsWritten();
     const logged = lines.filter((line) => line.msg === 'decision');
     expect(logged).toHaveLength(2);
     expect(logged[0]).toMatchObject({
@@ -215,18 +216,31 @@ describe('decision log', () => {
     expect(first.decisionId).toBe(logged[0]!.decision_id);
   });
 
+  it('writes the decisions of the same few milliseconds in one write, not one each', async () => {
+    const { engine, lines, writes } = engineOn(readFileSync(SERVICE_MODULE));
+    await engine.reload();
+    const before = writes.count;
+    engine.evaluate(decisions.podsAccess, input);
+    await new Promise((resolve) => setImmediate(resolve)); // another turn of the event loop: another request
+    engine.evaluate(decisions.podsAccess, input);
+    expect(lines.filter((line) => line.msg === 'decision')).toHaveLength(0);
+    await decisionsWritten();
+    expect(lines.filter((line) => line.msg === 'decision')).toHaveLength(2);
+    expect(writes.count - before).toBe(1);
+  });
+
   it('logs only denials in deny mode and nothing when off', async () => {
     const deny = engineOn(readFileSync(SERVICE_MODULE), { mode: 'deny' });
     await deny.engine.reload();
     deny.engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER);
     deny.engine.evaluate(decisions.podsAccess, input);
-    await written();
+    await decisionsWritten();
     expect(deny.lines.filter((line) => line.msg === 'decision').map((line) => (line.result as { allow: boolean }).allow)).toEqual([false]);
 
     const off = engineOn(readFileSync(SERVICE_MODULE), { mode: 'off' });
     await off.engine.reload();
     off.engine.evaluate(decisions.podsAccess, input);
-    await written();
+    await decisionsWritten();
     expect(off.lines.filter((line) => line.msg === 'decision')).toEqual([]);
   });
 
@@ -241,7 +255,7 @@ describe('decision log', () => {
     await engine.reload();
     const allowed = Array.from({ length: 5 }, () => engine.evaluate(decisions.podsAccess, POD_READ_BY_OWNER).decisionId);
     const denied = engine.evaluate(decisions.podsAccess, input).decisionId;
-    await written();
+    await decisionsWritten();
     const logged = lines.filter((line) => line.msg === 'decision').map((line) => line.decision_id);
     expect(logged).toEqual([allowed[0], allowed[2], denied]);
     expect(draws).toEqual([]);

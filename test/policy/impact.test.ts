@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
-import { startService, type TestService } from '../support/service';
+import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith } from '../support/world';
 
 /**
@@ -78,8 +78,6 @@ async function impact(candidate: string, log: string) {
   return JSON.parse(stdout);
 }
 
-const written = () => new Promise((resolve) => setImmediate(resolve));
-
 describe('a frozen tool', () => {
   let service: TestService;
   beforeAll(async () => {
@@ -92,7 +90,7 @@ describe('a frozen tool', () => {
     const { leafId } = await chainOf(service, world, 1);
     for (let i = 0; i < 3; i += 1) expect((await checkAs(service, world, leafId, world.agent)).body.decision).toBe('allow');
     expect((await checkAs(service, world, leafId, world.agent, { tool: 'pulls.merge' })).body.reason).toBe('tool_not_allowed');
-    await written();
+    await decisionsWritten();
     const logFile = path.join(work, 'frozen-tool.log');
     writeFileSync(logFile, service.logs.join(''));
 
@@ -140,7 +138,7 @@ describe('a grant constrained to repositories, replayed from the service’s own
   beforeAll(async () => {
     service = await startService({ DECISION_LOG: 'all' });
     await callsOnRepositories(service);
-    await written();
+    await decisionsWritten();
     logFile = path.join(work, 'repositories.log');
     writeFileSync(logFile, service.logs.join(''));
     events = service.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'decision');

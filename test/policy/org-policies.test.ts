@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ManualClock } from '../support/clock';
 import { expectProblem } from '../support/problems';
-import { startService, type TestService } from '../support/service';
+import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
 
 /**
@@ -167,6 +167,7 @@ describe('org rules and the arguments', () => {
     const rows = await service.deps.db.raw(`select row_to_json(c)::text as row from call_records c where grant_id = ?`, [grantId]);
     expect(rows.rows.length).toBeGreaterThan(3);
     for (const { row } of rows.rows as Array<{ row: string }>) expect(row).not.toContain('top secret diff');
+    await decisionsWritten();
     expect(service.logs.join('\n')).not.toContain('top secret diff');
   });
 });

@@ -5,6 +5,7 @@ import request from 'supertest';
 import { loadConfig, type Config } from '../../src/config';
 import type { Clock } from '../../src/kernel/clock';
 import { createLogger } from '../../src/kernel/log';
+import { DECISION_WRITE_DELAY_MS } from '../../src/policy/decision-log';
 import { buildService } from '../../src/composition';
 import { createHttpServer } from '../../src/http/server';
 
@@ -55,6 +56,14 @@ export async function startService(overrides: Record<string, string> = {}, optio
       await service.close();
     },
   };
+}
+
+/**
+ * Resolves once the decision events queued so far are in the logs: they wait
+ * DECISION_WRITE_DELAY_MS to share a write, and a timer set later for longer fires after theirs.
+ */
+export function decisionsWritten(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, DECISION_WRITE_DELAY_MS + 1));
 }
 
 let counter = 0;
