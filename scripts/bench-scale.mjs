@@ -1,11 +1,12 @@
 // The fixed-rate and scale parts of `npm run bench` (see bench.mjs): latency at a steady rate the
-// service can carry (evenly spaced requests, bench-rate.mjs), the service as WORKERS=2, and the service on a Redis
-// Cluster of three local masters (REDIS_CLUSTER_NODES).
+// service can carry (evenly spaced requests, bench-rate.mjs), the same for the floor of a check
+// (bench-floor.mjs) and for the disk's fdatasync, the service as WORKERS=2, and the service on a
+// Redis Cluster of three local masters (REDIS_CLUSTER_NODES).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, sleep } from './bench-harness.mjs';
+import { DATABASE_URL, REDIS_KEY_PREFIX, REDIS_URL, freePort, percentile, root, sleep, start, waitFor } from './bench-harness.mjs';
 import { steadyRate } from './bench-rate.mjs';
 
 export const RATE = Number(process.env.BENCH_RATE ?? 1000);
@@ -25,7 +26,88 @@ export async function atFixedRate(title, { base, token, body }, warmedUp = () =>
     steadyRate({ base, path: '/api/broker/check', token, body, rate: RATE, seconds, connections: RATE_CONNECTIONS });
   if (RATE_WARMUP_S > 0) await steady(RATE_WARMUP_S);
   await warmedUp();
-  return steady(RATE_S);
+  const before = cpuTimes();
+  const result = await steady(RATE_S);
+  return { ...result, ...machineShares(before, cpuTimes()) };
+}
+
+/** The machine's CPU time counters (all cores, clock ticks) from /proc/stat (Linux). */
+export function cpuTimes() {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return { busy: user + nice + system + irq + softirq, idle: idle + iowait, steal };
+}
+
+/**
+ * How busy the machine's cores were over a run, and what share of their time the hypervisor gave
+ * to other guests (steal): a tail this process cannot see the cause of is often one of these.
+ */
+export function machineShares(a, b) {
+  const total = b.busy - a.busy + (b.idle - a.idle) + (b.steal - a.steal);
+  const share = (ticks) => +((100 * ticks) / total).toFixed(1);
+  return { machineBusyPct: share(b.busy - a.busy), stealPct: share(b.steal - a.steal) };
+}
+
+/**
+ * The floor of a check (bench-floor.mjs) on a free port, against the bench's database and Redis:
+ * its records name `grantId`, a grant of the seeded world (call_records' foreign key).
+ */
+export async function startFloor(grantId) {
+  const port = await freePort();
+  const child = start('node', ['scripts/bench-floor.mjs'], {
+    PORT: String(port),
+    DATABASE_URL,
+    REDIS_URL,
+    REDIS_KEY_PREFIX,
+    FLOOR_GRANT_ID: grantId,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(`${base}/healthz`);
+  return { base, stop: () => child.kill('SIGTERM') };
+}
+
+/**
+ * The disk under the check: an 8 kB write and fdatasync (what a Postgres commit waits for) at
+ * RATE/s for `seconds`, in a temporary file on the device of Postgres's data directory (the WAL's,
+ * unless moved) when the temporary directory is there, else beside this repository.
+ */
+export function diskSyncAtRate(seconds, postgresDataDirectory) {
+  const device = (dir) => {
+    try {
+      return statSync(dir).dev;
+    } catch {
+      return undefined; // not readable from here (another user, another machine)
+    }
+  };
+  const postgresDevice = device(postgresDataDirectory);
+  const parent = postgresDevice !== undefined && device(tmpdir()) === postgresDevice ? tmpdir() : root;
+  const dir = mkdtempSync(path.join(parent, '.bench-disk-'));
+  const fd = openSync(path.join(dir, 'sync'), 'w');
+  const page = Buffer.alloc(8192, 1);
+  const latencies = [];
+  try {
+    const started = performance.now();
+    const sleeper = new Int32Array(new SharedArrayBuffer(4));
+    for (let i = 0; i < RATE * seconds; i += 1) {
+      // Evenly spaced, like the checks; Atomics.wait sleeps for a fraction of a millisecond.
+      const wait = started + (i * 1000) / RATE - performance.now();
+      if (wait > 0) Atomics.wait(sleeper, 0, 0, wait);
+      const t = performance.now();
+      writeSync(fd, page, 0, page.length, (i % 1024) * page.length);
+      fdatasyncSync(fd);
+      latencies.push(performance.now() - t);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  latencies.sort((x, y) => x - y);
+  const ms = (p) => +percentile(latencies, p).toFixed(2);
+  const samePostgresDevice = postgresDevice === undefined ? 'unknown' : device(parent) === postgresDevice ? 'yes' : 'no';
+  return { p50: ms(50), p90: ms(90), p99: ms(99), max: +latencies.at(-1).toFixed(2), samePostgresDevice };
 }
 
 /** Three cluster-enabled redis-servers on spare ports, joined; `stop()` kills them. */

@@ -43,7 +43,18 @@ import {
   stopService,
   waitFor,
 } from './bench-harness.mjs';
-import { RATE, RATE_CONNECTIONS, RATE_S, RATE_WARMUP_S, atFixedRate, startRedisCluster } from './bench-scale.mjs';
+import {
+  RATE,
+  RATE_CONNECTIONS,
+  RATE_S,
+  RATE_WARMUP_S,
+  atFixedRate,
+  cpuTimes,
+  diskSyncAtRate,
+  machineShares,
+  startFloor,
+  startRedisCluster,
+} from './bench-scale.mjs';
 
 const autocannon = require('autocannon');
 const { Redis } = require('ioredis');
@@ -57,6 +68,8 @@ const PAIR_S = Number(process.env.BENCH_PAIR_S ?? 10);
 const SCALE_S = Number(process.env.BENCH_SCALE_S ?? 10);
 /** The main run's and the org run's decision logging: the service's default unless told. */
 const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
+/** A run whose cores lost this share of their time to other guests (steal) is reported as such. */
+const STEAL_WARNING_PCT = 5;
 /** What every benchmarked check calls with: a read of a file of a repository at a ref. */
 const CHECK_ARGS = { repository: 'acme/api', ref: 'refs/heads/feature/bench', path: 'docs/README.md' };
 /** What the org-packages run constrains its chain to (at the root; the children inherit it). */
@@ -95,8 +108,9 @@ async function seed(base, db, { resources, name = 'bench' } = {}) {
 
 function load(title, options) {
   return new Promise((resolve, reject) => {
+    const before = cpuTimes();
     const instance = autocannon({ connections: CONNECTIONS, duration: DURATION_S, method: 'POST', ...options }, (error, result) =>
-      error ? reject(error) : resolve(result),
+      error ? reject(error) : resolve({ ...result, machine: machineShares(before, cpuTimes()) }),
     );
     instance.on('error', reject);
     console.log(`load: ${title} (${CONNECTIONS} connections, ${options.duration ?? DURATION_S} s)`);
@@ -118,6 +132,7 @@ const summary = (r) => ({
   non2xx: r.non2xx,
   errors: r.errors,
   timeouts: r.timeouts,
+  ...r.machine,
 });
 
 /**
@@ -311,6 +326,18 @@ async function main() {
       token: world.brokerToken,
       body,
     });
+    // The same rate against the floor of a check (one Redis script and one Postgres commit behind a
+    // bare HTTP server), and the disk's own fdatasync at that rate: what the machine alone costs.
+    const floor = await startFloor(world.leafId);
+    results.rateFloor = await atFixedRate('floor: bare HTTP server, one Redis script, one Postgres commit', {
+      base: floor.base,
+      token: 'none',
+      body,
+    });
+    floor.stop();
+    const dataDirectory = (await db.raw('show data_directory')).rows[0].data_directory;
+    console.log(`disk: 8 kB write + fdatasync at ${RATE}/s, 5 s`);
+    results.diskSync = diskSyncAtRate(5, dataDirectory);
     results.rateOff = await atFixedRate('POST /api/broker/check, DECISION_LOG=off', {
       base: unloggedBase,
       token: unloggedWorld.brokerToken,
@@ -447,16 +474,23 @@ function report(r) {
   );
   console.table({
     [`DECISION_LOG=${DECISION_LOG}`]: r.rateLogged,
+    'floor: HTTP + Redis script + Postgres commit': r.rateFloor,
     'DECISION_LOG=off': r.rateOff,
     'DECISION_LOG=all, phases timed': r.ratePhased,
     'WORKERS=1': r.workers1Rate,
     'WORKERS=2': r.workers2Rate,
     'Redis Cluster (3 masters)': r.clusterRate,
   });
+  const d = r.diskSync;
+  console.log(
+    `disk: 8 kB write + fdatasync at ${RATE}/s (a commit's wait): p50 ${d.p50} ms, p90 ${d.p90} ms, p99 ${d.p99} ms, max ${d.max} ms ` +
+      `(same device as Postgres's data directory: ${d.samePostgresDevice}); ` +
+      `service / floor at ${RATE}/s: p50 ${ratio(r.rateLogged.p50, r.rateFloor.p50)}, p99 ${ratio(r.rateLogged.p99, r.rateFloor.p99)}`,
+  );
   console.log(`\nscale: ${CONNECTIONS} connections, ${SCALE_S} s each, DECISION_LOG=all`);
   console.table({ 'WORKERS=1': r.workers1, 'WORKERS=2': r.workers2, 'Redis Cluster (3 masters)': r.cluster });
   console.log(
-    `targets: p99 at ${RATE}/s with decision logs = ${r.rateLogged.p99} ms (target <= 5); ` +
+    `targets: p99 at ${RATE}/s with decision logs = ${r.rateLogged.p99} ms (target <= 5; the floor's ${r.rateFloor.p99} ms, the disk's ${r.diskSync.p99} ms); ` +
       `throughput service (DECISION_LOG=${DECISION_LOG}) / opa REST = ${ratio(r.service.requestsPerSec, r.opaRest.requestsPerSec)} (target >= 1.5); ` +
       `WORKERS=2 / WORKERS=1 = ${ratio(r.workers2.requestsPerSec, r.workers1.requestsPerSec)}; ` +
       `Redis Cluster / one Redis = ${ratio(r.cluster.requestsPerSec, r.workers1.requestsPerSec)}`,
@@ -474,6 +508,16 @@ function report(r) {
       `${r.serviceOrg.cpuMicrosPerCheck} µs (${ratio(r.serviceOrg.cpuMicrosPerCheck, r.pairPlain.cpuMicrosPerCheck, 3)}×); ` +
       `DECISION_LOG=off ${r.serviceUnlogged.cpuMicrosPerCheck} µs (decision logs cost ${ratio(r.pairPlain.cpuMicrosPerCheck, r.serviceUnlogged.cpuMicrosPerCheck, 3)}×)`,
   );
+  // Steal is time the hypervisor gave the cores to other guests: a row measured under much of it
+  // says more about the host than about the service, whatever its ratio to a baseline.
+  const stolen = Object.entries(r)
+    .filter(([, row]) => row?.stealPct >= STEAL_WARNING_PCT)
+    .map(([key, row]) => `${key} ${row.stealPct} %`);
+  if (stolen.length > 0) {
+    console.log(
+      `WARNING: steal >= ${STEAL_WARNING_PCT} % of CPU time during: ${stolen.join(', ')}; those figures are the host's, run again`,
+    );
+  }
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
   const m = r.redisMemory;
   console.log(
