@@ -42,8 +42,9 @@ export function cpuTimes() {
 }
 
 /**
- * How busy the machine's cores were over a run, and what share of their time the hypervisor gave
- * to other guests (steal): a tail this process cannot see the cause of is often one of these.
+ * How busy the machine's cores were over a run, and what share of their time the hypervisor kept
+ * (steal: other guests, or its emulation of this guest's own disk flushes): a tail that no process
+ * here accounts for is often one of these.
  */
 export function machineShares(a, b) {
   const total = b.busy - a.busy + (b.idle - a.idle) + (b.steal - a.steal);
