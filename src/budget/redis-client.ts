@@ -41,6 +41,30 @@ export function connectRedis(settings: RedisSettings, log: Logger): RedisClient 
   return redis;
 }
 
+/**
+ * What the hot path calls before it sends a command: the commands of one turn of the event loop
+ * then leave in one write. The first corks the socket and the rest of the turn's I/O callbacks
+ * add theirs; setImmediate, once they have run, uncorks it. Under full load that is one system
+ * call for many checks instead of one each (about 30 µs of system CPU per check on the bench's
+ * machine); a check alone in its turn is sent as soon as the turn ends. ioredis's auto-pipelining
+ * would batch too, but keeps every check alive until a full GC (above). On a Cluster each node
+ * has its own socket, and commands go out as sent.
+ */
+export function writeCoalescer(redis: RedisClient): () => void {
+  if (!(redis instanceof Redis)) return () => undefined;
+  let corked = false;
+  return () => {
+    if (corked || redis.status !== 'ready') return;
+    const socket = redis.stream;
+    socket.cork();
+    corked = true;
+    setImmediate(() => {
+      corked = false;
+      socket.uncork();
+    });
+  };
+}
+
 function parseNode(node: string): { host: string; port: number } {
   const url = new URL(node.includes('://') ? node : `redis://${node}`);
   return { host: url.hostname, port: Number(url.port || 6379) };

@@ -128,6 +128,31 @@ describe('sliding-window budget script', () => {
   });
 });
 
+describe('the scripts of one turn of the event loop', () => {
+  it('leave in one write, and each still gets its own answer', async () => {
+    const { spend } = await tree();
+    const socket = redis.stream as unknown as { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown };
+    const counted = { write: 0, writev: 0 };
+    const [write, writev] = [socket._write, socket._writev];
+    socket._write = function (...a) {
+      counted.write += 1;
+      return write.apply(this, a);
+    };
+    socket._writev = function (...a) {
+      counted.writev += 1;
+      return writev.apply(this, a);
+    };
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => spend([level('grt_turn', 15)])));
+      expect(answers.filter((a) => a.kind === 'allowed')).toHaveLength(15);
+      expect(answers.filter((a) => a.kind === 'exhausted')).toHaveLength(5);
+    } finally {
+      Object.assign(socket, { _write: write, _writev: writev });
+    }
+    expect(counted).toEqual({ write: 0, writev: 1 });
+  });
+});
+
 describe('budget script under Redis failures (a throwaway redis-server)', () => {
   it('survives SCRIPT FLUSH mid-run and a Redis restart; fails closed while Redis is down', async () => {
     const own = await startOwnRedis();
