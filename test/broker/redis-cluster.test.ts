@@ -1,5 +1,9 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import type { Cluster } from 'ioredis';
 import { promisify } from 'node:util';
+import { treeVersionKey } from '../../src/budget/keys';
+import { SlidingWindowBudget } from '../../src/budget/sliding-window';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster';
 import { startService, type TestService } from '../support/service';
@@ -74,6 +78,42 @@ describe('exact budgets on the cluster', () => {
     const { rootId } = await chainOf(a, world, 0, { budget: { calls: 1001, windowMs: 3_600_000 } });
     const answers = await Promise.all(Array.from({ length: 1010 }, (_, i) => checkAs(i % 2 ? a : b, world, rootId, world.agent)));
     expect(allowed(answers)).toBe(1001);
+  });
+});
+
+describe('the budget scripts of one turn of the event loop', () => {
+  it('leave in one write to the node that owns the tree, and each gets its own answer', async () => {
+    const redis = a.deps.redis as Cluster;
+    const budget = new SlidingWindowBudget(redis);
+    const rootId = `grt_${randomUUID()}`;
+    await redis.set(treeVersionKey(rootId), 'v1');
+    const counted = { write: 0, writev: 0 };
+    // The set above has connected the node that owns the tree; the others may not be yet.
+    const ready = redis.nodes('master').filter((node) => node.status === 'ready');
+    const restore = ready.map((node) => {
+      const socket = node.stream as unknown as { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown };
+      const [write, writev] = [socket._write, socket._writev];
+      socket._write = function (...args) {
+        counted.write += 1;
+        return write.apply(this, args);
+      };
+      socket._writev = function (...args) {
+        counted.writev += 1;
+        return writev.apply(this, args);
+      };
+      return () => Object.assign(socket, { _write: write, _writev: writev });
+    });
+    try {
+      const levels = [{ grantId: 'grt_turn', calls: 15, windowMs: 60_000 }];
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => budget.run({ rootId, levels, expectedVersion: 'v1', mode: 'consume' })),
+      );
+      expect(answers.filter((answer) => answer.kind === 'allowed')).toHaveLength(15);
+      expect(answers.filter((answer) => answer.kind === 'exhausted')).toHaveLength(5);
+    } finally {
+      for (const undo of restore) undo();
+    }
+    expect(counted).toEqual({ write: 0, writev: 1 });
   });
 });
 
