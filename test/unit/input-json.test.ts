@@ -19,6 +19,23 @@ const json = fc.letrec((tie) => ({
   ),
 })).value;
 
+/**
+ * `input` with its members in the order writeInputJson writes them: the rest first, then the
+ * members whose JSON is kept (frozen objects: only serializedOnce freezes here), then the masked.
+ */
+function inWrittenOrder(input: object, maskedKeys: readonly string[]): object {
+  const entries = Object.entries(input);
+  const kept = ([key, value]: [string, unknown]) =>
+    !maskedKeys.includes(key) && typeof value === 'object' && value !== null && Object.isFrozen(value);
+  const ordered = [
+    ...entries.filter((entry) => !maskedKeys.includes(entry[0]) && !kept(entry)),
+    ...entries.filter(kept),
+    ...entries.filter(([key]) => maskedKeys.includes(key)),
+  ];
+  // No prototype: a member named __proto__ stays a member.
+  return Object.assign(Object.create(null) as object, Object.fromEntries(ordered));
+}
+
 describe('the JSON text of a decision input (written once for the policy and the log)', () => {
   it('is JSON of the same value as JSON.stringify writes, whatever the members hold, kept or not', () => {
     const member = fc.oneof(
@@ -26,11 +43,14 @@ describe('the JSON text of a decision input (written once for the policy and the
       fc.constant(undefined),
       json.map((value) => (typeof value === 'object' && value ? serializedOnce(value) : value)),
     );
+    // Compared as text, never through JSON.parse: V8's JSON.parse can decode an escaped member
+    // name wrongly once another name with a backslash has been parsed (nodejs/node#63785, open;
+    // this property hit it in CI). Integer-like names are left out: JSON.stringify puts them first
+    // wherever they were, which would make the expected order below wrong, not the text.
+    const name = hostileString.filter((key) => !/^(0|[1-9][0-9]*)$/.test(key));
     fc.assert(
-      fc.property(fc.dictionary(hostileString, member, { maxKeys: 8 }), (input) => {
-        const text = evaluated(input);
-        expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(input)));
-        expect(text.length).toBe(JSON.stringify(input).length);
+      fc.property(fc.dictionary(name, member, { maxKeys: 8 }), (input) => {
+        expect(evaluated(input)).toBe(JSON.stringify(inWrittenOrder(input, ['args'])));
       }),
     );
   });
