@@ -91,7 +91,8 @@ export function createHumanJwtVerifier(config: HumanJwtSettings): HumanJwtVerifi
   // Keys go to jsonwebtoken as KeyObjects, which koa-jwt passes through (its types say strings and
   // Buffers only). Given a string, jsonwebtoken builds a KeyObject on every verification, and for
   // an HMAC secret it first tries to parse it as a PEM public key: an OpenSSL failure that made
-  // every HS256 verification, a forged token's included, cost about 0.7 ms of CPU instead of 0.1.
+  // every HS256 verification, a forged token's included, cost about 0.6 ms of CPU instead of 0.07
+  // (valid) to 0.15 (forged).
   const options = config.JWT_JWKS_URI
     ? { secret: jwksKeys(config.JWT_JWKS_URI), algorithms: ASYMMETRIC_ALGORITHMS }
     : { secret: createSecretKey(Buffer.from(config.JWT_SECRET)), algorithms: ['HS256'] };
