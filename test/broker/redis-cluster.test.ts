@@ -7,6 +7,7 @@ import { SlidingWindowBudget } from '../../src/budget/sliding-window';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster';
 import { startService, type TestService } from '../support/service';
+import { countWrites } from '../support/socket-writes';
 import { attenuateGrant } from '../support/world';
 
 /**
@@ -87,32 +88,15 @@ describe('the budget scripts of one turn of the event loop', () => {
     const budget = new SlidingWindowBudget(redis);
     const rootId = `grt_${randomUUID()}`;
     await redis.set(treeVersionKey(rootId), 'v1');
-    const counted = { write: 0, writev: 0 };
     // The set above has connected the node that owns the tree; the others may not be yet.
     const ready = redis.nodes('master').filter((node) => node.status === 'ready');
-    const restore = ready.map((node) => {
-      const socket = node.stream as unknown as { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown };
-      const [write, writev] = [socket._write, socket._writev];
-      socket._write = function (...args) {
-        counted.write += 1;
-        return write.apply(this, args);
-      };
-      socket._writev = function (...args) {
-        counted.writev += 1;
-        return writev.apply(this, args);
-      };
-      return () => Object.assign(socket, { _write: write, _writev: writev });
-    });
-    try {
-      const levels = [{ grantId: 'grt_turn', calls: 15, windowMs: 60_000 }];
-      const answers = await Promise.all(
-        Array.from({ length: 20 }, () => budget.run({ rootId, levels, expectedVersion: 'v1', mode: 'consume' })),
-      );
-      expect(answers.filter((answer) => answer.kind === 'allowed')).toHaveLength(15);
-      expect(answers.filter((answer) => answer.kind === 'exhausted')).toHaveLength(5);
-    } finally {
-      for (const undo of restore) undo();
-    }
+    const levels = [{ grantId: 'grt_turn', calls: 15, windowMs: 60_000 }];
+    const { result: answers, ...counted } = await countWrites(
+      ready.map((node) => node.stream),
+      () => Promise.all(Array.from({ length: 20 }, () => budget.run({ rootId, levels, expectedVersion: 'v1', mode: 'consume' }))),
+    );
+    expect(answers.filter((answer) => answer.kind === 'allowed')).toHaveLength(15);
+    expect(answers.filter((answer) => answer.kind === 'exhausted')).toHaveLength(5);
     expect(counted).toEqual({ write: 0, writev: 1 });
   });
 });

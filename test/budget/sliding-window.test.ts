@@ -4,6 +4,7 @@ import { SlidingWindowBudget, type BudgetLevel, type BudgetRequest } from '../..
 import { treeVersionKey } from '../../src/budget/keys';
 import { DependencyUnavailableError } from '../../src/kernel/dependency';
 import { startOwnRedis } from '../support/own-redis';
+import { countWrites } from '../support/socket-writes';
 
 const prefix = `${process.env.REDIS_KEY_PREFIX ?? 'gbtest:'}budget:`;
 let redis: Redis;
@@ -131,24 +132,11 @@ describe('sliding-window budget script', () => {
 describe('the scripts of one turn of the event loop', () => {
   it('leave in one write, and each still gets its own answer', async () => {
     const { spend } = await tree();
-    const socket = redis.stream as unknown as { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown };
-    const counted = { write: 0, writev: 0 };
-    const [write, writev] = [socket._write, socket._writev];
-    socket._write = function (...a) {
-      counted.write += 1;
-      return write.apply(this, a);
-    };
-    socket._writev = function (...a) {
-      counted.writev += 1;
-      return writev.apply(this, a);
-    };
-    try {
-      const answers = await Promise.all(Array.from({ length: 20 }, () => spend([level('grt_turn', 15)])));
-      expect(answers.filter((a) => a.kind === 'allowed')).toHaveLength(15);
-      expect(answers.filter((a) => a.kind === 'exhausted')).toHaveLength(5);
-    } finally {
-      Object.assign(socket, { _write: write, _writev: writev });
-    }
+    const { result: answers, ...counted } = await countWrites([redis.stream], () =>
+      Promise.all(Array.from({ length: 20 }, () => spend([level('grt_turn', 15)]))),
+    );
+    expect(answers.filter((a) => a.kind === 'allowed')).toHaveLength(15);
+    expect(answers.filter((a) => a.kind === 'exhausted')).toHaveLength(5);
     expect(counted).toEqual({ write: 0, writev: 1 });
   });
 });
