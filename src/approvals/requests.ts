@@ -18,12 +18,16 @@ export interface ApprovalRequest {
   principal: { kind: 'user' | 'agent'; id: string };
   requestedAt: Date;
   ttlMs: number;
+  /** The earliest expiry of the grant's chain: an approval never outlives the grant it is for. */
+  grantExpiresAtMs: number;
 }
 
 /** Creates the pending approval; an agent principal hears of it (`approval.requested`). */
 export async function requestApproval(db: Database, request: ApprovalRequest): Promise<{ id: string; expiresAt: string }> {
   const id = newId('approval');
-  const expiresAt = new Date(request.requestedAt.getTime() + request.ttlMs);
+  // A human deciding after the grant has expired would decide nothing (the grant is no longer
+  // usable), so the approval expires with it rather than show `pending` until its own TTL.
+  const expiresAt = new Date(Math.min(request.requestedAt.getTime() + request.ttlMs, request.grantExpiresAtMs));
   await db.transaction(async (trx) => {
     await insertApproval(trx, {
       id,

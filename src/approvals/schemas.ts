@@ -18,7 +18,7 @@ export const ApprovalSchema = z
   .openapi('Approval', {
     description:
       'A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent ' +
-      'with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request) and while the grant is usable.',
+      "with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable.",
   });
 
 export const ApprovalParams = z.strictObject({ approvalId: idParam('apr_01jd6x3c4vf8r9t2y5u7w0z1ab') });

@@ -107,6 +107,7 @@ export async function checkCall(deps: BrokerDeps, broker: CheckingBroker, reques
         principal,
         requestedAt,
         ttlMs: deps.approvalTtlMs,
+        grantExpiresAtMs: Math.min(...chain.map((link) => link.expires_at_ms)),
       });
       approvalId = asked.id;
       result = { ...result, decision: 'approval_required', approvalId: asked.id, approval: asked };

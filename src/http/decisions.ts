@@ -121,7 +121,8 @@ CONTRACT.md; where both are silent the decisions below apply.
   \`list\`): never the caller's own calls (readable by id, 403 \`self_approval\` to decide), and no
   pending approval of a grant that is revoked or expired; decided, used and expired ones stay as
   history under their \`state\`. \`expired\` is not stored: \`pending\` or \`approved\` past
-  \`expiresAt\` (\`APPROVAL_TTL_MS\` after the request, default 15 min) on the service clock, with no
+  \`expiresAt\` (\`APPROVAL_TTL_MS\` after the request, default 15 min, or the grant's own expiry
+  when that comes first: an approval never outlives its grant) on the service clock, with no
   sweeper; deciding then is 409 \`approval_expired\`, a re-send is denied \`approval_expired\`.
   Of concurrent re-sends of an approved approval one is allowed; the rest are denied
   \`approval_used\`, their units given back.

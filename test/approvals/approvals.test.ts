@@ -183,6 +183,40 @@ describe('an approval does not outlive its grant or its time', () => {
   });
 });
 
+describe('an approval on a grant that expires first', () => {
+  it('expires with the grant, not APPROVAL_TTL_MS later, and the agent is told so', async () => {
+    const grantExpiresAt = new Date(clock.now() + 5 * 60_000).toISOString();
+    const { id: grantId } = await rootGrant(
+      service,
+      world.owner,
+      world.connectionId,
+      { kind: 'pod', id: world.podId },
+      { tools: ['issues.create_comment'], writeMode: 'approve', expiresAt: grantExpiresAt },
+    );
+    await drain(service, world.agent);
+    const asked = await askApproval(grantId);
+    expect(asked.approval.expiresAt).toBe(grantExpiresAt);
+    const read = await service.http.get(`/api/approvals/${asked.approvalId}`).set(world.owner.auth).expect(200);
+    expect(read.body).toMatchObject({ state: 'pending', expiresAt: grantExpiresAt });
+    const requested = (await poll(service, world.agent)).find((e) => e.type === 'approval.requested');
+    expect(requested?.data).toMatchObject({ approvalId: asked.approvalId, expiresAt: grantExpiresAt });
+    clock.advance(5 * 60_000);
+    try {
+      // Past the grant's expiry, well within the TTL: no longer pending, and nothing to decide on.
+      const after = await service.http.get(`/api/approvals/${asked.approvalId}`).set(world.owner.auth).expect(200);
+      expect(after.body.state).toBe('expired');
+      expectProblem(await decide(asked.approvalId, 'approve'), 422, 'grant_not_usable');
+    } finally {
+      clock.advance(-5 * 60_000);
+    }
+  });
+
+  it('a grant that outlives the TTL keeps the TTL', async () => {
+    const asked = await askApproval(await approveModeGrant());
+    expect(Date.parse(asked.approval.expiresAt)).toBe(clock.now() + 15 * 60_000);
+  });
+});
+
 describe('concurrent re-sends', () => {
   it('allow exactly once across two replicas', async () => {
     const grantId = await approveModeGrant();
