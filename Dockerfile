@@ -51,6 +51,9 @@ COPY examples/mcp-broker/package.json examples/mcp-broker/package.json
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
 COPY --from=build /app/build/policy build/policy
+# The SDK's entry point: the compiled grantctl and MCP broker require it by its package name
+# (`node dist/clients/grantctl/src/main.js …` in the container).
+COPY clients/typescript/index.js clients/typescript/index.js
 USER node
 EXPOSE 8080
 CMD ["node", "dist/src/main.js"]

@@ -3,12 +3,22 @@
  * against the real Postgres and Redis; globalSetup makes a fresh database and Redis prefix per run.
  */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
+// The SDK by its package name, as grantctl, the examples and a consumer import it: its sources
+// here (the name's own entry point is the compiled build, which a test run does not need).
+const moduleNameMapper = { '^@grant-broker/client$': '<rootDir>/clients/typescript/src' };
 
 module.exports = {
   testTimeout: 30000,
   maxWorkers: 2,
   projects: [
-    { displayName: 'unit', testEnvironment: 'node', roots: ['<rootDir>/test/unit'], testMatch: ['**/*.test.ts'], transform },
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      roots: ['<rootDir>/test/unit'],
+      testMatch: ['**/*.test.ts'],
+      transform,
+      moduleNameMapper,
+    },
     {
       displayName: 'integration',
       testEnvironment: 'node',
@@ -16,6 +26,7 @@ module.exports = {
       testMatch: ['**/*.test.ts'],
       testPathIgnorePatterns: ['/test/unit/'],
       transform,
+      moduleNameMapper,
       globalSetup: '<rootDir>/test/support/global-setup.js',
       globalTeardown: '<rootDir>/test/support/global-teardown.js',
     },

@@ -1,4 +1,4 @@
-import { ApprovalRequired, CallDenied, type GrantBrokerClient } from '../../clients/typescript/src';
+import { ApprovalRequired, CallDenied, type GrantBrokerClient } from '@grant-broker/client';
 import type { CallAnswer, CallTool, ToolCall } from './approvals';
 
 /**

@@ -9,7 +9,7 @@ import {
   type EventsOptions,
   type GrantBrokerClient,
   type LeasedEvent,
-} from '../../clients/typescript/src';
+} from '@grant-broker/client';
 
 export type { AgentEvent, LeasedEvent };
 /** A refusal from the service, with the problem document's stable `code` (`credentialRejected` on 401/403). */

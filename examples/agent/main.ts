@@ -7,7 +7,7 @@
  * re-sent with the same arguments and its `approvalId` when `approval.decided` arrives.
  * `--once`: handle what is pending, wait for kept calls to be answered, then exit.
  */
-import { createClient } from '../../clients/typescript/src';
+import { createClient } from '@grant-broker/client';
 import { CodeHostConnector } from '../mcp-broker/connector';
 import { toolNamed } from '../mcp-broker/tools';
 import { ApprovalWaits, type CallAnswer, type CallTool, type ToolCall } from './approvals';

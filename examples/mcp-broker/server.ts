@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalize } from 'json-canonicalize';
-import { ApiProblem, ApprovalRequired, CallDenied, createClient, type Grant } from '../../clients/typescript/src';
+import { ApiProblem, ApprovalRequired, CallDenied, createClient, type Grant } from '@grant-broker/client';
 import { ConnectorError, type CodeHostConnector } from './connector';
 import { TOOLS, toolNamed } from './tools';
 

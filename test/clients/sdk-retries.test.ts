@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, createServer as createTcpServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ApiProblem, createClient, parseRetryAfter } from '../../clients/typescript/src';
+import { ApiProblem, createClient, parseRetryAfter } from '@grant-broker/client';
 import { brokerWorld, chainOf } from '../support/broker-world';
 import { startService, type TestService } from '../support/service';
 

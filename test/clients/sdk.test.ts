@@ -1,4 +1,4 @@
-import { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded, createClient } from '../../clients/typescript/src';
+import { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded, createClient } from '@grant-broker/client';
 import { brokerWorld, chainOf, type BrokerWorld } from '../support/broker-world';
 import { ManualClock } from '../support/clock';
 import { drain } from '../support/events';

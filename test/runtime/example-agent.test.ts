@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createClient } from '../../clients/typescript/src';
+import { createClient } from '@grant-broker/client';
 import { RuntimeApiError, RuntimeClient, type AgentEvent } from '../../examples/agent/client';
 import { handleEvent, withApprovals } from '../../examples/agent/handler';
 import { FileResultStore } from '../../examples/agent/store';

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { createClient, type Grant } from '../../typescript/src';
+import { createClient, type Grant } from '@grant-broker/client';
 import { evaluatePolicyFile } from '../../../src/admin/policy-eval';
 import { policyImpact } from '../../../src/admin/policy-impact';
 import { columns, CURSOR, fail, LIMIT, pageQuery, print, printPage } from './output';

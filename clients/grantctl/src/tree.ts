@@ -1,4 +1,4 @@
-import type { CallRecord, Grant, GrantBrokerClient } from '../../typescript/src';
+import type { CallRecord, Grant, GrantBrokerClient } from '@grant-broker/client';
 
 /** Outcomes that took a unit of budget (CONTRACT §5, §9): never `denied`, never `awaiting_approval`. */
 const COUNTED = new Set<CallRecord['outcome']>(['pending', 'succeeded', 'failed']);
