@@ -23,19 +23,13 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  REDIS_KEY_PREFIX,
-  REDIS_URL,
   api,
   benchDatabase,
   finish,
   freePort,
-  humanToken,
   killChildren,
-  machine,
-  registerBroker,
   require,
   root,
-  run,
   start,
   serviceCpuMs,
   signalService,
@@ -43,21 +37,11 @@ import {
   stopService,
   waitFor,
 } from './bench-harness.mjs';
-import {
-  RATE,
-  RATE_CONNECTIONS,
-  RATE_S,
-  RATE_WARMUP_S,
-  atFixedRate,
-  cpuTimes,
-  diskSyncAtRate,
-  machineShares,
-  startFloor,
-  startRedisCluster,
-} from './bench-scale.mjs';
+import { meanSummary, report, summary } from './bench-report.mjs';
+import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
+import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, seed } from './bench-world.mjs';
 
 const autocannon = require('autocannon');
-const { Redis } = require('ioredis');
 const { loadPolicy } = require('@open-policy-agent/opa-wasm');
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
@@ -68,43 +52,6 @@ const PAIR_S = Number(process.env.BENCH_PAIR_S ?? 10);
 const SCALE_S = Number(process.env.BENCH_SCALE_S ?? 10);
 /** The main run's and the org run's decision logging: the service's default unless told. */
 const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
-/** Runs whose cores lost this share of their time to the hypervisor (steal) are named in the report. */
-const STEAL_NOTICE_PCT = 5;
-/** What every benchmarked check calls with: a read of a file of a repository at a ref. */
-const CHECK_ARGS = { repository: 'acme/api', ref: 'refs/heads/feature/bench', path: 'docs/README.md' };
-/** What the org-packages run constrains its chain to (at the root; the children inherit it). */
-const BENCH_RESOURCES = {
-  repositories: ['acme/*', 'acme-labs/docs'],
-  refs: ['refs/heads/feature/*', 'refs/heads/release-*'],
-  paths: ['docs/**', 'src/**'],
-};
-
-/** Pod, member agent, broker, connection, and a depth-3 chain of grants, through the API. */
-async function seed(base, db, { resources, name = 'bench' } = {}) {
-  const owner = humanToken(`bench-owner-${run}`);
-  const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Bench pod' });
-  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
-  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
-    .token;
-  const broker = await registerBroker(db, `${name}-broker`);
-  const connection = await api(base, 'POST', '/api/connections', owner, {
-    kind: 'code_hosting_app',
-    brokerId: broker.id,
-    externalInstallationId: `${name}-${run}`,
-    tools: [{ name: 'repos.read_file', access: 'read', resource: { repository: '/repository', ref: '/ref', path: '/path' } }],
-  });
-  // Large enough never to deny during the run; a short window keeps the sorted sets small.
-  const budget = { calls: 1_000_000, windowMs: 1000 };
-  let grant = await api(base, 'POST', '/api/grants', owner, {
-    connectionId: connection.id,
-    target: { kind: 'pod', id: pod.id },
-    tools: ['repos.read_file'],
-    budget,
-    ...(resources ? { resources } : {}),
-  });
-  for (let depth = 1; depth <= 3; depth += 1) grant = await api(base, 'POST', `/api/grants/${grant.id}/attenuate`, agentToken, {});
-  return { brokerToken: broker.token, agentToken, leafId: grant.id };
-}
 
 function load(title, options) {
   return new Promise((resolve, reject) => {
@@ -115,99 +62,6 @@ function load(title, options) {
     instance.on('error', reject);
     console.log(`load: ${title} (${CONNECTIONS} connections, ${options.duration ?? DURATION_S} s)`);
   });
-}
-
-/** The mean of each figure over several runs of one target. */
-function meanSummary(runs) {
-  const all = runs.map(summary);
-  return Object.fromEntries(Object.keys(all[0]).map((key) => [key, Math.round(all.reduce((sum, s) => sum + s[key], 0) / all.length)]));
-}
-
-const summary = (r) => ({
-  requestsPerSec: Math.round(r.requests.average),
-  p50: r.latency.p50,
-  p90: r.latency.p90,
-  p99: r.latency.p99,
-  ok2xx: r['2xx'],
-  non2xx: r.non2xx,
-  errors: r.errors,
-  timeouts: r.timeouts,
-  ...r.machine,
-});
-
-/**
- * The broker/check input the service builds for the seeded chain, by the service's own code: its
- * chain cache, its facts query and its input builder (dist/), so baselines decide the same input.
- */
-async function checkInputFor(db, leafId, agentId, brokerId) {
-  const { ChainCache } = require(path.join(root, 'dist/src/broker/chain.js'));
-  const { TreeFactsCache, TreeSnapshot } = require(path.join(root, 'dist/src/broker/tree-facts.js'));
-  const { checkInput } = require(path.join(root, 'dist/src/broker/policy-input.js'));
-  const { digestOf } = require(path.join(root, 'dist/src/kernel/digest.js'));
-  const chain = await new ChainCache(db).get(leafId);
-  const principal = { kind: 'agent', id: agentId };
-  const facts = await new TreeFactsCache(db, 0).factsFor(new TreeSnapshot('bench', 0), chain, principal);
-  const subject = { principal, source: 'subject_token' };
-  const localTime = { time_zone: 'UTC', weekday: 3, hour: 10, minute: 0 };
-  return checkInput(
-    {
-      brokerId,
-      tool: 'repos.read_file',
-      args: CHECK_ARGS,
-      argsDigest: digestOf(CHECK_ARGS),
-      subject,
-      trustAssertedPrincipal: false,
-      now: Date.now(),
-      localTime,
-    },
-    chain,
-    facts,
-  );
-}
-
-/**
- * Redis bytes per allowed call per chain level: a fresh chain of depth 3 (4 levels) with an exact
- * window (calls <= 1000) takes CALLS allowed calls; MEMORY USAGE of every level's window, less the
- * same keys' size after one call, divided by the calls after the first and the levels.
- */
-async function redisBytesPerCall(base, db, world) {
-  const CALLS = 1000;
-  const owner = humanToken(`bench-owner-${run}`);
-  const podId = (await db('pods').first('id')).id;
-  const connectionId = (await db('connections').first('id')).id;
-  const budget = { calls: CALLS, windowMs: 3_600_000 };
-  const chain = [
-    await api(base, 'POST', '/api/grants', owner, { connectionId, target: { kind: 'pod', id: podId }, tools: ['repos.read_file'], budget }),
-  ];
-  for (let depth = 1; depth <= 3; depth += 1)
-    chain.push(await api(base, 'POST', `/api/grants/${chain.at(-1).id}/attenuate`, world.agentToken, {}));
-  const check = () =>
-    api(base, 'POST', '/api/broker/check', world.brokerToken, {
-      grantId: chain.at(-1).id,
-      tool: 'repos.read_file',
-      subjectToken: world.agentToken,
-      args: {},
-    });
-  const redis = new Redis(REDIS_URL, { keyPrefix: REDIS_KEY_PREFIX });
-  const usage = async () => {
-    let bytes = 0;
-    for (const grant of chain) bytes += Number(await redis.memory('USAGE', `{${chain[0].id}}:win:${grant.id}`, 'SAMPLES', '0'));
-    return bytes;
-  };
-  try {
-    await check();
-    const one = await usage();
-    for (let i = 1; i < CALLS; i += 50) await Promise.all(Array.from({ length: Math.min(50, CALLS - i) }, check));
-    const all = await usage();
-    return {
-      calls: CALLS,
-      levels: chain.length,
-      bytesPerCallPerLevel: +((all - one) / ((CALLS - 1) * chain.length)).toFixed(1),
-      totalBytes: all,
-    };
-  } finally {
-    redis.disconnect();
-  }
 }
 
 async function wasmEvaluationsPerSec(input) {
@@ -230,12 +84,7 @@ async function main() {
   try {
     const base = await startService({ DECISION_LOG: DECISION_LOG });
     const world = await seed(base, db);
-    const body = JSON.stringify({
-      grantId: world.leafId,
-      tool: 'repos.read_file',
-      subjectToken: world.agentToken,
-      args: CHECK_ARGS,
-    });
+    const body = checkBody(world);
     const before = Number((await db('call_records').count({ n: '*' }))[0].n);
     const cpuBefore = serviceCpuMs(base);
     const service = await load('POST /api/broker/check', {
@@ -266,24 +115,14 @@ async function main() {
       POLICY_TIME_ZONE: workingZone(),
     });
     const orgWorld = await seed(orgBase, db, { resources: BENCH_RESOURCES, name: 'bench-org' });
-    const orgBody = JSON.stringify({
-      grantId: orgWorld.leafId,
-      tool: 'repos.read_file',
-      subjectToken: orgWorld.agentToken,
-      args: CHECK_ARGS,
-    });
+    const orgBody = checkBody(orgWorld);
     const probe = await api(orgBase, 'POST', '/api/broker/check', orgWorld.brokerToken, JSON.parse(orgBody));
     if (probe.decision !== 'allow') throw new Error(`the org-packages check is denied: ${JSON.stringify(probe)}`);
     // A third service logging no decision: what decision logs (written to stdout, read by nobody
     // here) cost the others.
     const unloggedBase = await startService({ DECISION_LOG: 'off' });
     const unloggedWorld = await seed(unloggedBase, db, { name: 'bench-unlogged' });
-    const unloggedBody = JSON.stringify({
-      grantId: unloggedWorld.leafId,
-      tool: 'repos.read_file',
-      subjectToken: unloggedWorld.agentToken,
-      args: CHECK_ARGS,
-    });
+    const unloggedBody = checkBody(unloggedWorld);
 
     // Alternating rounds, so the drift of a shared machine falls on every variant alike.
     const variants = [
@@ -353,12 +192,7 @@ async function main() {
       {
         base: phasedBase,
         token: phasedWorld.brokerToken,
-        body: JSON.stringify({
-          grantId: phasedWorld.leafId,
-          tool: 'repos.read_file',
-          subjectToken: phasedWorld.agentToken,
-          args: CHECK_ARGS,
-        }),
+        body: checkBody(phasedWorld),
       },
       // The table covers the measured run only, not the warm-up.
       () => signalService(phasedBase, 'SIGUSR2'),
@@ -374,12 +208,7 @@ async function main() {
       const target = {
         base: scaledBase,
         token: scaledWorld.brokerToken,
-        body: JSON.stringify({
-          grantId: scaledWorld.leafId,
-          tool: 'repos.read_file',
-          subjectToken: scaledWorld.agentToken,
-          args: CHECK_ARGS,
-        }),
+        body: checkBody(scaledWorld),
       };
       results[key] = summary(
         await load(title, {
@@ -432,7 +261,7 @@ async function main() {
   } finally {
     await finish(db);
   }
-  report(results);
+  report(results, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, PAIR_S, SCALE_S });
 }
 
 const ORG_MODES = ['protected_branches', 'repository_allowlist', 'working_hours'].map((p) => `broker.check.${p}=enforce`).join(',');
@@ -448,87 +277,6 @@ function workingZone() {
     if (!['Sat', 'Sun'].includes(parts.weekday) && Number(parts.hour) >= 10 && Number(parts.hour) < 17) return zone;
   }
   return 'UTC';
-}
-
-function report(r) {
-  const allowed = r.recorded.pending ?? 0;
-  const ratio = (a, b, digits = 2) => (a / b).toFixed(digits);
-  console.log('\n=== broker check benchmark ===');
-  console.log(`machine: ${machine()}`);
-  console.log(
-    `load: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per target; chain depth 3 (4 grants); agent subjectToken; ` +
-      `the service with DECISION_LOG=${DECISION_LOG} unless a row says otherwise`,
-  );
-  console.table({
-    'service POST /api/broker/check': r.service,
-    [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s, alternating`]: r.pairPlain,
-    [`service, org packages + resources, alternating`]: r.serviceOrg,
-    [`service, DECISION_LOG=off, alternating`]: r.serviceUnlogged,
-    'opa run --server (REST)': r.opaRest,
-  });
-  console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
-  console.log(`service CPU per check (user + system of its process, main run): ${r.cpuMicrosPerCheck} µs`);
-  console.log(
-    `\nfixed rate: ${RATE} checks/s evenly spaced, at most ${RATE_CONNECTIONS} connections, ${RATE_WARMUP_S} s warm-up + ${RATE_S} s ` +
-      `(latency in ms from each request's due time; generatorLoopDelay*: the load generator's own stalls)`,
-  );
-  console.table({
-    [`DECISION_LOG=${DECISION_LOG}`]: r.rateLogged,
-    'floor: HTTP + Redis script + Postgres commit': r.rateFloor,
-    'DECISION_LOG=off': r.rateOff,
-    'DECISION_LOG=all, phases timed': r.ratePhased,
-    'WORKERS=1': r.workers1Rate,
-    'WORKERS=2': r.workers2Rate,
-    'Redis Cluster (3 masters)': r.clusterRate,
-  });
-  const d = r.diskSync;
-  console.log(
-    `disk: 8 kB write + fdatasync at ${RATE}/s (a commit's wait): p50 ${d.p50} ms, p90 ${d.p90} ms, p99 ${d.p99} ms, max ${d.max} ms ` +
-      `(same device as Postgres's data directory: ${d.samePostgresDevice}); ` +
-      `service / floor at ${RATE}/s: p50 ${ratio(r.rateLogged.p50, r.rateFloor.p50)}, p99 ${ratio(r.rateLogged.p99, r.rateFloor.p99)}`,
-  );
-  console.log(`\nscale: ${CONNECTIONS} connections, ${SCALE_S} s each, DECISION_LOG=all`);
-  console.table({ 'WORKERS=1': r.workers1, 'WORKERS=2': r.workers2, 'Redis Cluster (3 masters)': r.cluster });
-  console.log(
-    `targets: p99 at ${RATE}/s with decision logs = ${r.rateLogged.p99} ms (target <= 5; the floor's ${r.rateFloor.p99} ms, the disk's ${r.diskSync.p99} ms); ` +
-      `throughput service (DECISION_LOG=${DECISION_LOG}) / opa REST = ${ratio(r.service.requestsPerSec, r.opaRest.requestsPerSec)} (target >= 1.5); ` +
-      `WORKERS=2 / WORKERS=1 = ${ratio(r.workers2.requestsPerSec, r.workers1.requestsPerSec)}; ` +
-      `Redis Cluster / one Redis = ${ratio(r.cluster.requestsPerSec, r.workers1.requestsPerSec)}`,
-  );
-  console.log(
-    `ratios: service / opa REST = ${ratio(r.service.requestsPerSec, r.opaRest.requestsPerSec)}; ` +
-      `service with DECISION_LOG=off / opa REST (alternating-round mean) = ${ratio(r.serviceUnlogged.requestsPerSec, r.opaRest.requestsPerSec)}; ` +
-      `service / in-process WASM = ${ratio(r.service.requestsPerSec, r.wasmEvaluationsPerSec, 3)}; ` +
-      `p99 service / opa REST = ${ratio(r.service.p99, Math.max(r.opaRest.p99, 0.001))}; ` +
-      `service with org packages and resources / without (alternating rounds) = ${ratio(r.serviceOrg.requestsPerSec, r.pairPlain.requestsPerSec, 3)}; ` +
-      `service with decision logs / without (alternating rounds) = ${ratio(r.pairPlain.requestsPerSec, r.serviceUnlogged.requestsPerSec, 3)}`,
-  );
-  console.log(
-    `CPU per check, alternating rounds: DECISION_LOG=${DECISION_LOG} ${r.pairPlain.cpuMicrosPerCheck} µs; org packages + resources ` +
-      `${r.serviceOrg.cpuMicrosPerCheck} µs (${ratio(r.serviceOrg.cpuMicrosPerCheck, r.pairPlain.cpuMicrosPerCheck, 3)}×); ` +
-      `DECISION_LOG=off ${r.serviceUnlogged.cpuMicrosPerCheck} µs (decision logs cost ${ratio(r.pairPlain.cpuMicrosPerCheck, r.serviceUnlogged.cpuMicrosPerCheck, 3)}×)`,
-  );
-  // Steal is time the hypervisor kept the guest's cores from it: other guests, and on a virtual
-  // machine also its own emulation of this guest's disk flushes (an fdatasync per commit; on the
-  // machine of docs/broker-check.md, 1 000 flushes a second alone showed 7-10 % steal).
-  const stolen = Object.entries(r)
-    .filter(([, row]) => row?.stealPct >= STEAL_NOTICE_PCT)
-    .map(([key, row]) => `${key} ${row.stealPct} %`);
-  if (stolen.length > 0) {
-    console.log(`steal >= ${STEAL_NOTICE_PCT} % of the cores' time (the hypervisor's, not the service's) during: ${stolen.join(', ')}`);
-  }
-  console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
-  const m = r.redisMemory;
-  console.log(
-    `redis memory: ${m.bytesPerCallPerLevel} bytes per allowed call per chain level (${m.calls} calls through ${m.levels} levels, exact windows: ${m.totalBytes} bytes)`,
-  );
-  // A check answers only once its record is durable, so records >= answers; the difference is
-  // the calls still in flight when autocannon stopped counting (at most one per connection).
-  const complete = allowed >= r.service.ok2xx && allowed - r.service.ok2xx <= CONNECTIONS && !r.recorded.denied;
-  console.log(
-    complete ? 'every allowed call is recorded (pending records >= 2xx answers, none denied)' : 'MISMATCH between answers and records',
-  );
-  if (!complete) process.exitCode = 1;
 }
 
 main().catch(async (error) => {

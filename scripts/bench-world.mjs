@@ -1,0 +1,123 @@
+// The world `npm run bench` checks against, built through the service's own API: a pod, an agent
+// with a runtime token, a broker, a connection and a chain of depth 3; the check's body and the
+// policy input the service builds for it (for the baselines); Redis bytes per call it keeps.
+import path from 'node:path';
+import { REDIS_KEY_PREFIX, REDIS_URL, api, humanToken, registerBroker, require, root, run } from './bench-harness.mjs';
+
+const { Redis } = require('ioredis');
+
+/** What every benchmarked check calls with: a read of a file of a repository at a ref. */
+export const CHECK_ARGS = { repository: 'acme/api', ref: 'refs/heads/feature/bench', path: 'docs/README.md' };
+/** What the org-packages run constrains its chain to (at the root; the children inherit it). */
+export const BENCH_RESOURCES = {
+  repositories: ['acme/*', 'acme-labs/docs'],
+  refs: ['refs/heads/feature/*', 'refs/heads/release-*'],
+  paths: ['docs/**', 'src/**'],
+};
+
+/** Pod, member agent, broker, connection, and a depth-3 chain of grants, through the API. */
+export async function seed(base, db, { resources, name = 'bench' } = {}) {
+  const owner = humanToken(`bench-owner-${run}`);
+  const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Bench pod' });
+  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
+  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
+    .token;
+  const broker = await registerBroker(db, `${name}-broker`);
+  const connection = await api(base, 'POST', '/api/connections', owner, {
+    kind: 'code_hosting_app',
+    brokerId: broker.id,
+    externalInstallationId: `${name}-${run}`,
+    tools: [{ name: 'repos.read_file', access: 'read', resource: { repository: '/repository', ref: '/ref', path: '/path' } }],
+  });
+  // Large enough never to deny during the run; a short window keeps the sorted sets small.
+  const budget = { calls: 1_000_000, windowMs: 1000 };
+  let grant = await api(base, 'POST', '/api/grants', owner, {
+    connectionId: connection.id,
+    target: { kind: 'pod', id: pod.id },
+    tools: ['repos.read_file'],
+    budget,
+    ...(resources ? { resources } : {}),
+  });
+  for (let depth = 1; depth <= 3; depth += 1) grant = await api(base, 'POST', `/api/grants/${grant.id}/attenuate`, agentToken, {});
+  return { brokerToken: broker.token, agentToken, leafId: grant.id };
+}
+
+/** The body of a check of the world's leaf grant, by its agent, with CHECK_ARGS. */
+export function checkBody(world) {
+  return JSON.stringify({ grantId: world.leafId, tool: 'repos.read_file', subjectToken: world.agentToken, args: CHECK_ARGS });
+}
+
+/**
+ * The broker/check input the service builds for the seeded chain, by the service's own code: its
+ * chain cache, its facts query and its input builder (dist/), so baselines decide the same input.
+ */
+export async function checkInputFor(db, leafId, agentId, brokerId) {
+  const { ChainCache } = require(path.join(root, 'dist/src/broker/chain.js'));
+  const { TreeFactsCache, TreeSnapshot } = require(path.join(root, 'dist/src/broker/tree-facts.js'));
+  const { checkInput } = require(path.join(root, 'dist/src/broker/policy-input.js'));
+  const { digestOf } = require(path.join(root, 'dist/src/kernel/digest.js'));
+  const chain = await new ChainCache(db).get(leafId);
+  const principal = { kind: 'agent', id: agentId };
+  const facts = await new TreeFactsCache(db, 0).factsFor(new TreeSnapshot('bench', 0), chain, principal);
+  const subject = { principal, source: 'subject_token' };
+  const localTime = { time_zone: 'UTC', weekday: 3, hour: 10, minute: 0 };
+  return checkInput(
+    {
+      brokerId,
+      tool: 'repos.read_file',
+      args: CHECK_ARGS,
+      argsDigest: digestOf(CHECK_ARGS),
+      subject,
+      trustAssertedPrincipal: false,
+      now: Date.now(),
+      localTime,
+    },
+    chain,
+    facts,
+  );
+}
+
+/**
+ * Redis bytes per allowed call per chain level: a fresh chain of depth 3 (4 levels) with an exact
+ * window (calls <= 1000) takes CALLS allowed calls; MEMORY USAGE of every level's window, less the
+ * same keys' size after one call, divided by the calls after the first and the levels.
+ */
+export async function redisBytesPerCall(base, db, world) {
+  const CALLS = 1000;
+  const owner = humanToken(`bench-owner-${run}`);
+  const podId = (await db('pods').first('id')).id;
+  const connectionId = (await db('connections').first('id')).id;
+  const budget = { calls: CALLS, windowMs: 3_600_000 };
+  const chain = [
+    await api(base, 'POST', '/api/grants', owner, { connectionId, target: { kind: 'pod', id: podId }, tools: ['repos.read_file'], budget }),
+  ];
+  for (let depth = 1; depth <= 3; depth += 1)
+    chain.push(await api(base, 'POST', `/api/grants/${chain.at(-1).id}/attenuate`, world.agentToken, {}));
+  const check = () =>
+    api(base, 'POST', '/api/broker/check', world.brokerToken, {
+      grantId: chain.at(-1).id,
+      tool: 'repos.read_file',
+      subjectToken: world.agentToken,
+      args: {},
+    });
+  const redis = new Redis(REDIS_URL, { keyPrefix: REDIS_KEY_PREFIX });
+  const usage = async () => {
+    let bytes = 0;
+    for (const grant of chain) bytes += Number(await redis.memory('USAGE', `{${chain[0].id}}:win:${grant.id}`, 'SAMPLES', '0'));
+    return bytes;
+  };
+  try {
+    await check();
+    const one = await usage();
+    for (let i = 1; i < CALLS; i += 50) await Promise.all(Array.from({ length: Math.min(50, CALLS - i) }, check));
+    const all = await usage();
+    return {
+      calls: CALLS,
+      levels: chain.length,
+      bytesPerCallPerLevel: +((all - one) / ((CALLS - 1) * chain.length)).toFixed(1),
+      totalBytes: all,
+    };
+  } finally {
+    redis.disconnect();
+  }
+}
