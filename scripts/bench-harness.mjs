@@ -64,6 +64,18 @@ export function start(command, args, env = {}) {
   return child;
 }
 
+/**
+ * The Node pinned in tools/node/package.json (installed by `scripts/ensure-deps.sh
+ * --with-test-node`): the test command's second Node, and the release line the Docker image ships.
+ * `env` puts it first on a service's PATH; undefined when it is not installed.
+ */
+export function pinnedNode() {
+  const bin = path.join(root, 'tools/node/node_modules/.bin');
+  if (!existsSync(path.join(bin, 'node'))) return undefined;
+  const version = execFileSync(path.join(bin, 'node'), ['--version'], { encoding: 'utf8' }).trim();
+  return { version, env: { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` } };
+}
+
 /** The throwaway database, migrated; the caller destroys it through `finish`. */
 export async function benchDatabase() {
   await ensureDatabaseExists(DATABASE_URL);

@@ -42,6 +42,7 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s, alternating`]: r.pairPlain,
     [`service, org packages + resources, alternating`]: r.serviceOrg,
     [`service, DECISION_LOG=off, alternating`]: r.serviceUnlogged,
+    ...(r.serviceImageNode ? { [`service on Node ${r.imageNodeVersion} (the image's), alternating`]: r.serviceImageNode } : {}),
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
@@ -69,10 +70,14 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
   console.table({ 'WORKERS=1': r.workers1, 'WORKERS=2': r.workers2, 'Redis Cluster (3 masters)': r.cluster });
   // The floor does a strict part of a check's work (its Redis script and its commit, nothing else),
   // so a floor above the target says the target is out of this machine's reach in this run.
+  const imageNode = r.serviceImageNode;
+  const imageNodeTarget = imageNode
+    ? `; on Node ${r.imageNodeVersion}, the image's, ${ratio(imageNode.requestsPerSec, r.opaRest.requestsPerSec)} (alternating-round mean)`
+    : '';
   const floorVerdict = r.rateFloor.p99 > P99_TARGET_MS ? ': the floor alone misses the target on this machine' : '';
   console.log(
     `targets: p99 at ${RATE}/s with decision logs = ${r.rateLogged.p99} ms (target <= ${P99_TARGET_MS}; the floor's ${r.rateFloor.p99} ms, the disk's ${r.diskSync.p99} ms${floorVerdict}); ` +
-      `throughput service (DECISION_LOG=${DECISION_LOG}) / opa REST = ${ratio(r.service.requestsPerSec, r.opaRest.requestsPerSec)} (target >= 1.5); ` +
+      `throughput service (DECISION_LOG=${DECISION_LOG}) / opa REST = ${ratio(r.service.requestsPerSec, r.opaRest.requestsPerSec)} (target >= 1.5${imageNodeTarget}); ` +
       `WORKERS=2 / WORKERS=1 = ${ratio(r.workers2.requestsPerSec, r.workers1.requestsPerSec)}; ` +
       `Redis Cluster / one Redis = ${ratio(r.cluster.requestsPerSec, r.workers1.requestsPerSec)}`,
   );
@@ -87,7 +92,11 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
   console.log(
     `CPU per check, alternating rounds: DECISION_LOG=${DECISION_LOG} ${r.pairPlain.cpuMicrosPerCheck} µs; org packages + resources ` +
       `${r.serviceOrg.cpuMicrosPerCheck} µs (${ratio(r.serviceOrg.cpuMicrosPerCheck, r.pairPlain.cpuMicrosPerCheck, 3)}×); ` +
-      `DECISION_LOG=off ${r.serviceUnlogged.cpuMicrosPerCheck} µs (decision logs cost ${ratio(r.pairPlain.cpuMicrosPerCheck, r.serviceUnlogged.cpuMicrosPerCheck, 3)}×)`,
+      `DECISION_LOG=off ${r.serviceUnlogged.cpuMicrosPerCheck} µs (decision logs cost ${ratio(r.pairPlain.cpuMicrosPerCheck, r.serviceUnlogged.cpuMicrosPerCheck, 3)}×)` +
+      (imageNode
+        ? `; on Node ${r.imageNodeVersion} ${imageNode.cpuMicrosPerCheck} µs (${ratio(imageNode.cpuMicrosPerCheck, r.pairPlain.cpuMicrosPerCheck, 3)}× ${process.version}'s), ` +
+          `${ratio(imageNode.requestsPerSec, r.pairPlain.requestsPerSec, 3)}× its checks/s`
+        : ''),
   );
   // Steal is time the hypervisor kept the guest's cores from it: other guests, and on a virtual
   // machine also its own emulation of this guest's disk flushes (an fdatasync per commit; on the

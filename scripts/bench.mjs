@@ -8,10 +8,12 @@
 //      decision logs (on by default, and on in 1.) shows;
 //   5. the service again, on a module with the three example org packages enforced
 //      (ORG_POLICY_MODES) and a chain whose root constrains repositories, refs and paths, so
-//      every check also extracts its resources from `args` (CONTRACT §8, §10).
+//      every check also extracts its resources from `args` (CONTRACT §8, §10);
+//   6. 1. on the Node pinned in tools/node (the release line the Docker image runs), when
+//      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1.
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,
 //      the service's default), BENCH_PAIR_ROUNDS (3) and BENCH_PAIR_S (10): alternating rounds of
-//      1., 4. and 5., BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
+//      1., 4., 5. and 6., BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
 //      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
 //      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load,
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL,
@@ -28,6 +30,7 @@ import {
   finish,
   freePort,
   killChildren,
+  pinnedNode,
   require,
   root,
   start,
@@ -123,6 +126,12 @@ async function main() {
     const unloggedBase = await startService({ DECISION_LOG: 'off' });
     const unloggedWorld = await seed(unloggedBase, db, { name: 'bench-unlogged' });
     const unloggedBody = checkBody(unloggedWorld);
+    // The default service on the pinned Node (the line the Docker image runs), beside the same build
+    // on this machine's Node: what a deployment from the image gets.
+    const imageNode = pinnedNode();
+    const imageNodeBase = imageNode && (await startService({ DECISION_LOG: DECISION_LOG, ...imageNode.env }));
+    const imageNodeWorld = imageNodeBase && (await seed(imageNodeBase, db, { name: 'bench-image-node' }));
+    results.imageNodeVersion = imageNode?.version;
 
     // Alternating rounds, so the drift of a shared machine falls on every variant alike.
     const variants = [
@@ -135,6 +144,17 @@ async function main() {
         orgBody,
       ],
       ['serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody],
+      ...(imageNodeBase
+        ? [
+            [
+              'serviceImageNode',
+              `POST /api/broker/check on Node ${imageNode.version}`,
+              imageNodeBase,
+              imageNodeWorld.brokerToken,
+              checkBody(imageNodeWorld),
+            ],
+          ]
+        : []),
     ];
     const runs = Object.fromEntries(variants.map(([key]) => [key, []]));
     // CPU time per check of each variant over all its rounds: the cost of what a variant adds,
@@ -157,6 +177,8 @@ async function main() {
     for (const [key] of variants) {
       results[key] = { ...meanSummary(runs[key]), cpuMicrosPerCheck: Math.round((1000 * cpu[key].ms) / cpu[key].checks) };
     }
+    // Its part is done: it would only idle beside the fixed-rate runs (and hold Postgres connections).
+    if (imageNodeBase) await stopService(imageNodeBase);
 
     // A steady 1 000 checks/s: the latency a broker sees when the service is not saturated, with
     // decision logs on (the default) and off.
