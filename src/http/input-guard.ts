@@ -7,6 +7,7 @@ import type { FieldError } from '../kernel/errors';
  *   such value in a batched INSERT used to fail every other tenant's rows beside it;
  * - every string is well-formed UTF-16 (no lone surrogate): JSON encoders, the policy engine
  *   and canonical JSON all refuse or mangle one;
+ * - every number fits a double (`1e999` parses as Infinity, which canonical JSON refuses);
  * - no object key is `__proto__`: it would set the prototype of a parsed copy instead of a field;
  * - JSON nests at most MAX_JSON_DEPTH levels: recursive code below (canonical JSON for digests,
  *   the policy input) stays far from the stack's limit.
@@ -30,6 +31,8 @@ export function findHostileInput(value: unknown, root: string): FieldError | nul
       if (problem) return { path, message: problem };
       continue;
     }
+    // JSON.parse reads `1e999` as Infinity, which no JSON encoder or digest can write back.
+    if (typeof current === 'number' && !Number.isFinite(current)) return { path, message: 'is a number that does not fit a double' };
     if (typeof current !== 'object' || current === null) continue;
     if (depth >= MAX_JSON_DEPTH) return { path, message: `nested deeper than ${MAX_JSON_DEPTH} levels` };
     if (Array.isArray(current)) {

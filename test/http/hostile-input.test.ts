@@ -66,6 +66,34 @@ describe('text that Postgres or the policy cannot take is a 400 everywhere', () 
   });
 });
 
+describe('numbers that do not fit a double are a 400 everywhere', () => {
+  // JSON.parse reads them as ±Infinity, which the call's digest (canonical JSON) cannot write.
+  const overflowing = ['{"k":1e999}', '{"k":-1e999}', '{"k":[1e400]}', '{"a":{"b":[0,{"c":-1E+309}]}}'];
+
+  it.each(overflowing)('refuses args %s on the broker check, served directly and through Koa', async (args) => {
+    const { rootId } = await chainOf(service, world, 0);
+    const body = `{"grantId":"${rootId}","tool":"repos.read_file","subjectToken":"${world.agent.token}","args":${args}}`;
+    for (const encoding of [undefined, 'identity']) {
+      const req = service.http.post('/api/broker/check').set(world.broker.auth).set('Content-Type', 'application/json');
+      const res = await (encoding ? req.set('Content-Encoding', encoding) : req).send(body);
+      expectProblem(res, 400, 'invalid_request');
+      expect(JSON.stringify(res.body.errors)).toContain('does not fit a double');
+    }
+  });
+
+  it('refuses one in any other body, such as a grant budget', async () => {
+    const res = await service.http
+      .post('/api/grants')
+      .set(world.owner.auth)
+      .set('Content-Type', 'application/json')
+      .send(
+        `{"connectionId":"${world.connectionId}","target":{"kind":"pod","id":"${world.podId}"},"tools":["repos.read_file"],"budget":{"calls":1e999}}`,
+      );
+    expectProblem(res, 400, 'invalid_request');
+    expect(res.body.errors).toEqual([{ path: 'body.budget.calls', message: 'is a number that does not fit a double' }]);
+  });
+});
+
 describe('deep nesting', () => {
   it('authenticates first: args 5 000 levels deep with a bogus broker token is a 401', async () => {
     const res = await service.http
