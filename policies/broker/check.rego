@@ -26,6 +26,7 @@ precedence := [
 	"connection_disconnected",
 	"tool_not_allowed",
 	"write_not_allowed",
+	"resource_invalid",
 	"resource_unknown",
 	"resource_not_allowed",
 	"principal_not_in_audience",
@@ -94,6 +95,10 @@ reasons contains "write_not_allowed" if {
 	some grant in input.chain
 	grants.tool_beyond_mode(input.tool.access, grant.write_mode)
 }
+
+# A value the tool names is matched only when canonical (CONTRACT §14), whatever the chain's
+# patterns: a connector would send it on, and a code host normalise it, somewhere else.
+reasons contains "resource_invalid" if resources.invalid(input.resource)
 
 # Every level of the chain must allow the call's resources (CONTRACT §8).
 reasons contains "resource_unknown" if {

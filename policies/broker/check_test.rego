@@ -268,3 +268,16 @@ test_an_approval_does_not_outlive_its_grant if {
 	d := check.decision with input as revoked
 	d.reason == "revoked"
 }
+
+# CONTRACT §14: a non-canonical value is denied whatever the chain's patterns, unconstrained too.
+test_a_call_on_a_non_canonical_resource_is_invalid if {
+	d := check.decision with input as on_repository(base, "acme/..")
+	d.reason == "resource_invalid"
+	not d.allow
+}
+
+# `acme/*` would match `acme/..` as text; the walk out is refused before any pattern is matched.
+test_a_constrained_chain_cannot_be_walked_out_of if {
+	d := check.decision with input as on_repository(constrained_base, "acme/..")
+	d.reasons == ["resource_invalid"]
+}

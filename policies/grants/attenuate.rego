@@ -26,7 +26,7 @@ parent_audience := grants.effective_audience(parent, input.grant.members)
 # METADATA
 # title: decision
 # description: |
-#   `{allow, reasons, widened, child_status, child_audience}`; reasons are API error codes. The
+#   `{allow, reasons, widened, unmatchable_patterns, child_status, child_audience}`; reasons are API error codes. The
 #   child's status and effective audience come back too: the agent that made the child may not
 #   be able to read it (a seat grant for another seat), yet the answer shows it once.
 # entrypoint: true
@@ -36,6 +36,7 @@ decision := {
 	"allow": count(reasons) == 0,
 	"reasons": sort(reasons),
 	"widened": sort(widened),
+	"unmatchable_patterns": sort(unmatchable_patterns),
 	"child_status": grants.status(array.concat([child], input.grant.chain), input.now_ms),
 	"child_audience": sort(grants.effective_audience(child, input.grant.members)),
 	"org": org_findings,
@@ -59,6 +60,9 @@ reasons contains "too_many_children" if input.live_children >= input.max_live_ch
 reasons contains "delegation_too_deep" if count(input.grant.chain) > input.max_depth
 
 reasons contains "grant_widening" if count(widened) > 0
+
+# CONTRACT §14: a pattern that could only match values no check would ever match.
+reasons contains "resource_pattern_invalid" if count(unmatchable_patterns) > 0
 
 reasons contains "audience_not_member" if {
 	child.audience_mode == "listed"
@@ -148,3 +152,5 @@ audience_within if {
 listed_within(id) if id in parent_audience
 
 listed_within(id) if not id in input.grant.members
+
+unmatchable_patterns := resources.unmatchable_patterns(object.get(child, "resources", {}))

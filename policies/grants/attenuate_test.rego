@@ -53,6 +53,7 @@ test_narrower_child_allowed if {
 		"allow": true,
 		"reasons": [],
 		"widened": [],
+		"unmatchable_patterns": [],
 		"org": fixtures.no_org_findings,
 		"child_status": "active",
 		"child_audience": ["agt_1", "agt_2", "alice", "bob"],
@@ -238,4 +239,11 @@ test_write_mode_narrows_through_approve if {
 	attenuate.decision.allow with input as with_child(under_approve, {"write_mode": "read"})
 	d := attenuate.decision with input as with_child(under_approve, {"write_mode": "write"})
 	d.widened == ["writeMode"]
+}
+
+# CONTRACT §14: `acme/*` covers `acme/..` as text; the child's pattern is refused all the same.
+test_a_child_pattern_that_matches_only_non_canonical_values_is_refused if {
+	d := attenuate.decision with input as with_child(under_acme, {"resources": {"repositories": ["acme/.."]}})
+	d.reasons == ["resource_pattern_invalid"]
+	d.unmatchable_patterns == ["repositories: acme/.."]
 }

@@ -1,9 +1,9 @@
 # METADATA
 # title: Root grant creation
 # description: |
-#   Creating a root grant (spec §3, §7.1; CONTRACT §4). The caller must own the connection; an
-#   unknown connection is not found, and someone else's connection is refused without telling
-#   anything more about it. For the owner every other refusal is reported at once.
+#   Creating a root grant (spec §3, §7.1; CONTRACT §4). The caller must own the connection: a
+#   connection is visible to its owner alone, so someone else's is not found, exactly like an
+#   unknown one (nothing tells that it exists). For the owner every refusal is reported at once.
 #   Input: policies/schemas/grants/create.json, the JSON Schema that `opa check` holds this
 #   package to (written by the build from src/kernel/decisions).
 # schemas:
@@ -13,22 +13,25 @@ package grants.create
 import data.grants.scope
 import data.lib.grants
 import data.lib.org
+import data.lib.resources
 
 # CONTRACT §4: expiresAt is in the future and at most 365 days away.
 max_lifetime_ms := 365 * 86400000
 
 # METADATA
 # title: decision
-# description: '`{allow, reasons}`; reasons are API error codes.'
+# description: '`{allow, reasons, org, unmatchable_patterns}`; reasons are API error codes.'
 # entrypoint: true
 default decision := {"allow": false, "reasons": ["not_found"]}
 
-decision := {"allow": false, "reasons": ["connection_not_owned"]} if {
-	is_string(input.connection.owner_id)
-	not owns_connection
+decision := {
+	"allow": count(reasons) == 0,
+	"reasons": sort(reasons),
+	"org": org_findings,
+	"unmatchable_patterns": sort(unmatchable_patterns),
+} if {
+	owns_connection
 }
-
-decision := {"allow": count(reasons) == 0, "reasons": sort(reasons), "org": org_findings} if owns_connection
 
 owns_connection if scope.is_connection_owner(input.caller, input.connection)
 
@@ -62,6 +65,9 @@ reasons contains "audience_not_member" if {
 	not in_scope(id)
 }
 
+# CONTRACT §14: a pattern that could only match values no check would ever match.
+reasons contains "resource_pattern_invalid" if count(unmatchable_patterns) > 0
+
 reasons contains "tool_not_enabled" if {
 	some tool in input.request.tools
 	not input.connection.tools[tool]
@@ -90,3 +96,5 @@ in_scope(id) if {
 	input.target.kind == "seat"
 	id == input.target.id
 }
+
+unmatchable_patterns := resources.unmatchable_patterns(object.get(input.request, "resources", {}))

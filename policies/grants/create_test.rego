@@ -28,7 +28,7 @@ with_request(req, patch) := object.union(req, {"request": object.union(req.reque
 with_connection(req, patch) := object.union(req, {"connection": object.union(req.connection, patch)})
 
 test_owner_creates_pod_grant if {
-	create.decision == {"allow": true, "reasons": [], "org": fixtures.no_org_findings} with input as base
+	create.decision == {"allow": true, "reasons": [], "org": fixtures.no_org_findings, "unmatchable_patterns": []} with input as base
 }
 
 test_owner_creates_seat_grant if {
@@ -39,9 +39,9 @@ test_unknown_connection_not_found if {
 	create.decision.reasons == ["not_found"] with input as object.remove(base, {"connection"})
 }
 
-test_someone_elses_connection_tells_nothing_more if {
+test_someone_elses_connection_is_not_found if {
 	req := with_request(object.union(base, {"caller": {"kind": "human", "id": "bob"}}), {"tools": ["nope"]})
-	create.decision == {"allow": false, "reasons": ["connection_not_owned"]} with input as req
+	create.decision == {"allow": false, "reasons": ["not_found"]} with input as req
 }
 
 test_other_kind_refused if {
@@ -130,4 +130,13 @@ test_an_org_rule_refuses_a_grant if {
 		with data.org.grants.create.team_rule.require_approval as {{"reason": "sensitive"}}
 	d.reasons == ["approval_required", "no_write_grants"]
 	d.org.denials[0].message == "ask the security team"
+}
+
+# CONTRACT §14: a pattern that could only match values no check would match is refused.
+test_patterns_that_match_only_non_canonical_values_are_refused if {
+	req := with_request(base, {"resources": {"paths": ["docs/**", "docs/../*"], "refs": ["refs/heads/*.lock"]}})
+	d := create.decision with input as req
+	d.reasons == ["resource_pattern_invalid"]
+	d.unmatchable_patterns == ["paths: docs/../*", "refs: refs/heads/*.lock"]
+	create.decision.allow with input as with_request(base, {"resources": {"paths": ["docs/**"]}})
 }

@@ -111,6 +111,80 @@ not_allowed(constraint, resource) if {
 # METADATA
 # scope: document
 # description: |
+#   CONTRACT §14: a value is matched only in its canonical spelling, so no pattern can be walked
+#   out of with `..`, a doubled `/` or a `\` that a connector or a code host would normalise.
+#   `dimension` is a key of the call's `resource`: `repository`, `ref` or `path`. Beyond the
+#   contract's rules, a percent-encoded `.`, `/`, `\` or control character is refused too: a
+#   connector that decodes before it sends would otherwise make one of the spellings refused here.
+canonical("repository", value) if {
+	regex.match(`^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$`, value)
+	every part in split(value, "/") {
+		not part in {".", ".."}
+	}
+}
+
+# git's check-ref-format, one-level names (`main`) included.
+canonical("ref", value) if {
+	not value in {"", "@"}
+	within_bytes(value, 1024)
+	not regex.match(`[\x00-\x20\x7f-\x9f~^:?*\[\\]|\.\.|//|@\{|(?i:%(?:2e|2f|5c|[01][0-9a-f]|7f))`, value)
+	not startswith(value, "/")
+	not endswith(value, "/")
+	not endswith(value, ".")
+	every segment in split(value, "/") {
+		not startswith(segment, ".")
+		not endswith(segment, ".lock")
+	}
+}
+
+canonical("path", value) if {
+	within_bytes(value, 4096)
+	not regex.match(`[\x00-\x1f\x7f-\x9f\\]|(?i:%(?:2e|2f|5c|[01][0-9a-f]|7f))`, value)
+	every segment in split(value, "/") {
+		not segment in {"", ".", ".."}
+	}
+}
+
+# The UTF-8 length of a string is at most 4 bytes a code point; past that, it is read off the
+# value's base64 (3 bytes every 4 characters, less the padding): Rego counts code points.
+within_bytes(value, limit) if count(value) * 4 <= limit
+
+within_bytes(value, limit) if {
+	count(value) <= limit
+	encoded := base64.encode(value)
+	padding := count(encoded) - count(trim_right(encoded, "="))
+	((count(encoded) / 4) * 3) - padding <= limit
+}
+
+# METADATA
+# scope: document
+# description: A value the call's tool names for a dimension is not in its canonical spelling.
+invalid(resource) if {
+	some dimension, value in resource
+	not canonical(dimension, value)
+}
+
+# METADATA
+# scope: document
+# description: |
+#   The patterns of a grant's `resources` that could only match values that are not canonical
+#   (`docs/../*`, `refs/heads/*.lock`), as `<dimension>: <pattern>`. A pattern could match a
+#   canonical value when one of its spellings with every wildcard filled in is canonical: `*` by
+#   one character or by none, `**` by one segment.
+unmatchable_patterns(constraint) := {concat(": ", [dimension, pattern]) |
+	some dimension, patterns in constraint
+	some pattern in patterns
+	not some_canonical_spelling(value_key[dimension], pattern)
+}
+
+some_canonical_spelling(dimension, pattern) if {
+	some filler in ["x", ""]
+	canonical(dimension, replace(replace(pattern, "**", "x"), "*", filler))
+}
+
+# METADATA
+# scope: document
+# description: |
 #   The distinct constraints of a chain. A child inherits what it does not narrow, so a chain
 #   mostly repeats one constraint: each is judged once.
 constraints(chain) := {grant.resources | some grant in chain; grant.resources}

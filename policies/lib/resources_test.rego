@@ -82,3 +82,80 @@ test_the_shapes_of_patterns_match_alike if {
 test_a_chain_judges_each_distinct_constraint_once if {
 	resources.constraints([{"resources": {"paths": ["a"]}}, {"resources": {"paths": ["a"]}}, {}]) == {{"paths": ["a"]}}
 }
+
+# CONTRACT §14: canonical spellings, per dimension.
+canonical_values := {
+	"repository": ["acme/api", "Acme-1/api.v2_x", "a/b", "a.b/..c", concat("", ["o/", repeat("n", 100)])],
+	"ref": ["main", "refs/heads/main", "refs/heads/feature/x-1", "refs/tags/v1.2.3", "refs/heads/ünïcode", "v1.lockx"],
+	"path": ["docs/a.md", "README", ".github/workflows/ci.yml", "docs/...", "docs/..x/.y", "a b/c#d?.md", "docs/100%", "docs/%41"],
+}
+
+# Hostile spellings: traversal, separators a host would normalise, encodings, controls, git's rules.
+hostile_values := {
+	"repository": [
+		"acme/..", "../api", "./api", "acme/.", "acme", "acme/api/extra", "/acme/api", "acme/api/",
+		"acme//api", "acme\\api", "acme/api%2f..", "acme/a%2e", "acme/a\u0000", "acme/ api", "acme/ap\u00ef",
+		"", "acme/api\n", concat("", ["o/", repeat("n", 101)]),
+	],
+	"ref": [
+		"", "@", "refs/heads/../main", "refs/heads/a..b", "refs//heads", "/refs/heads/x", "refs/heads/x/",
+		"refs/heads/x.", "refs/heads/.hidden", "refs/heads/x.lock", "refs/heads/x@{1}", "refs\\heads",
+		"refs/heads/a b", "refs/heads/a~1", "refs/heads/a^", "refs/heads/a:b", "refs/heads/a?", "refs/heads/a*",
+		"refs/heads/a[", "refs/heads/\u0001", "refs/heads/\u007f", "refs/heads/\u0085", "refs/heads/%2e%2e",
+		"refs/heads%2Fx", "refs/heads/%00", repeat("r", 1025),
+		repeat("é", 513),
+	],
+	"path": [
+		"", "/etc/passwd", "..", ".", "docs/..", "docs/../src/key.pem", "docs/../../../../evil/secret/contents/creds.txt",
+		"docs/./x", "./docs/x", "docs//x", "docs/", "docs\\..\\x", "docs/\\", "docs/a\u0000", "docs/a\nb",
+		"docs/a\u001f", "docs/a\u009b", "docs/%2e%2e/x", "docs/%2E%2E/x", "docs%2f..%2fx", "docs/%5c", "docs/%0a",
+		repeat("p", 4097),
+		repeat("€", 1400),
+	],
+}
+
+test_canonical_values_are_canonical if {
+	every dimension, values in canonical_values {
+		every value in values {
+			resources.canonical(dimension, value)
+		}
+	}
+}
+
+test_hostile_spellings_are_not_canonical if {
+	every dimension, values in hostile_values {
+		every value in values {
+			not resources.canonical(dimension, value)
+		}
+	}
+}
+
+test_byte_lengths_not_code_points if {
+	# 1,365 three-byte characters are 4,095 bytes; one more is 4,098.
+	resources.canonical("path", repeat("€", 1365))
+	not resources.canonical("path", repeat("€", 1366))
+	resources.canonical("path", repeat("p", 4096))
+	resources.within_bytes("ab", 2)
+	not resources.within_bytes("é", 1)
+}
+
+test_a_call_with_a_non_canonical_value_is_invalid if {
+	resources.invalid({"repository": "acme/api", "path": "docs/../x"})
+	not resources.invalid({"repository": "acme/api", "path": "docs/x"})
+	not resources.invalid({})
+}
+
+test_patterns_that_could_only_match_non_canonical_values if {
+	resources.unmatchable_patterns({
+		"repositories": ["acme/*", "acme/..", "*/.", "acme/api-*"],
+		"refs": ["refs/heads/*", "refs/heads/*.lock", "refs/heads/.*", "refs//*", "refs/heads/*."],
+		"paths": ["docs/**", "docs/../*", "**/..", "docs/*", "*", "a\\b/*"],
+	}) == {
+		"repositories: acme/..", "repositories: */.",
+		"refs: refs/heads/*.lock", "refs: refs/heads/.*", "refs: refs//*", "refs: refs/heads/*.",
+		"paths: docs/../*", "paths: **/..", "paths: a\\b/*",
+	}
+	count(resources.unmatchable_patterns({})) == 0
+}
+
+repeat(text, times) := concat("", [text | some _ in numbers.range(1, times)])

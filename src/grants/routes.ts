@@ -55,7 +55,7 @@ export function grantRoutes(grants: GrantsService, auth: CredentialAuthenticator
         success: { status: 201, description: 'The new grant', schema: GrantSchema },
         errors: [
           'server_derived_field',
-          'connection_not_owned',
+          'resource_pattern_invalid',
           'not_found',
           'connection_kind_not_allowed',
           'connection_disconnected',
@@ -114,6 +114,7 @@ export function grantRoutes(grants: GrantsService, auth: CredentialAuthenticator
         success: { status: 201, description: 'The child grant', schema: GrantSchema },
         errors: [
           'server_derived_field',
+          'resource_pattern_invalid',
           'not_installed_agent',
           'principal_not_in_audience',
           'runtime_stopped',

@@ -38,8 +38,9 @@ CONTRACT.md; where both are silent the decisions below apply.
 - An agent token authenticates one seat, so \`installations\` and \`pods\` list one item. The pod
   context's \`grants\` are the active grants the agent can read whose effective audience contains
   it; \`members\` are every current member, oldest first.
-- Grants, create: an unknown \`connectionId\` is a 404; someone else's connection is a 403
-  \`connection_not_owned\` and the problem lists no other reason. A disconnected connection is a
+- Grants, create: a connection is visible to its owner alone, so an unknown \`connectionId\` and
+  someone else's connection are the same 404 \`not_found\`, which lists no reason (it would tell
+  that the connection exists). A disconnected connection is a
   422 \`connection_disconnected\`. \`installationId\`/\`brokerId\` are a 400 \`server_derived_field\`
   checked before any other validation. An unknown target kind, an unknown pod or seat, and a pod
   the owner is not in are all 422 \`target_not_allowed\`. \`budget\` fields are each optional
@@ -92,7 +93,7 @@ CONTRACT.md; where both are silent the decisions below apply.
   what it brought (absent: 401).
 - Broker check answer: \`reason\` is \`allowed\` on an allow. On a deny with several reasons, the
   first of revoked, expired, connection_disconnected, tool_not_allowed, write_not_allowed,
-  resource_unknown, resource_not_allowed, principal_not_in_audience, runtime_stopped,
+  resource_invalid, resource_unknown, resource_not_allowed, principal_not_in_audience, runtime_stopped,
   approval_mismatch, approval_denied, approval_used, approval_expired, approval_pending; then the
   reasons of enforced org rules (sorted); last approval_required, answered as
   \`decision: approval_required\`. budget_exhausted only when the policy allows. A deny whose reason
@@ -101,6 +102,19 @@ CONTRACT.md; where both are silent the decisions below apply.
   counted call of that level leaves its window. \`Retry-After\` is \`retryAfterMs\` in seconds,
   rounded up. The principal must be in the effective audience of every grant of the chain; an
   agent principal whose runtime is stopped is denied \`runtime_stopped\`.
+- Resource values (CONTRACT §14): a value a tool's pointer finds in \`args\` is matched only in
+  its canonical spelling, else the check denies \`resource_invalid\` whatever the grant's
+  patterns (an unconstrained grant too: a connector would send the value on). A repository is
+  \`owner/name\`, each part 1..100 of \`A-Z a-z 0-9 _ . -\` and neither \`.\` nor \`..\`; a ref follows
+  git's check-ref-format (one-level names such as \`main\` allowed), at most 1,024 bytes; a path
+  is relative and \`/\`-separated with no empty, \`.\` or \`..\` segment, no \`\\\` and no control
+  character, at most 4,096 bytes. Beyond the contract, a ref or path holding a percent-encoded
+  \`.\`, \`/\`, \`\\\` or control character (\`%2e\`, \`%2F\`, \`%5c\`, \`%00\`) is refused too, since a
+  connector that decodes it would make it one of the spellings above. Grant create and attenuate
+  refuse, 400 \`resource_pattern_invalid\` with \`errors\` naming each, a pattern that could only
+  match values that are not canonical (\`docs/../*\`, \`refs/heads/*.lock\`).
+- Numbers: a JSON number that does not fit a double (\`1e999\`, \`-1e400\`) is a 400
+  \`invalid_request\` naming its path, in every body and on every route.
 - Broker failures: Redis unreachable or slower than \`REDIS_COMMAND_TIMEOUT_MS\`, or the call record
   not written: 503 \`dependency_unavailable\`, nothing allowed (a unit taken for a call whose record
   could not be written is given back). A grant whose facts change on every attempt (4 in a row) is

@@ -5,10 +5,10 @@
 export const PROBLEMS = {
   invalid_request: { status: 400, title: 'The request is malformed' },
   server_derived_field: { status: 400, title: 'A server-derived field was supplied' },
+  resource_pattern_invalid: { status: 400, title: 'A resource pattern could only match values that are not canonical' },
   unauthenticated: { status: 401, title: 'Authentication is required' },
   subject_token_invalid: { status: 401, title: 'The forwarded subjectToken is invalid, expired or revoked' },
   credential_not_accepted: { status: 403, title: 'This kind of credential is not accepted here' },
-  connection_not_owned: { status: 403, title: 'The caller does not own the connection' },
   not_connection_owner: { status: 403, title: 'Only the connection owner may do this' },
   not_installed_agent: { status: 403, title: 'Only an agent installed in the pod may do this' },
   principal_not_in_audience: { status: 403, title: "The caller is not in the grant's effective audience" },

@@ -6,9 +6,12 @@ import type { OrgFindings } from '../kernel/decisions/org';
  * codes; `not_found` (outside the read scope) wins over everything so existence is never
  * revealed; otherwise the lowest status wins (403 before 409 before 422) and every reason is
  * listed. A reason of the security team's own rules (policies/org) is `org_policy_denied`, with
- * the rule's message as the detail.
+ * the rule's message as the detail. A 400 lists the request's fields the policy names.
  */
-export function enforce(decision: { allow: boolean; reasons: readonly string[]; org?: OrgFindings }, detail?: string): void {
+export function enforce(
+  decision: { allow: boolean; reasons: readonly string[]; org?: OrgFindings; unmatchable_patterns?: readonly string[] },
+  detail?: string,
+): void {
   if (decision.allow) return;
   const orgDenial = (reason: string) => decision.org?.denials.find((finding) => finding.reason === reason);
   const codes = decision.reasons.map((reason): ProblemCode =>
@@ -18,5 +21,13 @@ export function enforce(decision: { allow: boolean; reasons: readonly string[]; 
   const sorted = [...codes].sort((a, b) => PROBLEMS[a].status - PROBLEMS[b].status);
   const first = sorted[0] ?? 'internal_error';
   const firstOrg = first === 'org_policy_denied' ? decision.reasons.map(orgDenial).find(Boolean) : undefined;
-  throw new ApiError(first, detail ?? (firstOrg?.message || PROBLEMS[first].title), { reasons: [...decision.reasons] });
+  // A 400 names the fields it refuses (CONTRACT §1): the patterns the policy found unmatchable.
+  const errors = (decision.unmatchable_patterns ?? []).map((finding) => {
+    const [dimension, pattern] = finding.split(': ', 2);
+    return { path: `body.resources.${dimension}`, message: `${JSON.stringify(pattern)} could only match values that are not canonical` };
+  });
+  throw new ApiError(first, detail ?? (firstOrg?.message || PROBLEMS[first].title), {
+    reasons: [...decision.reasons],
+    ...(PROBLEMS[first].status === 400 && errors.length > 0 ? { errors } : {}),
+  });
 }

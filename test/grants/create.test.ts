@@ -105,13 +105,18 @@ describe('POST /api/grants: a root grant', () => {
 });
 
 describe('POST /api/grants: every refusal of spec §7.1 with its code', () => {
-  it('403 connection_not_owned: a member uses the owner’s connection', async () => {
-    expectProblem(await postGrant(service, world, {}, world.member), 403, 'connection_not_owned');
+  // A connection is visible to its owner alone: someone else's is not found, like an unknown one.
+  it('404 not_found: a member uses the owner’s connection, answered as an unknown one is', async () => {
+    const foreign = await postGrant(service, world, {}, world.member);
+    expectProblem(foreign, 404, 'not_found');
+    const unknown = await postGrant(service, world, { connectionId: 'con_01jd0000000000000000000000' }, world.member);
+    expect(foreign.body).toEqual({ ...unknown.body, instance: foreign.body.instance });
   });
 
   it('does not tell a non-owner anything else about the connection', async () => {
     const res = await postGrant(service, world, { tools: ['no.such_tool'], target: { kind: 'team', id: 'x' } }, world.member);
-    expect(res.body.reasons).toEqual(['connection_not_owned']);
+    expectProblem(res, 404, 'not_found');
+    expect(res.body.reasons).toBeUndefined();
   });
 
   it('404 not_found: an unknown connection', async () => {
@@ -221,7 +226,14 @@ describe('the OpenAPI document', () => {
       [
         '/api/grants',
         'post',
-        ['server_derived_field', 'connection_not_owned', 'target_not_allowed', 'audience_not_member', 'tool_not_enabled', 'grant_widening'],
+        [
+          'server_derived_field',
+          'resource_pattern_invalid',
+          'target_not_allowed',
+          'audience_not_member',
+          'tool_not_enabled',
+          'grant_widening',
+        ],
       ],
       ['/api/grants/{grantId}', 'get', ['not_found']],
       ['/api/grants/{grantId}/calls', 'get', ['not_found']],

@@ -1216,7 +1216,7 @@ export interface operations {
                     "application/json": components["schemas"]["Grant"];
                 };
             };
-            /** @description `invalid_request`: The request is malformed; `server_derived_field`: A server-derived field was supplied */
+            /** @description `invalid_request`: The request is malformed; `server_derived_field`: A server-derived field was supplied; `resource_pattern_invalid`: A resource pattern could only match values that are not canonical */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1234,7 +1234,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `credential_not_accepted`: This kind of credential is not accepted here; `connection_not_owned`: The caller does not own the connection; `org_policy_denied`: An org policy of the security team refuses this; `reasons` name the policy's own codes; `approval_required`: An org policy requires a human approval, which this request cannot carry */
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here; `org_policy_denied`: An org policy of the security team refuses this; `reasons` name the policy's own codes; `approval_required`: An org policy requires a human approval, which this request cannot carry */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1649,7 +1649,7 @@ export interface operations {
                     "application/json": components["schemas"]["Grant"];
                 };
             };
-            /** @description `invalid_request`: The request is malformed; `server_derived_field`: A server-derived field was supplied */
+            /** @description `invalid_request`: The request is malformed; `server_derived_field`: A server-derived field was supplied; `resource_pattern_invalid`: A resource pattern could only match values that are not canonical */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -3,6 +3,9 @@ import { defineDecision, verdict } from './define';
 import { Caller, ConnectionFact, GrantFact, GrantFacts, Millis, ResourcesFact } from './facts';
 import { OrgOutput } from './org';
 
+/** `<dimension>: <pattern>` for each pattern that could only match non-canonical values (CONTRACT §14). */
+const UnmatchablePatterns = z.array(z.string()).optional();
+
 const Status = z.enum(['active', 'expired', 'revoked']);
 
 export const grantsCreate = defineDecision(
@@ -26,7 +29,7 @@ export const grantsCreate = defineDecision(
       resources: ResourcesFact.optional(),
     }),
   }),
-  verdict({ org: OrgOutput }),
+  verdict({ org: OrgOutput, unmatchable_patterns: UnmatchablePatterns }),
 );
 
 export const grantsRead = defineDecision(
@@ -69,6 +72,7 @@ export const grantsAttenuate = defineDecision(
   }),
   verdict({
     widened: z.array(z.string()).optional(),
+    unmatchable_patterns: UnmatchablePatterns,
     child_status: Status.optional(),
     child_audience: z.array(z.string()).optional(),
     org: OrgOutput,

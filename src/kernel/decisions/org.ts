@@ -30,6 +30,7 @@ export const CORE_CALL_REASONS = [
   'connection_disconnected',
   'tool_not_allowed',
   'write_not_allowed',
+  'resource_invalid',
   'resource_unknown',
   'resource_not_allowed',
   'principal_not_in_audience',
