@@ -11,9 +11,25 @@ export class ConnectorError extends Error {
 }
 
 /**
+ * The connector would not send the call: an argument cannot be made into the request's URL as it
+ * is (a URL parser collapses `.` and `..` segments and empty ones change the path, so the request
+ * would name another file or repository than the one the grant broker allowed). Nothing was sent.
+ * The message names the argument and the rule, never its value.
+ */
+export class UnsendableCall extends Error {
+  /** The `errorCode` the SDK's withCheck reports with the failed outcome, into the call trail. */
+  readonly code = 'invalid_arguments';
+
+  constructor(problem: string) {
+    super(`the connector would not send it: ${problem}`);
+  }
+}
+
+/**
  * The connector: turns an allowed tool call into the code-hosting API's HTTP request, with the
  * installation's token (which the agent never sees). Only ever called after the grant broker
- * allowed that exact call.
+ * allowed that exact call; it still refuses arguments that would not make exactly the URL the
+ * check was about, whatever the broker answered.
  */
 export class CodeHostConnector {
   private readonly baseUrl: string;
@@ -27,20 +43,24 @@ export class CodeHostConnector {
   }
 
   async call(tool: ToolDefinition, args: Record<string, unknown>): Promise<unknown> {
-    const repo = String(args.repository)
-      .split('/')
-      .map((part) => encodeURIComponent(part))
-      .join('/');
+    const repository = stringArgument(args, 'repository').split('/');
+    if (repository.length !== 2) throw new UnsendableCall('repository must be owner/name');
+    const repo = urlPath('repository', repository);
     switch (tool.name) {
       case 'repos.read_file': {
-        const path = String(args.path).split('/').map(encodeURIComponent).join('/');
-        const ref = encodeURIComponent(String(args.ref ?? 'refs/heads/main'));
+        const path = urlPath('path', stringArgument(args, 'path').split('/'));
+        const ref = encodeURIComponent(args.ref === undefined ? 'refs/heads/main' : stringArgument(args, 'ref'));
         return this.request('GET', `/repos/${repo}/contents/${path}?ref=${ref}`);
       }
       case 'pulls.list':
         return this.request('GET', `/repos/${repo}/pulls?state=open`);
-      case 'issues.create_comment':
-        return this.request('POST', `/repos/${repo}/issues/${Number(args.issue)}/comments`, { body: String(args.body) });
+      case 'issues.create_comment': {
+        const issue = args.issue;
+        // Number() of anything else could make `NaN`, `Infinity` or `1e+300` a path segment.
+        if (typeof issue !== 'number' || !Number.isSafeInteger(issue) || issue < 1)
+          throw new UnsendableCall('issue must be a positive safe integer');
+        return this.request('POST', `/repos/${repo}/issues/${issue}/comments`, { body: stringArgument(args, 'body') });
+      }
       default:
         throw new ConnectorError(501, 'tool_not_implemented');
     }
@@ -61,4 +81,21 @@ export class CodeHostConnector {
     if (!response.ok) throw new ConnectorError(response.status, answer.code ?? `http_${response.status}`);
     return answer;
   }
+}
+
+function stringArgument(args: Record<string, unknown>, name: string): string {
+  const value = args[name];
+  if (typeof value !== 'string') throw new UnsendableCall(`${name} must be a string`);
+  return value;
+}
+
+/**
+ * Segments joined into one URL path, each percent-encoded so that `/`, `?`, `#`, `%` and spaces
+ * inside a segment stay data. `.`, `..` and empty segments are refused rather than encoded:
+ * encodeURIComponent leaves them as they are, and the URL parser would then resolve them.
+ */
+function urlPath(argument: string, segments: string[]): string {
+  if (segments.some((segment) => segment === '' || segment === '.' || segment === '..'))
+    throw new UnsendableCall(`${argument} has an empty, "." or ".." segment`);
+  return segments.map(encodeURIComponent).join('/');
 }

@@ -2,8 +2,8 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalize } from 'json-canonicalize';
 import { ApiProblem, ApprovalRequired, CallDenied, createClient, type Grant } from '@grant-broker/client';
-import { ConnectorError, type CodeHostConnector } from './connector';
-import { TOOLS, toolNamed } from './tools';
+import { ConnectorError, UnsendableCall, type CodeHostConnector } from './connector';
+import { argumentsProblem, TOOLS, toolNamed } from './tools';
 
 export interface McpBrokerOptions {
   /** The grant broker (GRANT_BROKER_URL) and this broker's own `bkt_…` token. */
@@ -48,6 +48,9 @@ export function createMcpBroker(options: McpBrokerOptions): Server {
     const tool = toolNamed(request.params.name);
     if (!tool) return refusal(`no tool ${request.params.name} on this connector`);
     const args = request.params.arguments ?? {};
+    // Before the check: a call its own schema forbids is neither recorded, nor counted, nor sent.
+    const problem = argumentsProblem(tool, args);
+    if (problem) return refusal(`Invalid arguments for ${tool.name}: ${problem}. The call was not made.`, { reason: 'invalid_arguments' });
     const key = `${tool.name}\u0000${canonicalize(args)}`;
     const approvalId = approvals.get(key);
     try {
@@ -76,6 +79,7 @@ export function createMcpBroker(options: McpBrokerOptions): Server {
           ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
         });
       }
+      if (error instanceof UnsendableCall) return refusal(`The call was allowed but ${error.message}.`, { reason: 'invalid_arguments' });
       if (error instanceof ConnectorError) return refusal(`The call was allowed but ${error.message}.`, { reason: 'connector_error' });
       if (error instanceof ApiProblem && error.status < 500)
         return refusal(`The grant broker refused the call: ${error.code}.`, { reason: error.code });

@@ -1,3 +1,6 @@
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
+
 /**
  * The code-hosting tools this broker fronts. One list serves three readers: the MCP client sees
  * `description` and `inputSchema`; the connection is registered with `access` and `resource` (the
@@ -42,7 +45,11 @@ export const TOOLS: readonly ToolDefinition[] = [
     resource: { repository: '/repository' },
     inputSchema: {
       type: 'object',
-      properties: { repository, issue: { type: 'integer', minimum: 1 }, body: { type: 'string', minLength: 1, maxLength: 65536 } },
+      properties: {
+        repository,
+        issue: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+        body: { type: 'string', minLength: 1, maxLength: 65536 },
+      },
       required: ['repository', 'issue', 'body'],
       additionalProperties: false,
     },
@@ -53,3 +60,21 @@ export const TOOLS: readonly ToolDefinition[] = [
 export const connectionTools = () => TOOLS.map(({ name, access, resource }) => ({ name, access, resource }));
 
 export const toolNamed = (name: string) => TOOLS.find((tool) => tool.name === name);
+
+/**
+ * Each tool's input schema, compiled once when this module loads, by ajv 8 as the MCP SDK ships it.
+ * A bare `ajv` of this workspace would be installed in examples/mcp-broker/node_modules, out of
+ * reach of the compiled broker in dist/, which would load the root's ajv 6 (eslint's) instead, or
+ * nothing in the image.
+ */
+const ajv = new AjvJsonSchemaValidator();
+const argumentValidators = new Map(TOOLS.map((tool) => [tool.name, ajv.getValidator(tool.inputSchema as JsonSchemaType)]));
+
+/**
+ * Why `args` do not fit the tool's input schema, or undefined when they do. ajv's messages name the
+ * property and the rule broken (`data must have required property 'path'`), never a value.
+ */
+export function argumentsProblem(tool: ToolDefinition, args: unknown): string | undefined {
+  const validation = argumentValidators.get(tool.name)!(args);
+  return validation.valid ? undefined : validation.errorMessage;
+}

@@ -175,3 +175,50 @@ it('fails closed when the grant broker cannot be reached: no call is made', asyn
   expect(result).toMatchObject({ isError: true, structuredContent: { reason: 'broker_unavailable' } });
   expect(codeHost.requests).toHaveLength(before);
 });
+
+describe('arguments its schema forbids are refused before the check: nothing recorded, nothing sent', () => {
+  let client: Client;
+  let grantId: string;
+  beforeAll(async () => {
+    grantId = await grant({ tools: ['repos.read_file', 'issues.create_comment'], writeMode: 'write' });
+    client = await mcpSession(grantId);
+  });
+  const trail = async () => (await service.http.get(`/api/grants/${grantId}/calls`).set(owner.auth).expect(200)).body.items;
+
+  it.each([
+    ['a missing required argument', 'repos.read_file', { repository: 'acme/api' }, /required property 'path'/],
+    [
+      'a property the schema does not have',
+      'repos.read_file',
+      { repository: 'acme/api', path: 'README.md', token: 'SENTINEL-1' },
+      /additional properties/,
+    ],
+    [
+      'a string where an integer belongs',
+      'issues.create_comment',
+      { repository: 'acme/api', issue: 'SENTINEL-2', body: 'hi' },
+      /issue must be integer/,
+    ],
+    [
+      'an issue number past the safe integers',
+      'issues.create_comment',
+      { repository: 'acme/api', issue: 2 ** 60, body: 'hi' },
+      /issue must be <=/,
+    ],
+    [
+      'a repository that is not owner/name',
+      'repos.read_file',
+      { repository: 'SENTINEL-3', path: 'README.md' },
+      /repository must match pattern/,
+    ],
+  ])('%s', async (_case, name, args, problem) => {
+    const [requestsBefore, recordedBefore] = [codeHost.requests.length, (await trail()).length];
+    const result = await call(client, name, args);
+    expect(result).toMatchObject({ isError: true, structuredContent: { reason: 'invalid_arguments' } });
+    expect(text(result)).toMatch(problem);
+    // It names the property and the rule, never the value the model sent.
+    expect(text(result)).not.toMatch(/SENTINEL/);
+    expect(codeHost.requests).toHaveLength(requestsBefore);
+    expect(await trail()).toHaveLength(recordedBefore);
+  });
+});
