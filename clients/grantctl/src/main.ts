@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { createClient, type Grant } from '@grant-broker/client';
 import { evaluatePolicyFile } from '../../../src/admin/policy-eval';
 import { policyImpact } from '../../../src/admin/policy-impact';
-import { columns, CURSOR, fail, LIMIT, pageQuery, print, printPage } from './output';
+import { columns, CURSOR, fail, LIMIT, pageQuery, print, printPage, requestBaseUrl } from './output';
 import { drawTree, loadTree } from './tree';
 
 /**
@@ -11,7 +11,7 @@ import { drawTree, loadTree } from './tree';
  */
 const client = () =>
   createClient({
-    baseUrl: process.env.GRANT_BROKER_URL ?? 'http://127.0.0.1:8080',
+    baseUrl: requestBaseUrl(),
     token: process.env.GRANT_BROKER_TOKEN ?? '',
     retries: 1,
   });

@@ -41,11 +41,11 @@ export function columns(rows: string[][]): string {
 /** A problem goes to stderr as the problem document; the exit code says which kind. */
 export function fail(error: unknown): never {
   if (error instanceof ApiProblem) {
-    process.stderr.write(`${JSON.stringify({ status: error.status, ...error.body, code: error.code })}\n`);
+    writeProblem({ status: error.status, ...error.body, code: error.code });
     process.exit(error.status >= 500 ? EXIT.unavailable : EXIT.refused);
   }
   if (error instanceof UsageError) {
-    process.stderr.write(`${JSON.stringify({ code: 'usage', detail: error.message })}\n`);
+    writeProblem({ code: 'usage', detail: error.message });
     process.exit(EXIT.refused);
   }
   // fetch rejects with a TypeError (undici: "fetch failed", the socket's error as `cause`) when no
@@ -55,6 +55,45 @@ export function fail(error: unknown): never {
     error instanceof Error
       ? `${error.message}${unreachable && error.cause instanceof Error ? `: ${error.cause.message}` : ''}`
       : String(error);
-  process.stderr.write(`${JSON.stringify({ code: unreachable ? 'unreachable' : 'internal_error', detail })}\n`);
+  writeProblem(
+    unreachable
+      ? { code: 'unreachable', detail: `${redactUrl(process.env.GRANT_BROKER_URL ?? DEFAULT_BROKER_URL)} could not be reached: ${detail}` }
+      : { code: 'internal_error', detail },
+  );
   process.exit(EXIT.unavailable);
+}
+
+export const DEFAULT_BROKER_URL = 'http://127.0.0.1:8080';
+
+/**
+ * Where requests go: GRANT_BROKER_URL without a user and password. fetch refuses a URL that carries
+ * them (the Fetch standard), and grantctl authenticates with GRANT_BROKER_TOKEN, so they are dropped
+ * rather than sent or echoed in fetch's error. A value that is not a URL is bad usage, not named.
+ */
+export function requestBaseUrl(raw: string = process.env.GRANT_BROKER_URL ?? DEFAULT_BROKER_URL): string {
+  if (!URL.canParse(raw)) throw new UsageError('GRANT_BROKER_URL is not a URL');
+  const url = new URL(raw);
+  url.username = '';
+  url.password = '';
+  return url.href;
+}
+
+/** A URL as grantctl prints it: a user and password in it shown as `***` (`http://***@host:8080/`). */
+export function redactUrl(raw: string): string {
+  if (!URL.canParse(raw)) return '(GRANT_BROKER_URL, not a URL)';
+  const url = new URL(raw);
+  if (url.username === '' && url.password === '') return url.href;
+  url.username = '***';
+  url.password = '';
+  return url.href;
+}
+
+/**
+ * The userinfo of any URL in `text` (an underlying error's message, a problem document) replaced by
+ * `***`: the greedy match runs to the last `@` before the host, as the URL parser reads it.
+ */
+export const scrubCredentials = (text: string): string => text.replace(/\/\/[^/?#\s]*@/g, '//***@');
+
+function writeProblem(problem: Record<string, unknown>): void {
+  process.stderr.write(`${scrubCredentials(JSON.stringify(problem))}\n`);
 }
