@@ -81,6 +81,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
           url: config.DECISION_LOG_URL,
           token: config.DECISION_LOG_TOKEN,
           bufferEvents: config.DECISION_LOG_BUFFER_EVENTS,
+          bufferBytes: config.DECISION_LOG_BUFFER_BYTES,
           batchEvents: config.DECISION_LOG_BATCH_EVENTS,
           flushMs: config.DECISION_LOG_FLUSH_MS,
           timeoutMs: 10_000,

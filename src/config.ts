@@ -54,6 +54,8 @@ const environmentSchema = z
     DECISION_LOG_URL: z.url({ protocol: /^https?$/ }).optional(),
     DECISION_LOG_TOKEN: z.string().min(1).optional(),
     DECISION_LOG_BUFFER_EVENTS: int(100, 10_000_000).default(100_000),
+    // The same buffer in bytes (each event's JSON as uploaded): past either bound the oldest go.
+    DECISION_LOG_BUFFER_BYTES: int(64 * 1024, 4 * 1024 ** 3).default(16 * 1024 ** 2),
     DECISION_LOG_BATCH_EVENTS: int(1, 100_000).default(1000),
     DECISION_LOG_FLUSH_MS: int(10, 600_000).default(1000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

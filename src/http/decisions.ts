@@ -174,9 +174,14 @@ CONTRACT.md; where both are silent the decisions below apply.
 - Decision logs: \`DECISION_LOG\` \`all\` (default), \`deny\`, \`sampled\` (every denial and
   \`DECISION_LOG_SAMPLE_RATE\` of allows) or \`off\`. Each event is OPA's format with the masked input,
   not a digest: \`args\` replaced by \`**REDACTED**\` (named in \`masked\`), then the policy's own
-  \`system.log.mask\` rules applied; org findings in \`result\` lose their messages. Events are
-  written to the service log after the answer; with \`DECISION_LOG_URL\` they are also uploaded as
-  gzip JSON batches (\`DECISION_LOG_BATCH_EVENTS\`, every \`DECISION_LOG_FLUSH_MS\`, bearer
-  \`DECISION_LOG_TOKEN\`), retried with backoff up to 60 s; at most \`DECISION_LOG_BUFFER_EVENTS\` wait,
-  the oldest dropped first (\`decision_log_dropped_total\`). A check never waits for either.
+  \`system.log.mask\` rules applied; org findings in \`result\` lose their messages. A string of
+  \`resource\` (read from \`args\`) past 1024 characters is cut to them and \`**TRUNCATED**\`, and
+  named in \`masked\`; an event still over 1 MiB is not logged (a warning names its \`decision_id\`).
+  Events are written to the service log after the answer; with \`DECISION_LOG_URL\` they are also
+  uploaded as gzip JSON batches (\`DECISION_LOG_BATCH_EVENTS\`, every \`DECISION_LOG_FLUSH_MS\`, bearer
+  \`DECISION_LOG_TOKEN\`), retried with backoff up to 60 s. What waits is bounded by
+  \`DECISION_LOG_BUFFER_EVENTS\` (default 100000) and \`DECISION_LOG_BUFFER_BYTES\` (default 16 MiB
+  of event JSON; gauge \`decision_log_buffer_bytes\`), plus the one batch in flight; past either
+  bound the oldest are dropped. \`decision_log_dropped_total\` counts drops by \`reason\`:
+  \`buffer_full\`, \`event_too_large\`. A check never waits for either.
 `.trim();

@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
-import { Counter } from 'prom-client';
 import { jsonLineWriter, type Logger } from '../kernel/log';
+import { countDropped, DecisionUploader, type UploadOptions } from './decision-log-upload';
 import type { InputJson } from './input-json';
-import { metricsRegistry } from '../kernel/metrics';
 
 /**
  * Decision logs in OPA's event format (CONTRACT §11): `decision_id`, `path`, `input` (masked),
@@ -48,21 +45,26 @@ export type MaskOp = string | { op: 'upsert' | 'remove'; path: string; value?: u
 export const MASKED_FIELDS: readonly string[] = ['args'];
 export const MASK = '**REDACTED**';
 
-const dropped = new Counter({
-  name: 'decision_log_dropped_total',
-  help: 'Decision log events dropped because the upload buffer was full (the collector unreachable for too long)',
-  registers: [metricsRegistry],
-});
-const uploaded = new Counter({
-  name: 'decision_log_uploaded_total',
-  help: 'Decision log events accepted by DECISION_LOG_URL',
-  registers: [metricsRegistry],
-});
-const uploadFailures = new Counter({
-  name: 'decision_log_upload_failures_total',
-  help: 'Decision log batches the collector did not accept (retried with backoff)',
-  registers: [metricsRegistry],
-});
+/**
+ * The most of a `resource` value an event carries: resources come from the call's arguments, as
+ * long as a caller makes them, and a 60 KB path in every event filled the upload buffer. What is
+ * cut is marked and named in `masked`, as a mask's upsert would be (so `policy impact` does not
+ * replay on a value that is not the call's).
+ */
+export const RESOURCE_VALUE_MAX_CHARS = 1024;
+export const TRUNCATED = '**TRUNCATED**';
+/**
+ * An event larger than this after the cut is not logged: no request body comes near it (64 KiB at
+ * most), and one such event alone would take a sixteenth of the default upload buffer.
+ */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+
+/**
+ * A JSON string literal of more than RESOURCE_VALUE_MAX_CHARS items (an escape is one, or five for
+ * a \u escape): any string decoding to more characters matches it. Testing it spares parsing the
+ * input of the events that have nothing to cut, almost all of them.
+ */
+const LONG_STRING = new RegExp(`"(?:[^"\\\\]|\\\\.){${RESOURCE_VALUE_MAX_CHARS + 1},}"`);
 
 export interface DecisionLogOptions {
   mode: DecisionLogMode;
@@ -72,10 +74,8 @@ export interface DecisionLogOptions {
   random?: () => number;
   log: Logger;
   version: string;
-  upload?: { url: string; bufferEvents: number; batchEvents: number; flushMs: number; timeoutMs: number; token?: string };
+  upload?: UploadOptions;
 }
-
-const gzipAsync = promisify(gzip);
 
 /**
  * How long a queued decision waits for the others to share its write. Each write is a system call
@@ -89,13 +89,8 @@ export const DECISION_WRITE_DELAY_MS = 10;
 export class DecisionLog {
   private readonly labels: { id: string; version: string };
   private pending: QueuedEvent[] = [];
-  /** The JSON of each event handed to the uploader and not yet accepted by the collector. */
-  private unsent: string[] = [];
   private writeTimer: NodeJS.Timeout | undefined;
-  private uploading: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private failures = 0;
-  private nextUploadAt = 0;
+  private readonly uploader: DecisionUploader | undefined;
   private masker: () => ((event: DecisionEvent) => MaskOp[]) | undefined = () => undefined;
 
   /** Writes a batch of events (JSON text) as `decision` lines of the log, in one write. */
@@ -104,10 +99,7 @@ export class DecisionLog {
   constructor(private readonly options: DecisionLogOptions) {
     this.labels = { id: randomUUID(), version: options.version };
     this.writeLines = jsonLineWriter(options.log, 'decision');
-    if (options.upload) {
-      this.timer = setInterval(() => void this.upload(), options.upload.flushMs);
-      this.timer.unref();
-    }
+    this.uploader = options.upload && new DecisionUploader(options.upload, options.log);
   }
 
   /** The policy's own mask rules (system.log.mask), applied to each event before it is written. */
@@ -142,7 +134,7 @@ export class DecisionLog {
       bundles: { policy: { revision } },
       labels: this.labels,
       metrics: { timer_rego_query_eval_ns: evalNs },
-      // Shared, not copied: only applyMask adds to it, and it copies first.
+      // Shared, not copied: only cutResource and applyMask add to it, and they copy first.
       ...(input.masked.length > 0 ? { masked: input.masked as string[] } : {}),
     });
     if (!this.writeTimer) {
@@ -158,68 +150,33 @@ export class DecisionLog {
     const events = this.pending;
     this.pending = [];
     const mask = this.masker();
-    if (mask) for (const event of events) applyMask(event, mask);
-    const texts = events.map(eventJson);
-    this.writeLines(texts);
-    if (!this.options.upload) return;
-    this.unsent.push(...texts);
-    const overflow = this.unsent.length - this.options.upload.bufferEvents;
-    if (overflow > 0) {
-      // The oldest go first: the newest say most about the policy serving now.
-      this.unsent.splice(0, overflow);
-      dropped.inc(overflow);
+    const texts: string[] = [];
+    for (const event of events) {
+      cutResource(event);
+      if (mask) applyMask(event, mask);
+      const text = eventJson(event);
+      if (this.tooLarge(event, text)) continue;
+      texts.push(text);
     }
-    if (this.unsent.length >= this.options.upload.batchEvents) void this.upload();
+    this.writeLines(texts);
+    this.uploader?.add(texts);
   }
 
-  /** One batch at a time, gzip JSON array as OPA's decision log service API takes it. */
-  private upload(): Promise<void> {
-    const upload = this.options.upload;
-    if (!upload || this.uploading || this.unsent.length === 0 || Date.now() < this.nextUploadAt) return this.uploading ?? Promise.resolve();
-    const batch = this.unsent.slice(0, upload.batchEvents);
-    this.uploading = (async () => {
-      try {
-        const body = await gzipAsync(`[${batch.join(',')}]`);
-        const response = await fetch(upload.url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'content-encoding': 'gzip',
-            ...(upload.token ? { authorization: `Bearer ${upload.token}` } : {}),
-          },
-          body,
-          signal: AbortSignal.timeout(upload.timeoutMs),
-        });
-        if (!response.ok) throw new Error(`the collector answered ${response.status}`);
-        // Events dropped meanwhile may have shifted the buffer: remove exactly those sent.
-        const sent = new Set(batch);
-        this.unsent = this.unsent.filter((event) => !sent.has(event));
-        uploaded.inc(batch.length);
-        this.failures = 0;
-        this.nextUploadAt = 0;
-      } catch (error) {
-        uploadFailures.inc();
-        this.failures += 1;
-        this.nextUploadAt = Date.now() + Math.min(upload.flushMs * 2 ** this.failures, 60_000);
-        this.options.log.warn({ err: { message: (error as Error).message }, unsent: this.unsent.length }, 'decision log upload failed');
-      } finally {
-        this.uploading = undefined;
-      }
-    })();
-    return this.uploading;
+  /** Drops (and counts, and says) an event past MAX_EVENT_BYTES. */
+  private tooLarge(event: QueuedEvent, text: string): boolean {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: only a text that long needs measuring.
+    if (text.length * 3 <= MAX_EVENT_BYTES) return false;
+    const bytes = Buffer.byteLength(text);
+    if (bytes <= MAX_EVENT_BYTES) return false;
+    countDropped('event_too_large');
+    this.options.log.warn({ decision_id: event.decision_id, path: event.path, bytes }, 'decision event too large to log; dropped');
+    return true;
   }
 
   /** Graceful shutdown: write what is queued and try to upload the rest within the time given. */
   async close(timeoutMs = 5000): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
     this.write();
-    const until = Date.now() + timeoutMs;
-    this.nextUploadAt = 0;
-    while (this.options.upload && this.unsent.length > 0 && Date.now() < until) {
-      const before = this.unsent.length;
-      await this.upload();
-      if (this.unsent.length >= before) break;
-    }
+    await this.uploader?.close(timeoutMs);
   }
 }
 
@@ -227,6 +184,30 @@ export class DecisionLog {
 function eventJson({ inputJson, ...fields }: QueuedEvent): string {
   const rest = JSON.stringify(fields);
   return `${rest.slice(0, -1)},"input":${inputJson}}`;
+}
+
+/**
+ * Cuts each string of the input's `resource` longer than RESOURCE_VALUE_MAX_CHARS to that many
+ * characters and TRUNCATED, and names it in `masked`.
+ */
+function cutResource(queued: QueuedEvent): void {
+  if (!LONG_STRING.test(queued.inputJson)) return;
+  const input = JSON.parse(queued.inputJson) as { resource?: unknown };
+  const { resource } = input;
+  if (!resource || typeof resource !== 'object') return;
+  const cut: string[] = [];
+  for (const [key, value] of Object.entries(resource)) {
+    if (typeof value !== 'string' || value.length <= RESOURCE_VALUE_MAX_CHARS) continue;
+    // Not between the two halves of a surrogate pair (a high one ends the part kept).
+    const last = value.charCodeAt(RESOURCE_VALUE_MAX_CHARS - 1);
+    const end = last >= 0xd800 && last <= 0xdbff ? RESOURCE_VALUE_MAX_CHARS - 1 : RESOURCE_VALUE_MAX_CHARS;
+    (resource as Record<string, unknown>)[key] = `${value.slice(0, end)}${TRUNCATED}`;
+    cut.push(`/input/resource/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+  }
+  if (cut.length === 0) return;
+  // Serialized anew, the event keeps no hold on the long text (a slice of it would).
+  queued.inputJson = JSON.stringify(input);
+  queued.masked = [...(queued.masked ?? []), ...cut];
 }
 
 /**

@@ -1,12 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { decisionCollector, metricValue } from '../support/decision-collector';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 
 /**
@@ -28,39 +26,7 @@ const OpaDecisionEvent = z.object({
   erased: z.array(z.string()).optional(),
 });
 
-interface Received {
-  encoding?: string;
-  contentType?: string;
-  events: Array<z.infer<typeof OpaDecisionEvent>>;
-  raw: string;
-}
-
-function collector() {
-  const received: Received[] = [];
-  let failing = false;
-  const server: Server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (failing) {
-        res.writeHead(503).end();
-        return;
-      }
-      const raw = gunzipSync(Buffer.concat(chunks)).toString('utf8');
-      received.push({ encoding: req.headers['content-encoding'], contentType: req.headers['content-type'], events: JSON.parse(raw), raw });
-      res.writeHead(204).end();
-    });
-  }).listen(0, '127.0.0.1');
-  return {
-    received,
-    setFailing: (value: boolean) => (failing = value),
-    url: async () => {
-      if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/logs`;
-    },
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
+const collector = () => decisionCollector<z.infer<typeof OpaDecisionEvent>>();
 
 async function eventually(ok: () => boolean, ms = 5000): Promise<void> {
   const until = Date.now() + ms;
@@ -68,13 +34,8 @@ async function eventually(ok: () => boolean, ms = 5000): Promise<void> {
   expect(ok()).toBe(true);
 }
 
-const metric = async (service: TestService, name: string) =>
-  Number(
-    (await service.http.get('/metrics')).text
-      .split('\n')
-      .find((l) => l.startsWith(`${name} `))
-      ?.split(' ')[1] ?? 0,
-  );
+// Summed over its series: decision_log_dropped_total has one per reason.
+const metric = async (service: TestService, name: string) => metricValue((await service.http.get('/metrics')).text, name) ?? 0;
 
 describe('uploading decision events', () => {
   const sink = collector();
