@@ -143,7 +143,8 @@ it('a pattern is always under itself, and under **', () => {
   );
 });
 
-function policyMatches(pattern: string, value: string): boolean {
+/** The broker check's answer on a path value under one pattern: allowed, resource_not_allowed or resource_invalid. */
+function policyReason(pattern: string, value: string): string {
   const link = { ...grantFact('grt_1', [pattern]), parent_id: null, root_id: 'grt_1', broker_id: 'brk_1', connection_id: 'con_1' };
   const decision = engine.evaluate(decisions.brokerCheck, {
     now_ms: NOW,
@@ -160,26 +161,36 @@ function policyMatches(pattern: string, value: string): boolean {
     connection: { id: 'con_1', owner_id: 'alice', kind: 'code_hosting_app', status: 'connected', tools: { 'repos.read_file': 'read' } },
     members: { pod_1: ['agt_1'] },
   });
-  expect(['allowed', 'resource_not_allowed']).toContain(decision.reason);
-  return decision.reason === 'allowed';
+  expect(['allowed', 'resource_not_allowed', 'resource_invalid']).toContain(decision.reason);
+  return String(decision.reason);
 }
 
-it('the broker check matches a value exactly as the model does', () => {
+/** CONTRACT §14 on these values (of `a`, `b` and `/`): no empty segment, so no leading, trailing or doubled `/`. */
+const canonicalPath = (value: string) => value.split('/').every((segment) => segment !== '');
+
+function modelReason(pattern: string, value: string): string {
+  if (!canonicalPath(value)) return 'resource_invalid';
+  return modelMatches(pattern, value) ? 'allowed' : 'resource_not_allowed';
+}
+
+it('the broker check matches a value exactly as the model does, and refuses a value that is not canonical', () => {
   const value = fc.stringMatching(/^[ab/]{0,8}$/);
   fc.assert(
     fc.property(pattern, fc.array(value, { minLength: 1, maxLength: 10 }), (p, values) => {
-      for (const v of values) expect(policyMatches(p, v)).toBe(modelMatches(p, v));
+      for (const v of values) expect(policyReason(p, v)).toBe(modelReason(p, v));
     }),
     { numRuns: runs },
   );
   // The shapes with a string-builtin fast path, on values that probe their edges.
   for (const [p, v, expected] of [
-    ['a/*', 'a/', true],
-    ['a/*', 'a/b/c', false],
-    ['a/**', 'a/', true],
-    ['a/**', 'a', false],
-    ['ab', 'ab', true],
-    ['ab', 'abb', false],
+    ['a/*', 'a/b', 'allowed'],
+    ['a/*', 'a/', 'resource_invalid'],
+    ['a/*', 'a/b/c', 'resource_not_allowed'],
+    ['a/**', 'a/b/c', 'allowed'],
+    ['a/**', 'a/', 'resource_invalid'],
+    ['a/**', 'a', 'resource_not_allowed'],
+    ['ab', 'ab', 'allowed'],
+    ['ab', 'abb', 'resource_not_allowed'],
   ] as const)
-    expect(policyMatches(p, v)).toBe(expected);
+    expect(policyReason(p, v)).toBe(expected);
 });
