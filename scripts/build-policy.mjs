@@ -138,8 +138,14 @@ const maskEntrypoint = Object.entries(namespaces).some(
   : [];
 
 // 4. The bundle and the module. The bundle is an OPA bundle (`opa build --bundle`): `.manifest`
-// with the revision, `policy.wasm`, `data.json`, the Rego sources, and `.signatures.json` when
-// POLICY_SIGNING_KEY (a PEM file, or an HS* secret) is set (POLICY_SIGNING_ALG, default RS256).
+// with the revision and `metadata.issued_at`, `policy.wasm`, `data.json`, the Rego sources, and
+// `.signatures.json` when POLICY_SIGNING_KEY (a PEM file, or an HS* secret) is set
+// (POLICY_SIGNING_ALG, default RS256).
+// When the bundle was issued, in its `.manifest` (opa build keeps the metadata of a `.manifest`
+// it finds in the sources, and the signature covers the manifest like every file): a service
+// refuses a signed bundle older than the one it serves, so an old bundle re-served is not a
+// rollback. POLICY_ISSUED_AT (RFC 3339) pins it, for a rebuild that must keep its place.
+const issuedAt = bundleIssuedAt(process.env.POLICY_ISSUED_AT);
 const work = mkdtempSync(path.join(tmpdir(), 'policy-build-'));
 try {
   const sources = path.join(work, 'bundle');
@@ -153,6 +159,10 @@ try {
       `package org_settings\n\nmodes := ${JSON.stringify(modes)}\n`,
   );
   const revision = process.env.POLICY_REVISION || sourceDigest(sources);
+  // Written after the revision is computed: the same Rego keeps the same revision.
+  const manifestFile = path.join(sources, '.manifest');
+  const manifest = existsSync(manifestFile) ? JSON.parse(readFileSync(manifestFile, 'utf8')) : {};
+  writeFileSync(manifestFile, JSON.stringify({ ...manifest, metadata: { ...manifest.metadata, issued_at: issuedAt } }));
   // A key file given relative to where the build was started, not to the sources opa runs in.
   const signingKey = process.env.POLICY_SIGNING_KEY;
   const keyArgument = signingKey && !signingKey.includes('-----BEGIN') && existsSync(signingKey) ? path.resolve(signingKey) : signingKey;
@@ -203,7 +213,9 @@ try {
   publish(bundle, bundleOut);
   console.log(`${path.relative(root, out)}: ${wanted.length} entrypoints: ${wanted.join(', ')}`);
   const signed = signing.length > 0 ? `signed (${process.env.POLICY_SIGNING_ALG || 'RS256'})` : 'unsigned';
-  console.log(`${path.relative(root, bundleOut)}: revision ${revision}, ${signed}${verifyKey ? `, verified with ${verifyKey}` : ''}`);
+  console.log(
+    `${path.relative(root, bundleOut)}: revision ${revision}, issued ${issuedAt}, ${signed}${verifyKey ? `, verified with ${verifyKey}` : ''}`,
+  );
   const listed = ORG_DECISIONS.flatMap((d) => Object.entries(modes[d]).map(([name, mode]) => `${d}.${name}=${mode}`));
   console.log(`org packages: ${listed.length > 0 ? listed.join(', ') : 'none'}`);
 } finally {
@@ -218,6 +230,18 @@ function publish(file, out) {
   // opa writes its output owner-only; a service running as another user must still read it.
   chmodSync(staged, 0o644);
   renameSync(staged, out);
+}
+
+/** Now, or POLICY_ISSUED_AT as the service reads it (src/policy/bundles/order.ts), in UTC. */
+function bundleIssuedAt(pinned) {
+  if (!pinned) return new Date().toISOString();
+  const { parseIssuedAt } = require(path.join(root, 'dist/src/policy/bundles/order.js'));
+  const ms = parseIssuedAt(pinned);
+  if (ms === undefined) {
+    console.error(`POLICY_ISSUED_AT ${JSON.stringify(pinned)} is not an RFC 3339 time (2025-01-31T12:00:00Z)`);
+    process.exit(1);
+  }
+  return new Date(ms).toISOString();
 }
 
 /** A revision from the sources themselves: the same Rego, the same revision. */

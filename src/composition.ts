@@ -183,6 +183,12 @@ async function policySource(config: Config): Promise<PolicySource> {
       token: config.POLICY_BUNDLE_TOKEN,
     });
   }
-  if (config.POLICY_BUNDLE_PATH) return new BundleFileSource(config.POLICY_BUNDLE_PATH, signatures);
+  if (config.POLICY_BUNDLE_PATH) return new BundleFileSource(config.POLICY_BUNDLE_PATH, signatures, limits);
   return new WasmFileSource(config.POLICY_WASM_PATH, production);
 }
+  const limits = {
+    maxBytes: config.POLICY_BUNDLE_MAX_BYTES,
+    allowRollback: config.POLICY_BUNDLE_ALLOW_ROLLBACK,
+    minIssuedAt: config.POLICY_BUNDLE_MIN_ISSUED_AT,
+  };
+      ...limits,

@@ -45,6 +45,15 @@ const environmentSchema = z
     POLICY_BUNDLE_POLL_MS: int(100, 3_600_000).default(10_000),
     POLICY_BUNDLE_TIMEOUT_MS: int(100, 120_000).default(10_000),
     POLICY_BUNDLE_TOKEN: z.string().min(1).optional(),
+    // The largest bundle fetched or read (16 MiB); it may unpack to 4 times that (src/policy/bundles/limits.ts).
+    POLICY_BUNDLE_MAX_BYTES: int(1024, 1024 * 1024 * 1024).default(16 * 1024 * 1024),
+    // A signed bundle issued before the serving one is refused unless this says a rollback is meant.
+    POLICY_BUNDLE_ALLOW_ROLLBACK: bool.default(false),
+    // The issued-at floor before the first bundle loads (RFC 3339): what the last run served, say.
+    POLICY_BUNDLE_MIN_ISSUED_AT: z.iso
+      .datetime({ offset: true })
+      .transform((value) => Date.parse(value))
+      .optional(),
     // Bundle signatures: PEM public key(s) (text or a file path; several for a rotation), or an HS256 secret.
     POLICY_BUNDLE_PUBLIC_KEY: z.string().min(1).optional(),
     POLICY_BUNDLE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),

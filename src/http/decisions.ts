@@ -170,7 +170,12 @@ CONTRACT.md; where both are silent the decisions below apply.
   every file must be listed and match. Production starts only with a bundle and a key. A bundle
   unsigned, badly signed, unloadable or lacking an entrypoint in use is refused and logged with
   the refused and kept revisions; the loaded policy keeps serving, and the ETag moves on only
-  when a bundle is loaded.
+  when a bundle is loaded. So is a signed bundle issued before the serving one (its signed
+  \`.manifest\` \`metadata.issued_at\`, written by the build; one without it, or of the same instant
+  under another revision, too) unless \`POLICY_BUNDLE_ALLOW_ROLLBACK\`, with
+  \`POLICY_BUNDLE_MIN_ISSUED_AT\` as the floor after a restart; and a bundle over
+  \`POLICY_BUNDLE_MAX_BYTES\` (16 MiB) downloaded or read, or over four times it unpacked
+  (\`policy_bundle_refusals_total{reason}\`).
 - Decision logs: \`DECISION_LOG\` \`all\` (default), \`deny\`, \`sampled\` (every denial and
   \`DECISION_LOG_SAMPLE_RATE\` of allows) or \`off\`. Each event is OPA's format with the masked input,
   not a digest: \`args\` replaced by \`**REDACTED**\` (named in \`masked\`), then the policy's own

@@ -9,6 +9,7 @@ export type LoadErrorKind =
   | 'incomplete'
   | 'invalid_bundle'
   | 'too_large'
+  | 'rollback'
   | 'invalid_module'
   | 'missing_entrypoints'
   | 'http_error'

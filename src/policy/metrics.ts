@@ -30,3 +30,16 @@ export const policyLastLoadFailureInfo = new Gauge({
   labelNames: ['refused_revision', 'error'],
   registers: [metricsRegistry],
 });
+
+// By reason, beside policy_load_failures_total (which counts them too): a bundle server re-serving
+// an old bundle, or answering more than the caps, is an attack or a misconfiguration, not a typo.
+export const policyBundleRefusals = new Counter({
+  name: 'policy_bundle_refusals_total',
+  help:
+    'Bundles refused for their age or their size: rollback (issued before the serving one, or not saying when), ' +
+    'too_large (the download or what it unpacks to passes POLICY_BUNDLE_MAX_BYTES or its multiple)',
+  labelNames: ['reason'],
+  registers: [metricsRegistry],
+});
+// Both series from the start: an alert on increase() sees the first refusal, not a series born at 1.
+for (const reason of ['rollback', 'too_large']) policyBundleRefusals.labels(reason).inc(0);

@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
+import { boundedBody, boundedFile, DEFAULT_MAX_BUNDLE_BYTES, maxUnpackedBytes } from './bundles/limits';
+import { issuedAtOf, RollbackGuard } from './bundles/order';
 import { artifactOf, claimedRevision, untar, type PolicyArtifact } from './bundles/read';
 import { hasKeys, verifyBundle, type BundleKeys } from './bundles/verify';
 import { PolicyLoadError } from './load-error';
+import { policyBundleRefusals } from './metrics';
 
 /**
  * Where the engine's policy comes from: a compiled module on disk (development), an OPA bundle
@@ -25,6 +28,16 @@ export interface SignaturePolicy {
   keys: BundleKeys;
   /** Production: an unsigned bundle is refused even when no key would be needed to read it. */
   required: boolean;
+}
+
+/** What a bundle source holds a bundle to beyond its signature: its size, and its age. */
+export interface BundleLimits {
+  /** POLICY_BUNDLE_MAX_BYTES: the bundle as fetched or read; it may unpack to a multiple (bundles/limits.ts). */
+  maxBytes?: number;
+  /** POLICY_BUNDLE_ALLOW_ROLLBACK: load a signed bundle older than the serving one. */
+  allowRollback?: boolean;
+  /** POLICY_BUNDLE_MIN_ISSUED_AT (ms since the epoch): the floor before any bundle has loaded. */
+  minIssuedAt?: number;
 }
 
 /** Inode, size and mtime: an atomic rename always brings a new inode, even within one mtime tick. */
@@ -50,8 +63,12 @@ abstract class FileSource implements PolicySource {
   }
 
   async fetch(): Promise<PolicyArtifact | undefined> {
-    this.lastRead = await fileSignature(this.location);
-    return this.artifact(await this.read());
+    try {
+      this.lastRead = await fileSignature(this.location);
+      return await this.artifact(await this.read());
+    } catch (error) {
+      throw counted(error);
+    }
   }
 
   protected read(): Promise<Buffer> {
@@ -87,16 +104,34 @@ export class WasmFileSource extends FileSource {
 }
 
 export class BundleFileSource extends FileSource {
+  private readonly maxBytes: number;
+  private readonly order: RollbackGuard;
+
   constructor(
     location: string,
     private readonly signatures: SignaturePolicy,
-    pollMs = 1000,
+    options: BundleLimits & { pollMs?: number } = {},
   ) {
-    super(location, pollMs);
+    super(location, options.pollMs ?? 1000);
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
+    this.order = new RollbackGuard(options.allowRollback, options.minIssuedAt);
+  }
+
+  protected override async read(): Promise<Buffer> {
+    const file = await open(this.location);
+    try {
+      return await boundedFile(file, this.maxBytes);
+    } finally {
+      await file.close();
+    }
   }
 
   protected artifact(bundle: Buffer): Promise<PolicyArtifact> {
-    return openBundle(bundle, this.signatures);
+    return openBundle(bundle, this.signatures, this.order, this.maxBytes);
+  }
+
+  settled(loaded: boolean): void {
+    this.order.settled(loaded);
   }
 }
 
@@ -105,14 +140,18 @@ export class BundleHttpSource implements PolicySource {
   private etag: string | undefined;
   private fetchedEtag: string | undefined;
   private failures = 0;
+  private readonly maxBytes: number;
+  private readonly order: RollbackGuard;
 
   readonly location: string;
 
   constructor(
     private readonly url: string,
     private readonly signatures: SignaturePolicy,
-    private readonly options: { pollMs: number; timeoutMs: number; token?: string },
+    private readonly options: BundleLimits & { pollMs: number; timeoutMs: number; token?: string },
   ) {
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
+    this.order = new RollbackGuard(options.allowRollback, options.minIssuedAt);
     // Shown in /readyz and logs: never the credentials or query a URL may carry.
     const shown = new URL(url);
     shown.username = '';
@@ -146,12 +185,13 @@ export class BundleHttpSource implements PolicySource {
         return undefined;
       }
       if (!response.ok) throw new PolicyLoadError('http_error', `the bundle server answered ${response.status}`);
-      const artifact = await openBundle(Buffer.from(await response.arrayBuffer()), this.signatures);
+      const body = await boundedBody(response, this.maxBytes);
+      const artifact = await openBundle(body, this.signatures, this.order, this.maxBytes);
       this.fetchedEtag = response.headers.get('etag') ?? undefined;
       return artifact;
     } catch (error) {
       this.failures += 1;
-      throw error;
+      throw counted(error);
     }
   }
 
@@ -160,6 +200,7 @@ export class BundleHttpSource implements PolicySource {
    * fetched and refused again, so a 304 never passes for "what the server publishes is serving".
    */
   settled(loaded: boolean): void {
+    this.order.settled(loaded);
     if (loaded) {
       this.etag = this.fetchedEtag;
       this.failures = 0;
@@ -169,23 +210,34 @@ export class BundleHttpSource implements PolicySource {
   }
 }
 
-async function openBundle(bundle: Buffer, signatures: SignaturePolicy): Promise<PolicyArtifact> {
+/** A bundle refused for its size or its age is counted by reason, beside every refused load. */
+function counted(error: unknown): unknown {
+  if (error instanceof PolicyLoadError && (error.kind === 'rollback' || error.kind === 'too_large'))
+    policyBundleRefusals.labels(error.kind).inc();
+  return error;
+}
+
+async function openBundle(bundle: Buffer, signatures: SignaturePolicy, order: RollbackGuard, maxBytes: number): Promise<PolicyArtifact> {
   let files: Map<string, Buffer>;
   try {
-    files = await untar(bundle);
+    files = await untar(bundle, maxUnpackedBytes(maxBytes));
   } catch (error) {
     if (error instanceof PolicyLoadError) throw error;
     throw new PolicyLoadError('invalid_bundle', `not an OPA bundle (.tar.gz): ${(error as Error).message}`);
   }
   const claimed = claimedRevision(files);
   try {
-    if (hasKeys(signatures.keys)) verifyBundle(files, signatures.keys);
+    const verified = hasKeys(signatures.keys);
+    if (verified) verifyBundle(files, signatures.keys);
     else if (signatures.required)
       throw new PolicyLoadError(
         'no_verification_key',
         'no bundle verification key is configured (POLICY_BUNDLE_PUBLIC_KEY or POLICY_BUNDLE_SECRET)',
       );
-    return artifactOf(files);
+    const artifact = artifactOf(files);
+    // Only once verified: the issued-at is then signed, and a refusal names a revision its signer gave.
+    order.admit({ revision: artifact.revision, issuedAt: verified ? issuedAtOf(files) : undefined }, verified);
+    return artifact;
   } catch (error) {
     // The revision the refused bundle claims goes with the error, to /metrics and the logs.
     const kind = error instanceof PolicyLoadError ? error.kind : 'invalid_bundle';

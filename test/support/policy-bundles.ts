@@ -64,6 +64,25 @@ export function repack(bundle: Buffer, change: (dir: string) => void, resign?: {
   }
 }
 
+/**
+ * The bundle under another manifest revision and issued-at (`metadata.issued_at`; none when
+ * undefined), re-signed with `key`, or left unsigned without one: bundles of any age, in seconds.
+ */
+export function reissued(bundle: Buffer, claim: { revision: string; issuedAt?: string }, key?: string): Buffer {
+  return repack(
+    bundle,
+    (dir) => {
+      const file = path.join(dir, '.manifest');
+      const { metadata, ...manifest } = JSON.parse(readFileSync(file, 'utf8')) as { metadata?: object; revision?: string };
+      manifest.revision = claim.revision;
+      const dated = claim.issuedAt === undefined ? {} : { metadata: { ...metadata, issued_at: claim.issuedAt } };
+      writeFileSync(file, JSON.stringify({ ...manifest, ...dated }));
+      if (!key) rmSync(path.join(dir, '.signatures.json'), { force: true });
+    },
+    key ? { key } : undefined,
+  );
+}
+
 /** A bundle server as OPA's bundle plugin expects one: ETag, 304 on If-None-Match; or a 500. */
 export async function bundleServer(initial: Buffer, tag: string) {
   let current = initial;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
 import { extract } from 'tar-stream';
 import { PolicyLoadError } from '../load-error';
 
@@ -14,22 +14,30 @@ export interface PolicyArtifact {
   data?: Record<string, unknown>;
 }
 
-const MAX_BUNDLE_BYTES = 64 * 1024 * 1024;
+/** What a bundle may unpack to unless told otherwise (the service passes its configured cap). */
+export const DEFAULT_MAX_UNPACKED_BYTES = 64 * 1024 * 1024;
 
-/** An OPA bundle (`.tar.gz`) as a map of its files, by name without the leading `/`. */
-export async function untar(bundle: Buffer): Promise<Map<string, Buffer>> {
+const gunzipBuffer = promisify(gunzip);
+
+/**
+ * An OPA bundle (`.tar.gz`) as a map of its files, by name without the leading `/`. Inflating
+ * stops at `maxUnpackedBytes` of tar (headers and padding included): a few kilobytes of gzip can
+ * stand for gigabytes, and zlib would inflate them all.
+ */
+export async function untar(bundle: Buffer, maxUnpackedBytes = DEFAULT_MAX_UNPACKED_BYTES): Promise<Map<string, Buffer>> {
+  let tar: Buffer;
+  try {
+    tar = await gunzipBuffer(bundle, { maxOutputLength: maxUnpackedBytes });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE')
+      throw new PolicyLoadError('too_large', `the bundle unpacks to more than ${maxUnpackedBytes} bytes`);
+    throw error;
+  }
   const files = new Map<string, Buffer>();
   const reader = extract();
-  let total = 0;
   reader.on('entry', (header, stream, next) => {
     const chunks: Buffer[] = [];
-    stream.on('data', (data: unknown) => {
-      const chunk = data as Buffer;
-      total += chunk.length;
-      if (total > MAX_BUNDLE_BYTES)
-        reader.destroy(new PolicyLoadError('too_large', `the bundle unpacks to more than ${MAX_BUNDLE_BYTES} bytes`));
-      chunks.push(chunk);
-    });
+    stream.on('data', (chunk: unknown) => chunks.push(chunk as Buffer));
     stream.on('end', () => {
       if (header.type === 'file') files.set(header.name.replace(/^(\.\/|\/)+/, ''), Buffer.concat(chunks));
       next();
@@ -39,9 +47,7 @@ export async function untar(bundle: Buffer): Promise<Map<string, Buffer>> {
   await new Promise<void>((resolve, reject) => {
     reader.on('finish', resolve);
     reader.on('error', reject);
-    const gunzip = createGunzip();
-    gunzip.on('error', reject);
-    Readable.from([bundle]).pipe(gunzip).pipe(reader);
+    reader.end(tar);
   });
   return files;
 }
