@@ -103,6 +103,9 @@ const environmentSchema = z
     METRICS_PORT: int(1, 65535).optional(),
     METRICS_HOST: z.string().default('127.0.0.1'),
     WORKERS: int(1, 64).default(1),
+    // The speed-ups of src/speedups/ (the broker check ahead of Koa, batched Redis and log writes,
+    // kept input JSON). Off: the plain code alone, which answers the same, only slower.
+    SPEEDUPS: z.enum(['on', 'off']).default('on'),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && !env.JWT_JWKS_URI && env.JWT_SECRET === DEVELOPMENT_JWT_SECRET) {

@@ -7,7 +7,26 @@ import type { Logger } from '../kernel/log';
  * either: every multi-key command (the budget scripts, a refund) names keys of one grant tree,
  * which share its `{rootId}` hash tag and so one slot; everything else is single-key.
  */
-export type RedisClient = Redis | Cluster;
+export type RedisClient = (Redis | Cluster) & SendHook;
+
+/**
+ * What the hot path calls just before it sends commands (the budget script of a check). The plain
+ * client sends each command as it comes (sendNow); a hook may hold the turn's commands back so that
+ * they leave together (src/speedups/redis-cork.ts).
+ */
+export type BeforeSend = () => void;
+export type BeforeSendFactory = (redis: Redis | Cluster) => BeforeSend;
+
+export interface SendHook {
+  readonly beforeSend?: BeforeSend;
+}
+
+export const sendNow: BeforeSend = () => undefined;
+
+/** `redis` with the hook its hot path calls before sending. */
+export function withBeforeSend<C extends Redis | Cluster>(redis: C, hook: BeforeSendFactory): C & SendHook {
+  return Object.assign(redis, { beforeSend: hook(redis) });
+}
 
 export interface RedisSettings {
   url: string;
@@ -16,13 +35,13 @@ export interface RedisSettings {
   commandTimeoutMs: number;
 }
 
-export function connectRedis(settings: RedisSettings, log: Logger): RedisClient {
+export function connectRedis(settings: RedisSettings, log: Logger, beforeSend: BeforeSendFactory = () => sendNow): RedisClient {
   // Fail fast while Redis is away: callers answer 503 instead of queueing requests.
-  // No auto-pipelining: it saves a write per check under full load (about 5 % of a check's CPU),
-  // but each of its pipelines defines a `length` getter on itself, and an object with a getter
-  // of its own survives every young-generation GC until a full one, with all it reaches: the
-  // commands, their promises and the waiting checks. With it, a scavenge copied twice as much and
-  // paused the service twice as long (2.5 against 1.3 ms at 1,000 checks/s; docs/broker-check.md).
+  // No auto-pipelining: it saves a write per check under full load, but each of its pipelines
+  // defines a `length` getter on itself, and an object with a getter of its own survives every
+  // young-generation GC until a full one, with all it reaches: the commands, their promises and
+  // the waiting checks, so a scavenge copies far more and pauses the service longer. The
+  // beforeSend hook batches writes without that (src/speedups/redis-cork.ts).
   const common = { keyPrefix: settings.keyPrefix, enableOfflineQueue: false, lazyConnect: true, enableAutoPipelining: false };
   const perNode = { commandTimeout: settings.commandTimeoutMs, maxRetriesPerRequest: 1 };
   const redis: RedisClient = settings.clusterNodes?.length
@@ -38,34 +57,7 @@ export function connectRedis(settings: RedisSettings, log: Logger): RedisClient 
       })
     : new Redis(settings.url, { ...common, ...perNode });
   redis.on('error', (err: Error) => log.warn({ err: { message: err.message } }, 'redis error'));
-  return redis;
-}
-
-/**
- * What the hot path calls before it sends a command: the commands of one turn of the event loop
- * then leave in one write per Redis node. The first corks the sockets (a Cluster's masters' too)
- * and the rest of the turn's I/O callbacks add theirs; setImmediate, once they have run, uncorks
- * them. Under full load that is one system call for many checks instead of one each (about 30 µs
- * of system CPU per check on the bench's machine); a check alone in its turn is sent as soon as
- * the turn ends. ioredis's auto-pipelining would batch too, but keeps every check alive until a
- * full GC (above).
- */
-export function writeCoalescer(redis: RedisClient): () => void {
-  const connections = (): Redis[] => (redis instanceof Redis ? [redis] : redis.nodes('master'));
-  let corked = false;
-  return () => {
-    if (corked) return;
-    const sockets = connections()
-      .filter((node) => node.status === 'ready')
-      .map((node) => node.stream);
-    if (sockets.length === 0) return;
-    for (const socket of sockets) socket.cork();
-    corked = true;
-    setImmediate(() => {
-      corked = false;
-      for (const socket of sockets) socket.uncork();
-    });
-  };
+  return withBeforeSend(redis, beforeSend);
 }
 
 function parseNode(node: string): { host: string; port: number } {

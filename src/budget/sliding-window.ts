@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { writeCoalescer, type RedisClient } from './redis-client';
+import type { RedisClient } from './redis-client';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import { treeVersionKey, windowKey } from './keys';
 
@@ -70,7 +70,6 @@ type ScriptCommand = (numberOfKeys: number, ...args: Array<string | number>) => 
  */
 export class SlidingWindowBudget {
   private readonly commands: Record<keyof typeof SCRIPTS, ScriptCommand>;
-  private readonly coalesce: () => void;
 
   constructor(
     private readonly redis: RedisClient,
@@ -82,7 +81,6 @@ export class SlidingWindowBudget {
       commands[name] = (redis as unknown as Record<string, ScriptCommand>)[name]!.bind(redis);
     }
     this.commands = commands;
-    this.coalesce = writeCoalescer(redis);
   }
 
   /** 0 for an exact window, else the bucket length in ms. */
@@ -127,7 +125,7 @@ export class SlidingWindowBudget {
   }
 
   private async call(name: keyof typeof SCRIPTS, keys: string[], args: Array<string | number>): Promise<unknown> {
-    this.coalesce();
+    this.redis.beforeSend?.();
     try {
       return await this.commands[name](keys.length, ...keys, ...args);
     } catch (error) {

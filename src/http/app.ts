@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestListener } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
 import { ApiError } from '../kernel/errors';
@@ -20,12 +20,22 @@ export interface AppOptions {
   strictContracts?: boolean;
   /** Serves GET /api/openapi.json. */
   openApi?: () => unknown;
+  /**
+   * A handler ahead of Koa, made from the app's routes (the speed-ups' direct path for the routes
+   * marked `direct`); without one, Koa serves every request.
+   */
+  front?: FrontHandlerFactory;
 }
 
 /** What the HTTP server runs: Node's request listener for every route of the app. */
 export interface HttpApp {
   callback(): RequestListener;
 }
+
+/** Answers a request ahead of Koa (true), or leaves it to Koa (false) before reading any of it. */
+export type FrontHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+export type FrontHandlerFactory = (routes: readonly Route[], options: { log: Logger; strictContracts: boolean }) => FrontHandler;
 
 /** Serves one route through Koa: the shared route call with Koa's path, query and body readers. */
 async function serve(route: Route, ctx: Context, strict: boolean): Promise<void> {
@@ -48,8 +58,8 @@ async function serve(route: Route, ctx: Context, strict: boolean): Promise<void>
 }
 
 /**
- * Every route on Koa, and the direct ones (the broker check) also on Node's own server in front
- * of it, with the same contract (see ./direct.ts).
+ * Every route on Koa, and whatever `options.front` takes ahead of it (the direct routes, the broker
+ * check, on Node's own server with the same contract: src/speedups/direct-http.ts).
  */
 export function createApp(routes: readonly Route[], options: AppOptions): HttpApp {
   const { log, strictContracts = false, openApi } = options;
@@ -103,12 +113,12 @@ export function createApp(routes: readonly Route[], options: AppOptions): HttpAp
     }
     throw new ApiError('not_found', 'no such route');
   });
-  const direct = directRoutes(routes, { log, strictContracts });
+  const front = options.front?.(routes, { log, strictContracts });
   return {
     callback() {
       const viaKoa = app.callback();
       return (req, res) => {
-        if (!direct(req, res)) void viaKoa(req, res);
+        if (!front?.(req, res)) void viaKoa(req, res);
       };
     },
   };

@@ -1,5 +1,7 @@
+import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
 import { bodyParser } from '@koa/bodyparser';
+import Bourne from '@hapi/bourne';
 import { z } from 'zod';
 import { ApiError, type FieldError } from '../kernel/errors';
 import { findHostileInput } from './input-guard';
@@ -77,6 +79,55 @@ export async function readBody(ctx: Context, schema: z.ZodType | undefined): Pro
   if (sent && !ctx.is('application/json')) throw unsupportedMediaType();
   if (sent) await parseJsonBody(ctx as never, async () => undefined);
   return judgeBody(sent, (ctx.request as { body?: unknown }).body, schema);
+}
+
+/**
+ * The same body rules read from Node's own request, without Koa (the routes served ahead of it:
+ * src/speedups/direct-http.ts). It takes no compressed body: a caller sends one to Koa instead.
+ */
+export async function readRequestBody(req: IncomingMessage, schema: z.ZodType | undefined): Promise<unknown> {
+  const sent = hasBody(req.headers);
+  if (!sent) return judgeBody(false, undefined, schema);
+  if (!isJsonContentType(req.headers['content-type'])) throw unsupportedMediaType();
+  return judgeBody(true, parseStrictJson(await readText(req)), schema);
+}
+
+/** JSON whitespace (RFC 8259: space, tab, LF, CR), then an object or an array. */
+const STRICT_JSON_START = /^[ \t\n\r]*[[{]/;
+
+/** As co-body's strict mode (the Koa path): an empty body is `{}`, anything else an object or array. */
+function parseStrictJson(text: string): unknown {
+  if (text === '') return {};
+  if (!STRICT_JSON_START.test(text)) throw bodyParserError(new Error('not an object or array'));
+  try {
+    // Bourne, as co-body: a `__proto__` key is refused as malformed, not parsed into an own field.
+    return Bourne.parse(text, { protoAction: 'error' });
+  } catch (error) {
+    throw bodyParserError(error as Error);
+  }
+}
+
+/** The body as UTF-8 text, BODY_LIMIT_BYTES at most (413 past it, as co-body). */
+function readText(req: IncomingMessage): Promise<string> {
+  if (Number(req.headers['content-length'] ?? 0) > BODY_LIMIT_BYTES) return Promise.reject(new ApiError('payload_too_large'));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= BODY_LIMIT_BYTES) {
+        chunks.push(chunk);
+        return;
+      }
+      // Too large: stop keeping it (the rest is drained and dropped by Node) and refuse.
+      req.off('data', onData);
+      req.resume();
+      reject(new ApiError('payload_too_large'));
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
+    req.once('error', () => reject(bodyParserError(new Error('the request was aborted'))));
+  });
 }
 
 /** The parsed body (or none) against the route's schema; `raw` is undefined when none was sent. */

@@ -43,8 +43,8 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   /** Problem codes this route may answer with, besides the ones every route can give. */
   errors?: readonly ProblemCode[];
   /**
-   * Hot path: also served on Node's HTTP server ahead of the web framework, with the same
-   * contract (src/http/direct.ts). Only for a POST without path parameters.
+   * Hot path: with the speed-ups on, also served on Node's HTTP server ahead of the web framework,
+   * with the same contract (src/speedups/direct-http.ts). Only for a POST without path parameters.
    */
   direct?: boolean;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { jsonLineWriter, type Logger } from '../kernel/log';
+import { plainLineWriter, type LineWriter, type LineWriterFactory, type Logger } from '../kernel/log';
 import { countDropped, DecisionUploader, type UploadOptions } from './decision-log-upload';
 import type { InputJson } from './input-json';
 
@@ -73,16 +73,18 @@ export interface DecisionLogOptions {
   /** `sampled`: a number in [0, 1) per allowed decision (Math.random; a test passes its own). */
   random?: () => number;
   log: Logger;
+  /** How batches of events become lines of `log` (plainLineWriter unless a speed-up is given). */
+  lineWriter?: LineWriterFactory;
   version: string;
   upload?: UploadOptions;
 }
 
 /**
  * How long a queued decision waits for the others to share its write. Each write is a system call
- * and, through pino's asynchronous destination, a hop to libuv's thread pool and back: at a steady
- * 1 000 checks/s, a write per check cost about 3 % of the service's CPU (`npm run bench`, A/B).
- * After 10 ms it is one write per ten checks or more. Events keep their own timestamps, and
- * shutdown writes what is queued (`close`).
+ * and, through pino's asynchronous destination, a hop to libuv's thread pool and back, which a
+ * write per check pays at every check; after 10 ms, at a steady load, it is one write per ten
+ * checks or more (with the line writer of src/speedups/log-lines.ts). Events keep their own
+ * timestamps, and shutdown writes what is queued (`close`).
  */
 export const DECISION_WRITE_DELAY_MS = 10;
 
@@ -93,12 +95,12 @@ export class DecisionLog {
   private readonly uploader: DecisionUploader | undefined;
   private masker: () => ((event: DecisionEvent) => MaskOp[]) | undefined = () => undefined;
 
-  /** Writes a batch of events (JSON text) as `decision` lines of the log, in one write. */
-  private readonly writeLines: (events: readonly string[]) => void;
+  /** Writes a batch of events (JSON text) as `decision` lines of the log. */
+  private readonly writeLines: LineWriter;
 
   constructor(private readonly options: DecisionLogOptions) {
     this.labels = { id: randomUUID(), version: options.version };
-    this.writeLines = jsonLineWriter(options.log, 'decision');
+    this.writeLines = (options.lineWriter ?? plainLineWriter)(options.log, 'decision');
     this.uploader = options.upload && new DecisionUploader(options.upload, options.log);
   }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
-import type { Logger } from '../kernel/log';
+import type { LineWriterFactory, Logger } from '../kernel/log';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import type { OrgFindings } from '../kernel/decisions/org';
 import { loggableResult, reportShadow } from './shadow';
@@ -8,7 +8,7 @@ import { loadErrorKind, PolicyLoadError, revisionLabel } from './load-error';
 import { policyLastLoadFailureInfo, policyLastLoadFailureTime, policyLoadFailures, policyRevisionInfo } from './metrics';
 import { WasmFileSource, type PolicySource } from './sources';
 import { DecisionLog, MASK, MASKED_FIELDS, type DecisionEvent, type DecisionLogMode, type MaskOp } from './decision-log';
-import { writeInputJson, type InputJson } from './input-json';
+import { NO_JSON_MEMO, writeInputJson, type InputJson, type JsonMemo } from './input-json';
 
 /** OPA's decision log mask policy (a package `system.log` with a `mask` rule), when compiled in. */
 const MASK_ENTRYPOINT = 'system/log/mask';
@@ -42,6 +42,10 @@ export interface PolicyEngineOptions {
   requireTrustedFile?: boolean;
   /** Tests: refuse an input that its catalogue schema refuses (the TypeScript side drifted). */
   validateInputs?: boolean;
+  /** Keeps the JSON of inputs' unchanging members (none kept unless a speed-up is given). */
+  jsonMemo?: JsonMemo;
+  /** The line writer of the decision log made for a `decisionLog` mode. */
+  lineWriter?: LineWriterFactory;
 }
 
 /** The policy cannot answer: callers fail closed (503), never allow. */
@@ -76,6 +80,7 @@ export class PolicyEngine {
   readonly decisionLog: DecisionLog;
   private readonly requiredEntrypoints: readonly string[];
   private readonly validateInputs: boolean;
+  private readonly jsonMemo: JsonMemo;
 
   constructor(options: PolicyEngineOptions) {
     if (!options.source && !options.path) throw new Error('a policy engine needs a source or a path');
@@ -84,10 +89,11 @@ export class PolicyEngine {
     this.decisionLog =
       options.decisionLog instanceof DecisionLog
         ? options.decisionLog
-        : new DecisionLog({ mode: options.decisionLog ?? 'all', log: options.log, version: 'embedded' });
+        : new DecisionLog({ mode: options.decisionLog ?? 'all', log: options.log, lineWriter: options.lineWriter, version: 'embedded' });
     this.decisionLog.useMasker(() => this.currentMask());
     this.requiredEntrypoints = (options.required ?? []).map((decision) => decision.entrypoint);
     this.validateInputs = options.validateInputs ?? false;
+    this.jsonMemo = options.jsonMemo ?? NO_JSON_MEMO;
   }
 
   get revision(): string | undefined {
@@ -258,7 +264,7 @@ export class PolicyEngine {
     const started = process.hrtime.bigint();
     let evalNs = 0;
     try {
-      json = writeInputJson(input as object, MASKED_FIELDS, MASK);
+      json = writeInputJson(input as object, MASKED_FIELDS, MASK, this.jsonMemo);
       const results = loaded.policy.evaluate(json.bytes, entrypoint) as Array<{ result?: unknown }>;
       evalNs = Number(process.hrtime.bigint() - started);
       const parsed = decision.output.safeParse(results[0]?.result);

@@ -14,29 +14,34 @@ export interface InputJson {
 }
 
 /**
- * Values whose JSON is kept: frozen objects that many inputs hold as they are (a grant chain's
- * facts, say, the same for every check until the tree changes).
+ * The kept JSON of values that never change: `kept(value)` is the text of JSON.stringify(value) if
+ * it keeps one, undefined if not. The plain one (NO_JSON_MEMO) keeps none; src/speedups/memo.ts
+ * keeps the JSON of deeply frozen values (see serializedOnce).
  */
-const serialized = new WeakMap<object, string>();
+export interface JsonMemo {
+  kept(value: object): string | undefined;
+}
+
+export const NO_JSON_MEMO: JsonMemo = { kept: () => undefined };
 
 /**
- * Freezes `value` (deeply: a change after this point would make its kept JSON lie to the policy)
- * and keeps its JSON, which every input holding it at its top level reuses.
+ * Freezes `value` deeply: it can no longer change, so a memo may keep its JSON for every input that
+ * holds it at its top level (a grant chain's facts, say, the same for every check until the tree
+ * changes), and serialize it once.
  */
 export function serializedOnce<T extends object>(value: T): T {
-  serialized.set(deepFreeze(value), JSON.stringify(value));
-  return value;
+  return deepFreeze(value);
 }
 
 const encoder = new TextEncoder();
 
 /**
- * The JSON of `input` (a plain object): the members whose JSON is kept come as kept, the rest are
- * serialized in one JSON.stringify; the logged text replaces each member named in `maskedKeys` by
- * `mask`. Member order differs from JSON.stringify's (kept and masked members come last), which
+ * The JSON of `input` (a plain object): the members whose JSON `memo` keeps come as kept, the rest
+ * are serialized in one JSON.stringify; the logged text replaces each member named in `maskedKeys`
+ * by `mask`. Member order differs from JSON.stringify's (kept and masked members come last), which
  * neither JSON nor the policy gives a meaning to.
  */
-export function writeInputJson(input: object, maskedKeys: readonly string[], mask: string): InputJson {
+export function writeInputJson(input: object, maskedKeys: readonly string[], mask: string, memo: JsonMemo = NO_JSON_MEMO): InputJson {
   // No prototype: a member named `__proto__` is then an own member like any other, not a setter.
   const plain: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   let kept = '';
@@ -45,7 +50,6 @@ export function writeInputJson(input: object, maskedKeys: readonly string[], mas
   const masked: string[] = [];
   for (const key of Object.keys(input)) {
     const value = (input as Record<string, unknown>)[key];
-    const json = typeof value === 'object' && value !== null ? serialized.get(value) : undefined;
     if (maskedKeys.includes(key)) {
       // As JSON.stringify: a member whose value has no JSON (undefined) is left out.
       const text = JSON.stringify(value) as string | undefined;
@@ -53,7 +57,10 @@ export function writeInputJson(input: object, maskedKeys: readonly string[], mas
       shown += `,${JSON.stringify(key)}:${text}`;
       hidden += `,${JSON.stringify(key)}:${JSON.stringify(mask)}`;
       masked.push(`/input/${key}`);
-    } else if (json !== undefined) kept += `,${JSON.stringify(key)}:${json}`;
+      continue;
+    }
+    const json = typeof value === 'object' && value !== null ? memo.kept(value) : undefined;
+    if (json !== undefined) kept += `,${JSON.stringify(key)}:${json}`;
     else plain[key] = value;
   }
   const head = JSON.stringify(plain).slice(0, -1);

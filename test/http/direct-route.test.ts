@@ -1,4 +1,4 @@
-import { directRouteFor, directTable } from '../../src/http/direct';
+import { directRouteFor, directTable } from '../../src/speedups/direct-http';
 import { mintToken } from '../../src/credentials/tokens';
 import { brokerWorld, chainOf, type BrokerWorld } from '../support/broker-world';
 import { allRoutes } from '../support/routes';
@@ -6,8 +6,8 @@ import { startService, type TestService } from '../support/service';
 import { broker } from '../support/world';
 
 /**
- * The broker check is served on Node's own HTTP server ahead of Koa (src/http/direct.ts). Every
- * answer must be the one Koa gives to the same request: the same request is sent both ways (a
+ * The broker check is served on Node's own HTTP server ahead of Koa (src/speedups/direct-http.ts).
+ * Every answer must be the one Koa gives to the same request: the same request is sent both ways (a
  * `Content-Encoding: identity` header sends it through Koa, which reads it exactly as without).
  */
 let service: TestService;

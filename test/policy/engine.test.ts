@@ -4,9 +4,10 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { createLogger } from '../../src/kernel/log';
+import { createLogger, type LineWriterFactory } from '../../src/kernel/log';
 import { PolicyEngine, PolicyUnavailableError, type DecisionLogMode } from '../../src/policy/engine';
 import { DecisionLog } from '../../src/policy/decision-log';
+import { jsonLineWriter } from '../../src/speedups/log-lines';
 import { catalogue, decisions, defineDecision, verdict, type DecisionDefinition } from '../../src/kernel/decisions/catalogue';
 import { z } from '../../src/kernel/schema';
 import { decisionsWritten, startService } from '../support/service';
@@ -63,11 +64,21 @@ function install(file: string, bytes: Buffer): void {
   renameSync(`${file}.staged`, file);
 }
 
-function engineOn(bytes: Buffer, options: { mode?: DecisionLogMode; required?: readonly DecisionDefinition[] } = {}) {
+function engineOn(
+  bytes: Buffer,
+  options: { mode?: DecisionLogMode; required?: readonly DecisionDefinition[]; lineWriter?: LineWriterFactory } = {},
+) {
   const file = path.join(mkdtempSync(path.join(work, 'engine-')), 'policy.wasm');
   writeFileSync(file, bytes);
   const { log, lines, writes } = capturingLogger();
-  const engine = new PolicyEngine({ path: file, log, decisionLog: options.mode ?? 'all', required: options.required ?? [], pollMs: 50 });
+  const engine = new PolicyEngine({
+    path: file,
+    log,
+    decisionLog: options.mode ?? 'all',
+    required: options.required ?? [],
+    pollMs: 50,
+    lineWriter: options.lineWriter,
+  });
   return { engine, file, lines, writes };
 }
 
@@ -217,7 +228,7 @@ describe('decision log', () => {
   });
 
   it('writes the decisions of the same few milliseconds in one write, not one each', async () => {
-    const { engine, lines, writes } = engineOn(readFileSync(SERVICE_MODULE));
+    const { engine, lines, writes } = engineOn(readFileSync(SERVICE_MODULE), { lineWriter: jsonLineWriter });
     await engine.reload();
     const before = writes.count;
     engine.evaluate(decisions.podsAccess, input);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { createLogger } from '../../src/kernel/log';
 import { decisions } from '../../src/kernel/decisions/catalogue';
 import { PolicyEngine } from '../../src/policy/engine';
-import { runPolicySoak } from '../../src/policy/soak';
+import { runPolicySoak } from '../../scripts/policy-soak';
 
 /**
  * A short run of `npm run soak:policy` (the full one does a million evaluations): repeated

@@ -1,8 +1,11 @@
 import fc from 'fast-check';
 import { serializedOnce, writeInputJson } from '../../src/policy/input-json';
+import { createJsonMemo } from '../../src/speedups/memo';
 
 const decoder = new TextDecoder();
-const evaluated = (input: object) => decoder.decode(writeInputJson(input, ['args'], '**REDACTED**').bytes);
+/** With the speed-up's memo, as a policy engine of the service writes them. */
+const memo = createJsonMemo();
+const evaluated = (input: object) => decoder.decode(writeInputJson(input, ['args'], '**REDACTED**', memo).bytes);
 
 /** Any JSON value, with the strings a hostile caller sends: lone surrogates, NUL, quotes. */
 const hostileString = fc.oneof(fc.string(), fc.constantFrom('\u0000', '\ud800', 'a\udfffb', '"\\', '\u2028'));
@@ -79,5 +82,11 @@ describe('the JSON text of a decision input (written once for the policy and the
     }).toThrow(TypeError);
     expect(evaluated({ chain })).toBe(JSON.stringify({ chain: [{ id: 'grt_1', budget: { calls: 5 }, tools: ['a'] }] }));
     expect(evaluated({ args: {}, chain })).toBe(JSON.stringify({ chain, args: {} }));
+  });
+
+  it("keeps nothing without a memo (SPEEDUPS=off): the text is JSON.stringify's, in its order", () => {
+    const chain = serializedOnce([{ id: 'grt_2', budget: { calls: 5 } }]);
+    const input = { chain, now_ms: 1, tool: { name: 'x' } };
+    expect(decoder.decode(writeInputJson(input, ['args'], '**REDACTED**').bytes)).toBe(JSON.stringify(input));
   });
 });

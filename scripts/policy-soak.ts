@@ -1,8 +1,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createLogger } from '../kernel/log';
-import { decisions, type DecisionDefinition, type DecisionInput } from '../kernel/decisions/catalogue';
-import { PolicyEngine } from './engine';
+import { createLogger } from '../src/kernel/log';
+import { decisions, type DecisionDefinition, type DecisionInput } from '../src/kernel/decisions/catalogue';
+import { PolicyEngine } from '../src/policy/engine';
 
 /**
  * The memory soak the foundation issue asks for: npm-opa-wasm issue 143 reports WASM memory that
