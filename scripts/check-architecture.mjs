@@ -17,8 +17,9 @@
 //     may: it fills the ports of the lower layers from repositories.
 // `--graph` prints the folder graph (what the README's architecture section draws).
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 
 const root = path.resolve(import.meta.dirname, '..');
 const cruise = JSON.parse(
@@ -89,6 +90,75 @@ for (const [from, tos] of fileEdges) {
     if (folderOf(to) === 'http' && !['http', '(top)', 'admin', 'speedups'].includes(folderOf(from)))
       problems.push(`a domain knows HTTP: ${from} -> ${to}`);
   }
+}
+
+/** Whether a file may hold SQL: a repository, or the database's own folder. */
+const mayHoldSql = (file) => /(^|\/)repository\.ts$/.test(file) || /\/repositories\/[^/]+\.ts$/.test(file) || file.startsWith('src/db/');
+const isRepository = (file) => /^src\/[^/]+\/(repository\.ts|repositories\/)/.test(file);
+const WIRING = new Set(['(top)', 'admin']);
+
+/** The tables the migrations create. */
+function tableNames() {
+  const tables = new Set();
+  const dir = path.join(root, 'migrations');
+  for (const name of readdirSync(dir)) {
+    for (const match of readFileSync(path.join(dir, name), 'utf8').matchAll(/createTable(?:IfNotExists)?\(\s*['"`]([a-z_]+)['"`]/g))
+      tables.add(match[1]);
+  }
+  return tables;
+}
+
+const RAW_METHODS = new Set([
+  'raw',
+  'whereRaw',
+  'orWhereRaw',
+  'andWhereRaw',
+  'havingRaw',
+  'joinRaw',
+  'orderByRaw',
+  'groupByRaw',
+  'fromRaw',
+]);
+const SQL_STATEMENT =
+  /^\s*(select\s|insert\s+into\s|update\s+["\w.]+\s+set\s|delete\s+from\s|with\s+(recursive\s+)?\w+\s+as\s*\(|listen\s|notify\s|lock\s+table\s)/i;
+
+/** Why a file holds SQL, one line per finding (empty: it holds none). */
+function sqlFindings(file, tables) {
+  const text = readFileSync(path.join(root, file), 'utf8');
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const findings = [];
+  const at = (node) => `${file}:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}`;
+  const tableName = new RegExp(`^(${[...tables].join('|')})(\\s+as\\s+\\w+)?$`);
+  const visit = (node) => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && RAW_METHODS.has(node.expression.name.text)) {
+      findings.push(`${at(node)} calls .${node.expression.name.text}()`);
+    }
+    if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) {
+      if (ts.isCallExpression(node.parent) && node.parent.arguments.includes(node) && tableName.test(node.text)) {
+        findings.push(`${at(node)} names the table '${node.text}'`);
+      }
+      if (SQL_STATEMENT.test(node.text)) findings.push(`${at(node)} holds SQL: ${node.text.trim().split('\n')[0].slice(0, 60)}`);
+    }
+    if (ts.isTemplateExpression(node)) {
+      const literal = [node.head.text, ...node.templateSpans.map((span) => span.literal.text)].join('${…}');
+      if (SQL_STATEMENT.test(literal)) findings.push(`${at(node)} holds SQL: ${literal.trim().split('\n')[0].slice(0, 60)}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return findings;
+}
+
+const tables = tableNames();
+for (const { source: file } of modules) {
+  if (!file.endsWith('.ts') || mayHoldSql(file)) continue;
+  problems.push(...sqlFindings(file, tables).map((finding) => `SQL outside a repository: ${finding}`));
+}
+
+for (const [from, tos] of fileEdges) {
+  if (WIRING.has(folderOf(from))) continue;
+  for (const to of tos)
+    if (isRepository(to) && folderOf(to) !== folderOf(from)) problems.push(`another folder's repository: ${from} -> ${to}`);
 }
 
 /**

@@ -3,6 +3,7 @@ import { createBrokerComponents, createBrokerService } from './broker/service';
 import { readRedisDurability } from './budget/durability';
 import { connectRedis, type RedisClient } from './budget/redis-client';
 import { RateLimit } from './budget/rate-limit';
+import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
 import type { Config } from './config';
 import { createConnectionsService } from './connections/service';
@@ -11,6 +12,8 @@ import { createHumanJwtVerifier } from './credentials/human-jwt';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
+import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
+import { callsInWindows } from './grants/repositories/call-records';
 import { createGrantsService } from './grants/service';
 import { createApp } from './http/app';
 import { API_DECISIONS } from './http/decisions';
@@ -22,19 +25,21 @@ import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
+import { expireApprovalsOfGrants } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
 import { DecisionLog } from './policy/decision-log';
 import { pemBlocks } from './policy/bundles/verify';
 import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
+import { findLiveRuntimeToken, markRuntimeTokenUsed } from './registry/repository';
 import { createRegistryService } from './registry/service';
 import { allRoutes, type Services } from './routes';
 import { createRuntimeService } from './runtime/service';
+import { createSpeedUps } from './speedups';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
   const durability = await readRedisDurability(redis).catch(() => null);
   if (durability?.evictionPolicy && durability.evictionPolicy !== 'noeviction') {
-import { createSpeedUps } from './speedups';
     log.warn(
       { evictionPolicy: durability.evictionPolicy },
       'Redis may evict budget windows under memory pressure; set maxmemory-policy noeviction',
@@ -57,34 +62,34 @@ export interface ServiceOptions {
 export async function buildService(config: Config, options: ServiceOptions = {}) {
   const log = options.logger ?? createLogger(config.LOG_LEVEL);
   const clock = options.clock ?? systemClock;
+  // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
+  const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
   const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX);
   if (options.migrate) await migrateToLatest(db);
   const redis = connectRedis(
     {
-  // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
-  const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
       url: config.REDIS_URL,
       clusterNodes: config.REDIS_CLUSTER_NODES?.split(',').map((node) => node.trim()),
       keyPrefix: config.REDIS_KEY_PREFIX,
       commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
     },
     log,
+    speedUps.redisBeforeSend,
   );
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
   const decisionLog = new DecisionLog({
     mode: config.DECISION_LOG,
-    speedUps.redisBeforeSend,
     sampleRate: config.DECISION_LOG_SAMPLE_RATE,
     // Decision events are an audit stream, not debug output: LOG_LEVEL does not silence them.
     log: log.child({ component: 'decisions' }, { level: 'info' }),
+    lineWriter: speedUps.lineWriter,
     version: SERVICE_VERSION,
     upload: config.DECISION_LOG_URL
       ? {
           url: config.DECISION_LOG_URL,
           token: config.DECISION_LOG_TOKEN,
-    lineWriter: speedUps.lineWriter,
           bufferEvents: config.DECISION_LOG_BUFFER_EVENTS,
           bufferBytes: config.DECISION_LOG_BUFFER_BYTES,
           batchEvents: config.DECISION_LOG_BATCH_EVENTS,
@@ -99,19 +104,33 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     decisionLog,
     required: catalogue,
     validateInputs: config.NODE_ENV === 'test',
+    jsonMemo: speedUps.jsonMemo(),
   });
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();
 
-  const invalidation = new CacheInvalidation(db, redis, log.child({ component: 'invalidation' }), {
-    jsonMemo: speedUps.jsonMemo(),
-    confirmTimeoutMs: config.INVALIDATION_CONFIRM_TIMEOUT_MS,
-    relayIntervalMs: config.INVALIDATION_RELAY_INTERVAL_MS,
-  });
+  const invalidation = new CacheInvalidation(
+    db,
+    redis,
+    log.child({ component: 'invalidation' }),
+    { confirmTimeoutMs: config.INVALIDATION_CONFIRM_TIMEOUT_MS, relayIntervalMs: config.INVALIDATION_RELAY_INTERVAL_MS },
+    { rootsOf: treeRootsAffectedBy },
+  );
   invalidation.startRelay();
   const eventWaker = new EventWaker(config.DATABASE_URL, log.child({ component: 'events' }));
-  const resolveCredential = credentialResolver({ db, verifyHumanJwt: createHumanJwtVerifier(config), clock });
+  const resolveCredential = credentialResolver({
+    db,
+    runtimeTokens: { findLive: (hash, now) => findLiveRuntimeToken(db, hash, now), markUsed: (id) => markRuntimeTokenUsed(db, id) },
+    verifyHumanJwt: createHumanJwtVerifier(config),
+    clock,
+  });
 
+  // The ports of the services, which know no domain, filled from the repositories: what a budget
+  // rebuild reads of grants and call records (invalidation's and credentials' ports are above).
+  const treeWindows: TreeWindowsSource = {
+    levelsOf: (rootId) => budgetLevelsOfTree(db, rootId),
+    callsIn: (levels, marginMs) => callsInWindows(db, levels, marginMs),
+  };
   const grants = createGrantsService({
     db,
     policy,
@@ -119,11 +138,13 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     clock,
     attenuationLimit: new RateLimit(redis, 'attenuations', config.ATTENUATION_RATE_LIMIT, config.ATTENUATION_RATE_WINDOW_MS),
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
+    expireApprovals: expireApprovalsOfGrants,
   });
   const services: Services = {
     grants,
     broker: createBrokerService({
-      ...createBrokerComponents(db, redis, config.BROKER_FACT_MAX_AGE_MS),
+      ...createBrokerComponents(db, redis, treeWindows, config.BROKER_FACT_MAX_AGE_MS),
+      treeWindows,
       db,
       policy,
       log,
@@ -182,8 +203,14 @@ async function policySource(config: Config): Promise<PolicySource> {
   const keyText = config.POLICY_BUNDLE_PUBLIC_KEY;
   const publicKeys = keyText ? pemBlocks(keyText.includes('-----BEGIN') ? keyText : await readFile(keyText, 'utf8')) : [];
   const signatures = { keys: { publicKeys, secret: config.POLICY_BUNDLE_SECRET }, required: production };
+  const limits = {
+    maxBytes: config.POLICY_BUNDLE_MAX_BYTES,
+    allowRollback: config.POLICY_BUNDLE_ALLOW_ROLLBACK,
+    minIssuedAt: config.POLICY_BUNDLE_MIN_ISSUED_AT,
+  };
   if (config.POLICY_BUNDLE_URL) {
     return new BundleHttpSource(config.POLICY_BUNDLE_URL, signatures, {
+      ...limits,
       pollMs: config.POLICY_BUNDLE_POLL_MS,
       timeoutMs: config.POLICY_BUNDLE_TIMEOUT_MS,
       token: config.POLICY_BUNDLE_TOKEN,
@@ -192,9 +219,3 @@ async function policySource(config: Config): Promise<PolicySource> {
   if (config.POLICY_BUNDLE_PATH) return new BundleFileSource(config.POLICY_BUNDLE_PATH, signatures, limits);
   return new WasmFileSource(config.POLICY_WASM_PATH, production);
 }
-  const limits = {
-    maxBytes: config.POLICY_BUNDLE_MAX_BYTES,
-    allowRollback: config.POLICY_BUNDLE_ALLOW_ROLLBACK,
-    minIssuedAt: config.POLICY_BUNDLE_MIN_ISSUED_AT,
-  };
-      ...limits,

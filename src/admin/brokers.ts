@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import { insertBroker, insertBrokerToken, revokeTokensOfBroker } from '../credentials/repository';
 import { hashToken, mintToken } from '../credentials/tokens';
 import { newId } from '../kernel/ids';
 
@@ -8,13 +9,13 @@ export async function registerBroker(db: Database, name: string): Promise<{ id: 
   const id = newId('broker');
   const token = mintToken('bkt');
   await db.transaction(async (trx) => {
-    await trx('brokers').insert({ id, name });
-    await trx('broker_tokens').insert({ id: newId('brokerToken'), broker_id: id, token_hash: hashToken(token) });
+    await insertBroker(trx, { id, name });
+    await insertBrokerToken(trx, { id: newId('brokerToken'), broker_id: id, token_hash: hashToken(token) });
   });
   return { id, token };
 }
 
 /** Revokes every token of a broker (a leaked token); the next check with it is a 401. */
 export async function revokeBrokerTokens(db: Database | Knex.Transaction, brokerId: string): Promise<number> {
-  return db('broker_tokens').where({ broker_id: brokerId }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
+  return revokeTokensOfBroker(db, brokerId);
 }

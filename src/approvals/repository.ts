@@ -57,6 +57,22 @@ export async function decideApproval(
 }
 
 /**
+ * An approval does not outlive its grant (CONTRACT §9). In the revoke's transaction, the pending
+ * and approved approvals of the grants it revoked end at the revocation: their `expiresAt`
+ * becomes `revokedAt`, so from then on they read as `expired` everywhere (the state is derived
+ * from expires_at by the clock; `expired` is never stored) and leave the deciders' pending list.
+ * A pending one also records how it ended (`decidedAt` = revokedAt, note 'grant revoked', no
+ * decider); an approved one keeps its decider and note. The grants domain calls it through a port
+ * (GrantsDeps.expireApprovals): src/approvals builds on src/grants.
+ */
+export async function expireApprovalsOfGrants(trx: Knex.Transaction, grantIds: readonly string[], revokedAt: Date): Promise<void> {
+  if (grantIds.length === 0) return;
+  const open = () => trx('approvals').whereIn('grant_id', grantIds).andWhere('expires_at', '>', revokedAt);
+  await open().where('state', 'pending').update({ expires_at: revokedAt, decided_at: revokedAt, note: 'grant revoked' });
+  await open().where('state', 'approved').update({ expires_at: revokedAt });
+}
+
+/**
  * Approvals a human may be able to decide, newest first: of grants on a connection they own or
  * targeting a pod where they are an owner or admin. The policy judges each row it returns.
  */

@@ -3,7 +3,7 @@ import { ApiError } from '../kernel/errors';
 import type { HumanPrincipal } from '../kernel/principals';
 import { emitEvent } from '../events/outbox';
 import { decodeCursor, encodeCursor } from '../grants/cursor';
-import { currentMemberIds, loadGrantFacts, policyFacts } from '../grants/facts';
+import { brokerOfGrant, currentMemberIds, loadGrantFacts, policyFacts } from '../grants/facts';
 import { enforce } from '../policy/enforce';
 import type { ApprovalsDeps } from './deps';
 import { approvalsByOutcome, approvalTimeToDecision } from './metrics';
@@ -103,8 +103,8 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const row = await findApproval(deps.db, id);
-      const grant = row ? await deps.db('grants').where({ id: row.grant_id }).first('broker_id') : undefined;
-      if (!row || grant?.broker_id !== brokerId) throw new ApiError('not_found');
+      const grantBroker = row ? await brokerOfGrant(deps.db, row.grant_id) : undefined;
+      if (!row || grantBroker !== brokerId) throw new ApiError('not_found');
       const approval = presentApproval(row, deps.clock.now());
       if (approval.state !== 'pending' || Date.now() >= deadline) return approval;
       await new Promise((resolve) => setTimeout(resolve, Math.min(200, Math.max(0, deadline - Date.now()))));

@@ -1,8 +1,7 @@
 import type { Database } from '../db/database';
 import { LruCache } from '../cache/lru';
-import { toGrantFact } from '../grants/facts';
-import type { ChainLink as ChainLinkFact } from '../kernel/decisions/catalogue';
-import type { GrantRow } from '../grants/repository';
+import { loadChainLinks } from '../grants/facts';
+import type { ChainLink } from '../kernel/decisions/catalogue';
 
 /**
  * What never changes about a grant once it exists: its place in the tree, its broker and
@@ -10,25 +9,12 @@ import type { GrantRow } from '../grants/repository';
  * fact of policies/lib/grants.rego (as the grants domain builds it) without `revoked`, the one
  * mutable column, which lives with the tree's mutable facts.
  */
-export type ChainLink = Omit<ChainLinkFact, 'revoked'>;
+export type FixedLink = Omit<ChainLink, 'revoked'>;
 
 /** The grant first, its root last. */
-export type Chain = readonly ChainLink[];
+export type Chain = readonly FixedLink[];
 
-const CHAIN_SQL = `
-with recursive chain as (
-  select g.*, 0 as level from grants g where g.id = ?
-  union all
-  select p.*, c.level + 1 from grants p join chain c on p.id = c.parent_id
-)
-select * from chain order by level`;
-
-function toLink(row: GrantRow): ChainLink {
-  const { revoked: _mutable, ...fact } = toGrantFact(row);
-  return { ...fact, parent_id: row.parent_id, root_id: row.root_id, broker_id: row.broker_id, connection_id: row.connection_id };
-}
-
-/** One recursive query on a miss; a hit costs nothing. Unknown grants are not cached. */
+/** One query on a miss (the grants domain's chain); a hit costs nothing. Unknown grants are not cached. */
 export class ChainCache {
   private readonly chains: LruCache<string, Chain>;
 
@@ -42,9 +28,10 @@ export class ChainCache {
   async get(grantId: string): Promise<Chain | null> {
     const cached = this.chains.get(grantId);
     if (cached) return cached;
-    const result = await this.db.raw<{ rows: GrantRow[] }>(CHAIN_SQL, [grantId]);
-    if (result.rows.length === 0) return null;
-    const chain = Object.freeze(result.rows.map(toLink));
+    const links = await loadChainLinks(this.db, grantId);
+    if (links.length === 0) return null;
+    // `revoked` is left out: it is the one mutable fact, read with the tree's others.
+    const chain: Chain = Object.freeze(links.map(({ revoked: _mutable, ...fixed }) => fixed));
     this.chains.set(grantId, chain);
     return chain;
   }

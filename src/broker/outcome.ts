@@ -1,7 +1,7 @@
 import { decisions } from '../kernel/decisions/catalogue';
 import { ApiError } from '../kernel/errors';
 import { enforce } from '../policy/enforce';
-import type { CallRecordRow } from '../grants/repository';
+import { completeCallRecord, findCallForOutcome, type CallRecordRow } from '../grants/trail';
 import type { BrokerDeps } from './deps';
 
 export interface OutcomeReport {
@@ -20,11 +20,7 @@ export async function recordOutcome(
   callId: string,
   report: OutcomeReport,
 ): Promise<CallRecordRow> {
-  const found = await deps
-    .db('call_records as c')
-    .join('grants as g', 'g.id', 'c.grant_id')
-    .where('c.id', callId)
-    .first<{ outcome: string; broker_id: string } | undefined>('c.outcome', 'g.broker_id');
+  const found = await findCallForOutcome(deps.db, callId);
   enforce(
     deps.policy.evaluate(decisions.brokerOutcome, {
       broker_id: brokerId,
@@ -32,16 +28,7 @@ export async function recordOutcome(
       call: found ? { outcome: found.outcome } : undefined,
     }),
   );
-  const [updated] = await deps
-    .db('call_records')
-    .where({ id: callId, outcome: 'pending' })
-    .update({
-      outcome: report.outcome,
-      completed_at: deps.db.fn.now(),
-      duration_ms: report.durationMs ?? null,
-      error_code: report.errorCode ?? null,
-    })
-    .returning('*');
+  const updated = await completeCallRecord(deps.db, callId, report);
   if (!updated) throw new ApiError('outcome_already_recorded');
-  return updated as CallRecordRow;
+  return updated;
 }

@@ -5,6 +5,7 @@ import type { Database } from '../db/database';
 import type { Logger } from '../kernel/log';
 import { treeVersionKey } from '../budget/keys';
 import { ApiError } from '../kernel/errors';
+import { deleteInvalidations, insertInvalidations, invalidationsOlderThan, type InvalidationRow } from './repository';
 
 /**
  * Cross-replica invalidation of the broker's cached facts.
@@ -31,9 +32,13 @@ export type InvalidationScope = 'pod' | 'agent' | 'connection' | 'grant-tree' | 
 
 export type Touch = (scope: InvalidationScope, id: string) => Promise<void>;
 
-interface OutboxRow {
-  id: string;
-  root_id: string;
+/**
+ * Which trees a change reaches (a port: cache/ knows no domain; composition.ts fills it from
+ * grants/repository.ts).
+ */
+export interface AffectedTrees {
+  /** The roots of the trees whose cached facts a change to (scope, id) can make wrong, read in its transaction. */
+  rootsOf(trx: Knex.Transaction, scope: InvalidationScope, id: string): Promise<string[]>;
 }
 
 export interface InvalidationOptions {
@@ -41,25 +46,6 @@ export interface InvalidationOptions {
   confirmTimeoutMs: number;
   /** How often each replica's relay looks at the outbox. */
   relayIntervalMs: number;
-}
-
-/** The roots of the trees whose cached facts a change to (scope, id) can make wrong. */
-function affectedRoots(trx: Knex.Transaction, scope: InvalidationScope, id: string) {
-  const grants = trx('grants').distinct('root_id');
-  switch (scope) {
-    case 'grant-tree': // any grant of the tree names it
-      return grants.where('id', id);
-    case 'connection':
-      return grants.where('connection_id', id);
-    case 'broker':
-      return grants.where('broker_id', id);
-    case 'pod': // membership decides effective audiences of the pod's grants
-      return grants.where('target_pod_id', id);
-    case 'agent': // an agent is a principal only in its own pod; seat grants name it as target
-      return grants
-        .whereIn('target_pod_id', trx('agents').select('pod_id').where('id', id))
-        .orWhere((q) => q.where('target_kind', 'seat').andWhere('target_id', id));
-  }
 }
 
 const RETRY_GAP_MS = 50;
@@ -80,6 +66,7 @@ export class CacheInvalidation {
     private readonly redis: RedisClient,
     private readonly log: Logger,
     private readonly options: InvalidationOptions,
+    private readonly trees: AffectedTrees,
   ) {}
 
   /**
@@ -87,7 +74,7 @@ export class CacheInvalidation {
    * Resolves once the change committed and every touched tree is stamped in Redis.
    */
   async change<T>(work: (trx: Knex.Transaction, touch: Touch) => Promise<T>): Promise<T> {
-    const pending: OutboxRow[] = [];
+    const pending: InvalidationRow[] = [];
     const result = await this.db.transaction(async (trx) => {
       const touch: Touch = async (scope, id) => {
         pending.push(...(await this.record(trx, scope, id)));
@@ -104,15 +91,12 @@ export class CacheInvalidation {
   }
 
   /** Writes the trees a change to (scope, id) affects into the outbox, in the change's transaction. */
-  async record(trx: Knex.Transaction, scope: InvalidationScope, id: string): Promise<OutboxRow[]> {
-    return trx
-      .into(trx.raw('?? (??)', ['cache_invalidations', 'root_id']))
-      .insert(affectedRoots(trx, scope, id))
-      .returning(['id', 'root_id']);
+  async record(trx: Knex.Transaction, scope: InvalidationScope, id: string): Promise<InvalidationRow[]> {
+    return insertInvalidations(trx, await this.trees.rootsOf(trx, scope, id));
   }
 
   /** Stamps the touched trees, retrying until the deadline; then the outbox rows go. */
-  private async confirm(rows: readonly OutboxRow[]): Promise<void> {
+  private async confirm(rows: readonly InvalidationRow[]): Promise<void> {
     if (rows.length === 0) return;
     const deadline = Date.now() + this.options.confirmTimeoutMs;
     for (;;) {
@@ -136,16 +120,13 @@ export class CacheInvalidation {
       }
     }
     // The relay deletes them should this fail; stamping twice costs one extra reload, no more.
-    await this.db('cache_invalidations')
-      .whereIn(
-        'id',
-        rows.map((row) => row.id),
-      )
-      .delete()
-      .catch(() => undefined);
+    await deleteInvalidations(
+      this.db,
+      rows.map((row) => row.id),
+    ).catch(() => undefined);
   }
 
-  private async stamp(rows: readonly OutboxRow[]): Promise<void> {
+  private async stamp(rows: readonly InvalidationRow[]): Promise<void> {
     // One SET per tree, sent together but not as one pipeline: on a Redis Cluster the trees' keys
     // sit in different slots, which a pipeline may not span.
     const roots = [...new Set(rows.map((row) => row.root_id))];
@@ -175,19 +156,13 @@ export class CacheInvalidation {
     let stamped = 0;
     let delay = this.options.relayIntervalMs;
     try {
-      const rows: OutboxRow[] = await this.db('cache_invalidations')
-        .whereRaw("created_at < now() - ?::int * interval '1 millisecond'", [RELAY_GRACE_MS])
-        .orderBy('id')
-        .limit(RELAY_BATCH)
-        .select('id', 'root_id');
+      const rows = await invalidationsOlderThan(this.db, RELAY_GRACE_MS, RELAY_BATCH);
       if (rows.length > 0) {
         await this.stamp(rows);
-        await this.db('cache_invalidations')
-          .whereIn(
-            'id',
-            rows.map((row) => row.id),
-          )
-          .delete();
+        await deleteInvalidations(
+          this.db,
+          rows.map((row) => row.id),
+        );
         stamped = rows.length;
         this.log.info({ trees: new Set(rows.map((row) => row.root_id)).size }, 'relay stamped invalidations a request could not confirm');
       }

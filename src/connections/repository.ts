@@ -41,6 +41,23 @@ export function listConnectionTools(db: Queryable, connectionId: string): Promis
     );
 }
 
+/** Connections by id, each with its enabled tools by name (read or write); unknown ids are absent. */
+export async function connectionsWithTools(
+  db: Queryable,
+  ids: readonly string[],
+): Promise<Array<ConnectionRow & { tools: Record<string, ConnectionTool['access']> }>> {
+  if (ids.length === 0) return [];
+  const result = await db.raw<{ rows: Array<ConnectionRow & { tools: Record<string, ConnectionTool['access']> }> }>(
+    `select c.*,
+            coalesce((select json_object_agg(t.name, t.access order by t.name) from connection_tools t where t.connection_id = c.id),
+                     '{}'::json) as tools
+       from connections c
+      where c.id = any(?::text[])`,
+    [[...new Set(ids)]],
+  );
+  return result.rows;
+}
+
 export async function insertConnection(
   trx: Knex.Transaction,
   row: Omit<ConnectionRow, 'created_at' | 'updated_at'>,

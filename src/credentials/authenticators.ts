@@ -4,7 +4,7 @@ import type { Authenticator, CredentialAuthenticators, RequestHead } from '../ke
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import type { HumanJwtVerifier } from './human-jwt';
-import { findAgentByRuntimeToken, findBrokerByToken } from './lookup';
+import { findAgentByRuntimeToken, findBrokerByToken, type RuntimeTokenSource } from './lookup';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="grant-broker"' };
 
@@ -31,7 +31,10 @@ export function acceptOnly<K extends CredentialKind>(principal: Principal, kinds
 }
 
 export interface CredentialLookups {
+  /** Broker tokens (credentials/repository.ts). */
   db: Database;
+  /** Runtime tokens, which the agent registry owns. */
+  runtimeTokens: RuntimeTokenSource;
   verifyHumanJwt: HumanJwtVerifier;
   /** A runtime token's expiry is judged on the service's clock. */
   clock: Clock;
@@ -40,10 +43,10 @@ export interface CredentialLookups {
 export type CredentialResolver = (token: string) => Promise<Principal | null>;
 
 /** Resolves any bearer credential (human JWT, `art_` runtime token, `bkt_` broker token). */
-export function credentialResolver({ db, verifyHumanJwt, clock }: CredentialLookups): CredentialResolver {
+export function credentialResolver({ db, runtimeTokens, verifyHumanJwt, clock }: CredentialLookups): CredentialResolver {
   return async (token) => {
     if (token.startsWith('art_')) {
-      const agent = await findAgentByRuntimeToken(db, token, clock.now());
+      const agent = await findAgentByRuntimeToken(runtimeTokens, token, clock.now());
       return agent && { kind: 'agent', ...agent };
     }
     if (token.startsWith('bkt_')) {

@@ -1,4 +1,5 @@
 import type { Database } from '../db/database';
+import { findLiveBrokerToken } from './repository';
 import { constantTimeEqual, hashToken, hasValidShape } from './tokens';
 
 export interface AgentIdentity {
@@ -14,27 +15,27 @@ export interface BrokerIdentity {
   tokenHash: string;
 }
 
-const LAST_USED_RESOLUTION = "interval '1 minute'";
+/**
+ * What a runtime token look-up reads (a port: credentials/ knows no domain; composition.ts fills
+ * it from registry/repository.ts, which owns runtime tokens and agents).
+ */
+export interface RuntimeTokenSource {
+  /** The unexpired token with this hash and its installed agent, at `now`; undefined when there is none. */
+  findLive(tokenHash: string, now: Date): Promise<(AgentIdentity & { tokenHash: string }) | undefined>;
+  /** Records a use of the token (a hint for humans, written at most once a minute). */
+  markUsed(tokenId: string): Promise<void>;
+}
 
 /**
  * Finds the installed agent behind a runtime token. The database is asked every time, so a
  * deleted token or an uninstalled agent is refused on the very next request.
  */
-export async function findAgentByRuntimeToken(db: Database, token: string, nowMs: number): Promise<AgentIdentity | null> {
+export async function findAgentByRuntimeToken(tokens: RuntimeTokenSource, token: string, nowMs: number): Promise<AgentIdentity | null> {
   if (!hasValidShape(token, 'art')) return null;
   const hash = hashToken(token);
-  const row = await db('runtime_tokens as t')
-    .join('agents as a', 'a.id', 't.agent_id')
-    .where('t.token_hash', hash)
-    .andWhere((q) => q.whereNull('t.expires_at').orWhere('t.expires_at', '>', new Date(nowMs)))
-    .first('t.id as tokenId', 't.token_hash as tokenHash', 'a.id as agentId', 'a.pod_id as podId', 'a.name as agentName');
+  const row = await tokens.findLive(hash, new Date(nowMs));
   if (!row || !constantTimeEqual(row.tokenHash, hash)) return null;
-  // lastUsedAt is a hint for humans; one write a minute per token is plenty.
-  void db('runtime_tokens')
-    .where('id', row.tokenId)
-    .andWhere((q) => q.whereNull('last_used_at').orWhereRaw(`last_used_at < now() - ${LAST_USED_RESOLUTION}`))
-    .update({ last_used_at: db.fn.now() })
-    .catch(() => undefined);
+  void tokens.markUsed(row.tokenId).catch(() => undefined);
   return { agentId: row.agentId, podId: row.podId, agentName: row.agentName, tokenId: row.tokenId };
 }
 
@@ -45,7 +46,7 @@ export async function findBrokerByToken(db: Database, token: string): Promise<Br
 
 /** The broker whose unrevoked token has this SHA-256, or null. */
 export async function findBrokerByTokenHash(db: Database, hash: string): Promise<BrokerIdentity | null> {
-  const row = await db('broker_tokens').where({ token_hash: hash }).whereNull('revoked_at').first('broker_id', 'token_hash');
+  const row = await findLiveBrokerToken(db, hash);
   if (!row || !constantTimeEqual(row.token_hash, hash)) return null;
   return { brokerId: row.broker_id, tokenHash: hash };
 }

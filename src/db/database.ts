@@ -21,6 +21,11 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
   }
 }
 
+/** Whether Postgres answers (readiness). */
+export async function pingDatabase(db: Database): Promise<void> {
+  await db.raw('select 1');
+}
+
 export async function migrateToLatest(db: Database): Promise<void> {
   await db.migrate.latest();
 }

@@ -1,19 +1,8 @@
 import type { Knex } from 'knex';
 import { newId } from '../kernel/ids';
+import { insertEvents, notifyAgents, type EventType } from './repository';
 
-export type EventType =
-  | 'grant.created'
-  | 'grant.attenuated'
-  | 'grant.revoked'
-  | 'pod.member_added'
-  | 'pod.member_removed'
-  | 'agent.updated'
-  | 'runtime.start_requested'
-  | 'runtime.stop_requested'
-  | 'approval.requested'
-  | 'approval.decided';
-
-export const EVENTS_CHANNEL = 'agent_events';
+export type { EventType } from './repository';
 
 export interface NewEvent {
   type: EventType;
@@ -30,16 +19,9 @@ export interface NewEvent {
 export async function emitEvent(trx: Knex.Transaction, event: NewEvent): Promise<void> {
   const recipients = [...new Set(event.agentIds)];
   if (recipients.length === 0) return;
-  await trx('events').insert(
-    recipients.map((agentId) => ({
-      id: newId('event'),
-      agent_id: agentId,
-      pod_id: event.podId,
-      type: event.type,
-      data: event.data,
-    })),
+  await insertEvents(
+    trx,
+    recipients.map((agentId) => ({ id: newId('event'), agent_id: agentId, pod_id: event.podId, type: event.type, data: event.data })),
   );
-  for (const agentId of recipients) {
-    await trx.raw('select pg_notify(?, ?)', [EVENTS_CHANNEL, agentId]);
-  }
+  await notifyAgents(trx, recipients);
 }

@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import type { Logger } from '../kernel/log';
-import { EVENTS_CHANNEL } from './outbox';
+import { EVENTS_CHANNEL, listenForEvents } from './repository';
 
 /** A registration for one wake-up: made before the re-check so a NOTIFY in between is not lost. */
 export interface Wakeup {
@@ -99,7 +99,7 @@ export class EventWaker {
     client.on('end', () => this.dropped(client));
     try {
       await client.connect();
-      await client.query(`listen ${EVENTS_CHANNEL}`);
+      await listenForEvents(client);
     } catch (err) {
       this.log.warn({ err: { message: (err as Error).message } }, 'events LISTEN unavailable; long polls fall back to timed re-checks');
       await client.end().catch(() => undefined);

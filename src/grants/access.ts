@@ -4,7 +4,7 @@ import type { GrantsDeps } from './deps';
 import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import { PolicyUnavailableError, type Decided } from '../policy/engine';
 import { enforce } from '../policy/enforce';
-import { currentMemberIds, loadGrantFacts, policyFacts, type GrantFacts, type PolicyGrantFacts } from './facts';
+import { currentMemberIds, loadGrantFacts, policyFacts, type GrantFacts, type LoadedGrant } from './facts';
 import type { GrantView } from './presenters';
 
 type Queryable = GrantsDeps['db'] | Knex.Transaction;
@@ -20,7 +20,7 @@ export function callerFact(principal: GrantCaller): { kind: 'human' | 'agent'; i
 export function readDecision(
   deps: Pick<GrantsDeps, 'policy' | 'clock'>,
   caller: ReturnType<typeof callerFact>,
-  grant: PolicyGrantFacts | undefined,
+  grant: GrantFacts | undefined,
 ): Decided<typeof decisions.grantsRead> {
   return deps.policy.evaluate(decisions.grantsRead, { now_ms: deps.clock.now(), caller, grant });
 }
@@ -33,7 +33,7 @@ export function viewOf(decision: Decided<typeof decisions.grantsRead>): GrantVie
 }
 
 export interface ReadableGrant {
-  facts: GrantFacts;
+  facts: LoadedGrant;
   members: string[];
   view: GrantView;
 }
@@ -49,5 +49,5 @@ export async function readableGrant(
   const members = facts ? await currentMemberIds(db, facts.grant.target_pod_id) : [];
   const decision = readDecision(deps, callerFact(principal), facts ? policyFacts(facts, members) : undefined);
   enforce(decision);
-  return { facts: facts as GrantFacts, members, view: viewOf(decision) };
+  return { facts: facts as LoadedGrant, members, view: viewOf(decision) };
 }

@@ -6,9 +6,9 @@ import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
 import { PolicyUnavailableError, type Decided } from '../policy/engine';
 import { enforce } from '../policy/enforce';
-import { findAgentById } from '../registry/repository';
+import { agentById } from '../registry/facts';
 import { emitGrantEvent } from './events';
-import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type GrantFacts } from './facts';
+import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type LoadedGrant } from './facts';
 import { presentGrant } from './presenters';
 import { countLiveChildren, insertGrant, lockTree, rootIdOf, type GrantRow } from './repository';
 import { inheritResources } from './resource-patterns';
@@ -26,7 +26,7 @@ async function childOf(
   now: number,
 ): Promise<GrantRow> {
   const target = body.target ?? { kind: parent.target_kind, id: parent.target_id };
-  const seat = target.kind === 'seat' ? await findAgentById(trx, target.id) : undefined;
+  const seat = target.kind === 'seat' ? await agentById(trx, target.id) : undefined;
   const isSeat = target.kind === 'seat';
   const id = newId('grant');
   return {
@@ -81,7 +81,7 @@ export async function attenuateGrant(deps: GrantsDeps, principal: AgentPrincipal
     const now = deps.clock.now();
     const parent = await loadGrantFacts(trx, grantId);
     const members = parent ? await currentMemberIds(trx, parent.grant.target_pod_id) : [];
-    const agent = await findAgentById(trx, principal.agentId);
+    const agent = await agentById(trx, principal.agentId);
     const child = parent ? await childOf(trx, parent.grant, body, principal.agentId, now) : undefined;
     const decision = deps.policy.evaluate(decisions.grantsAttenuate, {
       now_ms: now,
@@ -93,7 +93,7 @@ export async function attenuateGrant(deps: GrantsDeps, principal: AgentPrincipal
       child: child ? toGrantFact(child) : undefined,
     });
     enforceNaming(decision);
-    const { grant: parentRow, chain, connection } = parent as GrantFacts;
+    const { grant: parentRow, chain, connection } = parent as LoadedGrant;
     const inserted = await insertGrant(trx, child as GrantRow);
     const { child_status: status, child_audience: audience } = decision;
     if (!status || !audience) throw new PolicyUnavailableError('grants/attenuate allowed without the child status or audience');

@@ -1,14 +1,14 @@
 import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
-import { findConnection, listConnectionTools, type ConnectionRow } from '../connections/repository';
+import { grantableConnection } from '../connections/facts';
 import type { HumanPrincipal } from '../kernel/principals';
 import { newId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
-import { findPod } from '../pods/repository';
-import { findAgentById } from '../registry/repository';
+import { podById } from '../pods/facts';
+import { agentById } from '../registry/facts';
 import { callerFact, readDecision, viewOf } from './access';
 import { emitGrantEvent } from './events';
-import { currentMemberIds, policyFacts, toConnectionFact, toGrantFact, type ConnectionFact } from './facts';
+import { currentMemberIds, policyFacts, toGrantFact } from './facts';
 import { presentGrant } from './presenters';
 import { insertGrant, type GrantRow } from './repository';
 import type { CreateGrantInput } from './schemas';
@@ -20,17 +20,11 @@ export const GRANT_DEFAULTS = {
   lifetimeMs: 30 * 86_400_000,
 } as const;
 
-async function connectionFact(deps: GrantsDeps, row: ConnectionRow | undefined): Promise<ConnectionFact | undefined> {
-  if (!row) return undefined;
-  const tools = await listConnectionTools(deps.db, row.id);
-  return toConnectionFact(row, Object.fromEntries(tools.map((tool) => [tool.name, tool.access])));
-}
-
 /** The target pod (a seat's own pod for a seat) with its members, and the seat if it is one. */
 async function targetFacts(deps: GrantsDeps, target: { kind: string; id: string }) {
-  const seat = target.kind === 'seat' ? await findAgentById(deps.db, target.id) : undefined;
+  const seat = target.kind === 'seat' ? await agentById(deps.db, target.id) : undefined;
   const podId = target.kind === 'pod' ? target.id : seat?.pod_id;
-  const pod = podId ? await findPod(deps.db, podId) : undefined;
+  const pod = podId ? await podById(deps.db, podId) : undefined;
   return {
     pod: pod ? { id: pod.id, members: await currentMemberIds(deps.db, pod.id) } : undefined,
     seat: seat ? { id: seat.id, pod_id: seat.pod_id } : undefined,
@@ -43,8 +37,8 @@ async function targetFacts(deps: GrantsDeps, target: { kind: string; id: string 
  */
 export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, body: CreateGrantInput) {
   const now = deps.clock.now();
-  const connectionRow = await findConnection(deps.db, body.connectionId);
-  const connection = await connectionFact(deps, connectionRow);
+  const found = await grantableConnection(deps.db, body.connectionId);
+  const connection = found?.fact;
   const { pod, seat } = await targetFacts(deps, body.target);
   const writeMode = body.writeMode ?? GRANT_DEFAULTS.writeMode;
   const expiresAt = body.expiresAt ? new Date(body.expiresAt) : new Date(now + GRANT_DEFAULTS.lifetimeMs);
@@ -65,7 +59,7 @@ export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, b
       },
     }),
   );
-  if (!connectionRow || !connection || !pod) throw new Error('grants/create allowed without a connection or a target pod');
+  if (!found || !connection || !pod) throw new Error('grants/create allowed without a connection or a target pod');
 
   const isSeat = body.target.kind === 'seat';
   const id = newId('grant');
@@ -74,9 +68,9 @@ export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, b
     parent_id: null,
     root_id: id,
     depth: 0,
-    connection_id: connectionRow.id,
-    installation_id: connectionRow.installation_id,
-    broker_id: connectionRow.broker_id,
+    connection_id: connection.id,
+    installation_id: found.installationId,
+    broker_id: found.brokerId,
     target_kind: isSeat ? 'seat' : 'pod',
     target_id: body.target.id,
     target_pod_id: pod.id,

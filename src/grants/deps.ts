@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { CacheInvalidation } from '../cache/invalidation';
 import type { Clock } from '../kernel/clock';
 import type { Database } from '../db/database';
@@ -13,4 +14,10 @@ export interface GrantsDeps {
   /** At most so many attenuation requests per agent per window. */
   attenuationLimit: RateLimit;
   limits: { maxDelegationDepth: number; maxLiveChildrenPerGrant: number };
+  /**
+   * Ends the open approvals of revoked grants, in the revoke's transaction (CONTRACT §9). A port:
+   * approvals/repository.ts owns the table and src/approvals builds on this domain, so
+   * composition.ts fills it.
+   */
+  expireApprovals: (trx: Knex.Transaction, grantIds: readonly string[], revokedAt: Date) => Promise<void>;
 }

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import type { GrantsDeps } from './deps';
 import { emitEvent, type EventType } from '../events/outbox';
-import { agentIdsOfPod } from '../pods/repository';
+import { podAgentIds } from '../pods/facts';
 import { readDecision } from './access';
-import type { PolicyGrantFacts } from './facts';
+import type { GrantFacts } from './facts';
 
 /**
  * Grant events go to the installed agents that can read the grant (CONTRACT §6). Who can read
@@ -14,12 +14,12 @@ export async function emitGrantEvent(
   trx: Knex.Transaction,
   deps: GrantsDeps,
   type: Extract<EventType, 'grant.created' | 'grant.attenuated' | 'grant.revoked'>,
-  grant: PolicyGrantFacts,
+  grant: GrantFacts,
   data: Record<string, unknown>,
 ): Promise<void> {
   const podId = grant.chain[0]?.target.pod_id;
   if (!podId) return;
-  const agentIds = await agentIdsOfPod(trx, podId);
+  const agentIds = await podAgentIds(trx, podId);
   const readers = agentIds.filter((id) => readDecision(deps, { kind: 'agent', id }, grant).allow);
   await emitEvent(trx, { type, podId, data, agentIds: readers });
 }

@@ -1,24 +1,21 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
-import type { ConnectionFact, GrantFact } from '../kernel/decisions/catalogue';
-import type { ConnectionRow } from '../connections/repository';
-import type { GrantRow } from './repository';
+import { loadConnectionFacts } from '../connections/facts';
+import type { ChainLink, ConnectionFact, GrantFact, GrantFacts } from '../kernel/decisions/catalogue';
+import { podMemberIds } from '../pods/facts';
+import { brokerIdOf, loadChain, loadChains, type GrantRow } from './repository';
 
-export type { ConnectionFact, GrantFact } from '../kernel/decisions/catalogue';
+export type { ConnectionFact, GrantFact, GrantFacts } from '../kernel/decisions/catalogue';
+/** The broker's import, until it takes it from connections/facts.ts. */
+export { toConnectionFact } from '../connections/facts';
 
 type Queryable = Database | Knex.Transaction;
 
-export interface GrantFacts {
+/** A grant as its decisions are asked about it: its row, its chain's facts and its connection's. */
+export interface LoadedGrant {
   grant: GrantRow;
   /** The grant first, its root last. */
   chain: GrantFact[];
-  connection: ConnectionFact;
-}
-
-/** What the grant decisions of policies/grants take as `input.grant`. */
-export interface PolicyGrantFacts {
-  chain: GrantFact[];
-  members: string[];
   connection: ConnectionFact;
 }
 
@@ -26,13 +23,6 @@ export interface PolicyGrantFacts {
  * The builders of the facts the grant and broker decisions share (kernel/decisions/facts.ts):
  * one each, whatever query loaded the row.
  */
-export function toConnectionFact(
-  row: Pick<ConnectionRow, 'id' | 'owner_id' | 'kind' | 'status'>,
-  tools: ConnectionFact['tools'],
-): ConnectionFact {
-  return { id: row.id, owner_id: row.owner_id, kind: row.kind, status: row.status, tools };
-}
-
 export function toGrantFact(row: GrantRow): GrantFact {
   return {
     id: row.id,
@@ -48,56 +38,57 @@ export function toGrantFact(row: GrantRow): GrantFact {
   };
 }
 
-export function policyFacts(facts: Pick<GrantFacts, 'chain' | 'connection'>, members: string[]): PolicyGrantFacts {
+/** A grant with what places it in its tree: a link of the broker check's chain. */
+export function toChainLink(row: GrantRow): ChainLink {
+  return {
+    ...toGrantFact(row),
+    parent_id: row.parent_id,
+    root_id: row.root_id,
+    broker_id: row.broker_id,
+    connection_id: row.connection_id,
+  };
+}
+
+/** `input.grant` of the grant decisions: the chain and connection with the current members. */
+export function policyFacts(facts: Pick<LoadedGrant, 'chain' | 'connection'>, members: string[]): GrantFacts {
   return { chain: facts.chain, members, connection: facts.connection };
 }
 
-type ChainRow = GrantRow & { leaf_id: string; pos: number; connection: ConnectionFact | null };
-
 /**
- * Loads the chains of several grants, each with its connection, in one query: a recursive CTE
- * walks up from every grant to its root, and the connection (with its enabled tools) is joined
- * once per grant. Unknown ids are simply absent from the map.
+ * Loads several grants with their chains (grants/repository.ts's one chain query) and their
+ * connections (with their enabled tools). Unknown ids are simply absent from the map.
  */
-export async function loadGrantFactsMany(db: Queryable, grantIds: readonly string[]): Promise<Map<string, GrantFacts>> {
-  const found = new Map<string, GrantFacts>();
-  if (grantIds.length === 0) return found;
-  const result = await db.raw(
-    `with recursive chain as (
-       select g.*, g.id as leaf_id, 0 as pos from grants g where g.id = any(?::text[])
-       union all
-       select p.*, c.leaf_id, c.pos + 1 from chain c join grants p on p.id = c.parent_id
-     )
-     select chain.*,
-            case when chain.pos = 0 then json_build_object(
-              'id', con.id, 'owner_id', con.owner_id, 'kind', con.kind, 'status', con.status,
-              'tools', coalesce(
-                (select json_object_agg(t.name, t.access) from connection_tools t where t.connection_id = con.id),
-                '{}'::json))
-            end as connection
-       from chain
-       left join connections con on chain.pos = 0 and con.id = chain.connection_id
-      order by chain.leaf_id, chain.pos`,
-    [[...grantIds]],
+export async function loadGrantFactsMany(db: Queryable, grantIds: readonly string[]): Promise<Map<string, LoadedGrant>> {
+  const chains = await loadChains(db, grantIds);
+  const connections = await loadConnectionFacts(
+    db,
+    [...chains.values()].map((chain) => chain[0]!.connection_id),
   );
-  for (const row of result.rows as ChainRow[]) {
-    const { leaf_id: leafId, pos, connection, ...grant } = row;
-    if (pos === 0 && connection) {
-      found.set(leafId, { grant, chain: [toGrantFact(grant)], connection: toConnectionFact(connection, connection.tools) });
-    } else {
-      found.get(leafId)?.chain.push(toGrantFact(grant));
-    }
+  const found = new Map<string, LoadedGrant>();
+  for (const [grantId, chain] of chains) {
+    const grant = chain[0]!;
+    const connection = connections.get(grant.connection_id);
+    if (connection) found.set(grantId, { grant, chain: chain.map(toGrantFact), connection });
   }
   return found;
 }
 
 /** The chain of one grant (the grant first, the root last) with its connection. */
-export async function loadGrantFacts(db: Queryable, grantId: string): Promise<GrantFacts | undefined> {
+export async function loadGrantFacts(db: Queryable, grantId: string): Promise<LoadedGrant | undefined> {
   return (await loadGrantFactsMany(db, [grantId])).get(grantId);
 }
 
+/** The chain of one grant as the broker check reads it, the grant first; empty when there is no such grant. */
+export async function loadChainLinks(db: Queryable, grantId: string): Promise<ChainLink[]> {
+  return (await loadChain(db, grantId)).map(toChainLink);
+}
+
+/** The broker a grant's calls go through; undefined when there is no such grant. */
+export function brokerOfGrant(db: Queryable, grantId: string): Promise<string | undefined> {
+  return brokerIdOf(db, grantId);
+}
+
 /** Current members of a pod, humans and installed agents: what effective audiences are made of. */
-export async function currentMemberIds(db: Queryable, podId: string): Promise<string[]> {
-  const rows: Array<{ member_id: string }> = await db('pod_members').where({ pod_id: podId }).select('member_id');
-  return rows.map((row) => row.member_id);
+export function currentMemberIds(db: Queryable, podId: string): Promise<string[]> {
+  return podMemberIds(db, podId);
 }

@@ -1,5 +1,6 @@
 import { iso } from '../kernel/schema';
-import type { CallRecordRow, GrantRow } from './repository';
+import type { GrantRow } from './repository';
+import type { CallRecordRow } from './repositories/call-records';
 
 /** What only the read policy computes: the status from the chain and the effective audience. */
 export interface GrantView {

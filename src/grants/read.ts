@@ -5,7 +5,8 @@ import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } fro
 import { decodeCursor, encodeCursor } from './cursor';
 import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
 import { presentCallRecord, presentGrant, type GrantView } from './presenters';
-import { callRecordsAfter, readCandidatesAfter } from './repository';
+import { readCandidatesAfter } from './repository';
+import { callRecordsAfter } from './repositories/call-records';
 
 export async function readGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string) {
   const { facts, view } = await readableGrant(deps, principal, grantId);

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { InvalidationScope } from '../cache/invalidation';
 import type { Database } from '../db/database';
 import type { Resources } from './resource-patterns';
 
@@ -38,24 +39,6 @@ export interface GrantRow {
   created_by: string;
 }
 
-export interface CallRecordRow {
-  id: string;
-  grant_id: string;
-  tool: string;
-  principal_kind: 'user' | 'agent';
-  principal_id: string;
-  outcome: 'pending' | 'denied' | 'succeeded' | 'failed' | 'awaiting_approval';
-  reason: string;
-  approval_id: string | null;
-  error_code: string | null;
-  args_digest: string;
-  requested_at: Date;
-  completed_at: Date | null;
-  duration_ms: number | null;
-  /** Joined in call trail listings: who approved the call, when an approval allowed it. */
-  approval_decided_by?: string | null;
-}
-
 /** A position in a newest-first list: the sort key of the last item of the previous page. */
 export interface ListPosition {
   at: Date;
@@ -65,6 +48,40 @@ export interface ListPosition {
 export async function insertGrant(trx: Knex.Transaction, row: GrantRow): Promise<GrantRow> {
   const [inserted] = await trx<GrantRow>('grants').insert(row).returning('*');
   return inserted as GrantRow;
+}
+
+const CHAINS_SQL = `
+with recursive chain as (
+  select g.*, g.id as leaf_id, 0 as level from grants g where g.id = any(?::text[])
+  union all
+  select p.*, c.leaf_id, c.level + 1 from chain c join grants p on p.id = c.parent_id
+)
+select * from chain order by leaf_id, level`;
+
+/**
+ * The chains of grants, each the grant first and its root last, in one recursive query: the one
+ * way a chain is read (grants/facts.ts builds the decisions' facts from it). Unknown ids are absent.
+ */
+export async function loadChains(db: Queryable, grantIds: readonly string[]): Promise<Map<string, GrantRow[]>> {
+  const chains = new Map<string, GrantRow[]>();
+  if (grantIds.length === 0) return chains;
+  const result = await db.raw<{ rows: Array<GrantRow & { leaf_id: string; level: number }> }>(CHAINS_SQL, [[...grantIds]]);
+  for (const { leaf_id: leafId, level: _level, ...grant } of result.rows) {
+    const chain = chains.get(leafId);
+    if (chain) chain.push(grant);
+    else chains.set(leafId, [grant]);
+  }
+  return chains;
+}
+
+/** The chain of one grant, the grant first and its root last; empty when there is no such grant. */
+export async function loadChain(db: Queryable, grantId: string): Promise<GrantRow[]> {
+  return (await loadChains(db, [grantId])).get(grantId) ?? [];
+}
+
+export async function brokerIdOf(db: Queryable, grantId: string): Promise<string | undefined> {
+  const row = await db('grants').where({ id: grantId }).first('broker_id');
+  return row?.broker_id;
 }
 
 export async function rootIdOf(db: Queryable, grantId: string): Promise<string | undefined> {
@@ -108,6 +125,35 @@ export async function revokeSubtree(trx: Knex.Transaction, grantId: string, revo
 }
 
 /**
+ * The roots of the trees whose cached broker facts a change to (scope, id) can make wrong
+ * (cache/invalidation.ts's port, filled in composition.ts).
+ */
+export async function treeRootsAffectedBy(db: Queryable, scope: InvalidationScope, id: string): Promise<string[]> {
+  const grants = db('grants').distinct('root_id');
+  switch (scope) {
+    case 'grant-tree': // any grant of the tree names it
+      grants.where('id', id);
+      break;
+    case 'connection':
+      grants.where('connection_id', id);
+      break;
+    case 'broker':
+      grants.where('broker_id', id);
+      break;
+    case 'pod': // membership decides effective audiences of the pod's grants
+      grants.where('target_pod_id', id);
+      break;
+    case 'agent': // an agent is a principal only in its own pod; seat grants name it as target
+      grants
+        .whereIn('target_pod_id', db('agents').select('pod_id').where('id', id))
+        .orWhere((q) => q.where('target_kind', 'seat').andWhere('target_id', id));
+      break;
+  }
+  const rows: Array<{ root_id: string }> = await grants;
+  return rows.map((row) => row.root_id);
+}
+
+/**
  * The pod's grants (targeting it or one of its seats) that this caller could possibly read,
  * newest first, after a position. A pre-filter, not the rule: it keeps a superset of what
  * policies/grants/scope.rego lets a caller read (every pod grant; a seat's own grants; any
@@ -138,16 +184,17 @@ export function readCandidatesAfter(
     .limit(size);
 }
 
-export function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
-  const query = db<CallRecordRow>('call_records as r')
-    .leftJoin('approvals as a', 'a.id', 'r.approval_id')
-    .where({ 'r.grant_id': grantId })
-    .select('r.*', 'a.decided_by as approval_decided_by');
-  if (after) query.whereRaw('(r.requested_at, r.id) < (?, ?)', [after.at, after.id]);
-  return query
-    .orderBy([
-      { column: 'r.requested_at', order: 'desc' },
-      { column: 'r.id', order: 'desc' },
-    ])
-    .limit(size);
+/** A grant of a tree with its budget: a level of the tree's windows (bucketMs 0: an exact window). */
+export interface BudgetLevelRow {
+  id: string;
+  parentId: string | null;
+  calls: number;
+  windowMs: number;
+}
+
+export async function budgetLevelsOfTree(db: Queryable, rootId: string): Promise<BudgetLevelRow[]> {
+  const rows: Array<Pick<GrantRow, 'id' | 'parent_id' | 'budget_calls' | 'budget_window_ms'>> = await db('grants')
+    .where('root_id', rootId)
+    .select('id', 'parent_id', 'budget_calls', 'budget_window_ms');
+  return rows.map((row) => ({ id: row.id, parentId: row.parent_id, calls: row.budget_calls, windowMs: Number(row.budget_window_ms) }));
 }

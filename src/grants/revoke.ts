@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
 import type { HumanPrincipal } from '../kernel/principals';
@@ -6,7 +5,7 @@ import { iso } from '../kernel/schema';
 import { enforce } from '../policy/enforce';
 import { callerFact, readDecision, viewOf } from './access';
 import { emitGrantEvent } from './events';
-import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type GrantFacts } from './facts';
+import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type LoadedGrant } from './facts';
 import { presentGrant } from './presenters';
 import { lockTree, revokeSubtree, rootIdOf } from './repository';
 
@@ -25,10 +24,14 @@ export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, g
     const found = await loadGrantFacts(trx, grantId);
     const members = found ? await currentMemberIds(trx, found.grant.target_pod_id) : [];
     enforce(deps.policy.evaluate(decisions.grantsRevoke, { caller, grant: found ? policyFacts(found, members) : undefined }));
-    const { connection } = found as GrantFacts;
+    const { connection } = found as LoadedGrant;
     const revokedAt = new Date(deps.clock.now());
     const revoked = await revokeSubtree(trx, grantId, revokedAt);
-    await expireApprovals(trx, revoked, revokedAt);
+    await deps.expireApprovals(
+      trx,
+      revoked.map((row) => row.id),
+      revokedAt,
+    );
     for (const row of revoked) {
       // Only who may read each grant matters here, and that depends on its own target alone.
       const readable = policyFacts({ chain: [toGrantFact(row)], connection }, members);
@@ -42,24 +45,7 @@ export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, g
     await touch('grant-tree', grantId);
     return { facts: await loadGrantFacts(trx, grantId), members };
   });
-  const current = facts as GrantFacts;
+  const current = facts as LoadedGrant;
   const view = viewOf(readDecision(deps, caller, policyFacts(current, members)));
   return presentGrant(current.grant, view);
-}
-
-/**
- * An approval does not outlive its grant (CONTRACT §9). In the revoke's transaction, the pending
- * and approved approvals of the grants it revoked end at the revocation: their `expiresAt`
- * becomes `revokedAt`, so from then on they read as `expired` everywhere (the state is derived
- * from expires_at by the clock; `expired` is never stored) and leave the deciders' pending list.
- * A pending one also records how it ended (`decidedAt` = revokedAt, note 'grant revoked', no
- * decider); an approved one keeps its decider and note. The approvals table is written here,
- * not through src/approvals, which itself builds on the grants domain.
- */
-async function expireApprovals(trx: Knex.Transaction, grants: ReadonlyArray<{ id: string }>, revokedAt: Date): Promise<void> {
-  if (grants.length === 0) return;
-  const ids = grants.map((grant) => grant.id);
-  const open = () => trx('approvals').whereIn('grant_id', ids).andWhere('expires_at', '>', revokedAt);
-  await open().where('state', 'pending').update({ expires_at: revokedAt, decided_at: revokedAt, note: 'grant revoked' });
-  await open().where('state', 'approved').update({ expires_at: revokedAt });
 }

@@ -2,7 +2,7 @@ import type { RedisClient } from '../budget/redis-client';
 import { readRedisDurability } from '../budget/durability';
 import { bearerToken, unauthenticated } from '../credentials/authenticators';
 import { constantTimeEqual } from '../credentials/tokens';
-import type { Database } from '../db/database';
+import { pingDatabase, type Database } from '../db/database';
 import { metricsRegistry } from '../kernel/metrics';
 import { defineRoute, type Authenticator, type Route } from '../kernel/route';
 import { z } from '../kernel/schema';
@@ -91,7 +91,7 @@ export function healthRoutes(deps: OperationsDeps): Route[] {
         success: { status: 200, description: 'Ready', schema: Readiness },
       },
       async () => {
-        const [postgres, redis] = await Promise.all([probe(() => deps.db.raw('select 1')), probe(() => deps.redis.ping())]);
+        const [postgres, redis] = await Promise.all([probe(() => pingDatabase(deps.db)), probe(() => deps.redis.ping())]);
         const checks = { postgres, redis, policy: deps.policy.ready };
         const ready = postgres && redis && checks.policy;
         const redisDurability = redis ? await readRedisDurability(deps.redis).catch(() => null) : null;

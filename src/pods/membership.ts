@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
@@ -11,6 +12,7 @@ import {
   insertMember,
   insertPod,
   listMembers,
+  lockOwners,
   type MemberRow,
   type PodRow,
   type Role,
@@ -23,6 +25,11 @@ export async function createPod(deps: PodsDeps, caller: HumanPrincipal, name: st
     await insertMember(trx, { pod_id: pod.id, member_id: caller.userId, member_kind: 'human', role: 'owner', added_by: caller.userId });
   });
   return pod;
+}
+
+/** An installed agent becomes a member of its pod, in the install's transaction (src/registry). */
+export async function addAgentMember(trx: Knex.Transaction, podId: string, agentId: string, addedBy: string): Promise<void> {
+  await insertMember(trx, { pod_id: podId, member_id: agentId, member_kind: 'agent', role: 'member', added_by: addedBy });
 }
 
 export async function addMember(deps: PodsDeps, caller: HumanPrincipal, podId: string, userId: string, role: Role): Promise<MemberRow> {
@@ -53,7 +60,7 @@ export async function listPodMembers(deps: PodsDeps, caller: HumanPrincipal, pod
 export async function removeMember(deps: PodsDeps, caller: HumanPrincipal, podId: string, userId: string): Promise<void> {
   const removed = await deps.invalidation.change(async (trx, touch) => {
     // Lock the member row so two removals cannot both pass the last-owner rule.
-    await trx.raw('select 1 from pod_members where pod_id = ? and role = ? for update', [podId, 'owner']);
+    await lockOwners(trx, podId);
     const member = await findMember(trx, podId, userId);
     await authorizePodAction(deps, caller, podId, 'members.remove', { member: member && { role: member.role } }, trx);
     await touch('pod', podId);

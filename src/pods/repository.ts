@@ -34,6 +34,17 @@ export function listMembers(db: Queryable, podId: string): Promise<MemberRow[]> 
   return db<MemberRow>('pod_members').where({ pod_id: podId }).orderBy('added_at', 'asc').orderBy('member_id', 'asc');
 }
 
+/** The ids of a pod's current members, humans and installed agents. */
+export async function memberIdsOf(db: Queryable, podId: string): Promise<string[]> {
+  const rows: Array<{ member_id: string }> = await db('pod_members').where({ pod_id: podId }).select('member_id');
+  return rows.map((row) => row.member_id);
+}
+
+/** Locks the pod's owner rows, so two removals cannot both pass the last-owner rule. */
+export async function lockOwners(trx: Knex.Transaction, podId: string): Promise<void> {
+  await trx.raw('select 1 from pod_members where pod_id = ? and role = ? for update', [podId, 'owner']);
+}
+
 export async function countOwners(db: Queryable, podId: string): Promise<number> {
   const row = await db('pod_members').where({ pod_id: podId, role: 'owner' }).count<{ count: string }[]>('* as count');
   return Number(row[0]?.count ?? 0);

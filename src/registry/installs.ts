@@ -5,7 +5,8 @@ import { newId } from '../kernel/ids';
 import { emitEvent } from '../events/outbox';
 import { hashToken, mintToken } from '../credentials/tokens';
 import { authorizePodAction, type PodAction } from '../pods/access';
-import { agentIdsOfPod, insertMember } from '../pods/repository';
+import { podAgentIds } from '../pods/facts';
+import { addAgentMember } from '../pods/membership';
 import {
   deleteAgent,
   deleteRuntimeToken,
@@ -39,7 +40,7 @@ export async function installAgent(
 ): Promise<AgentRow> {
   await authorizePodAction(deps, caller, podId, 'agents.install');
   return deps.db.transaction(async (trx) => {
-    const others = await agentIdsOfPod(trx, podId);
+    const others = await podAgentIds(trx, podId);
     const agent = await insertAgent(trx, {
       id: newId('agent'),
       pod_id: podId,
@@ -54,7 +55,7 @@ export async function installAgent(
       runtime_changed_at: new Date(deps.clock.now()),
     });
     if (!agent) throw new ApiError('agent_exists', `an agent named ${input.name} is already installed in the pod`);
-    await insertMember(trx, { pod_id: podId, member_id: agent.id, member_kind: 'agent', role: 'member', added_by: caller.userId });
+    await addAgentMember(trx, podId, agent.id, caller.userId);
     await emitEvent(trx, {
       type: 'pod.member_added',
       podId,
@@ -77,7 +78,7 @@ export async function uninstallAgent(deps: RegistryDeps, caller: HumanPrincipal,
       type: 'pod.member_removed',
       podId,
       data: { podId, memberId: agent.id, kind: 'agent', name: agent.name },
-      agentIds: await agentIdsOfPod(trx, podId),
+      agentIds: await podAgentIds(trx, podId),
     });
   });
 }

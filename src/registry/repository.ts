@@ -50,6 +50,29 @@ export async function deleteAgent(trx: Knex.Transaction, agent: AgentRow): Promi
   await trx('agents').where({ id: agent.id }).delete();
 }
 
+/** The unexpired runtime token with this hash, with its installed agent; undefined when there is none. */
+export function findLiveRuntimeToken(
+  db: Queryable,
+  tokenHash: string,
+  now: Date,
+): Promise<{ tokenId: string; tokenHash: string; agentId: string; podId: string; agentName: string } | undefined> {
+  return db('runtime_tokens as t')
+    .join('agents as a', 'a.id', 't.agent_id')
+    .where('t.token_hash', tokenHash)
+    .andWhere((q) => q.whereNull('t.expires_at').orWhere('t.expires_at', '>', now))
+    .first('t.id as tokenId', 't.token_hash as tokenHash', 'a.id as agentId', 'a.pod_id as podId', 'a.name as agentName');
+}
+
+const LAST_USED_RESOLUTION = "interval '1 minute'";
+
+/** Records a use of the token: a hint for humans, so one write a minute per token is plenty. */
+export async function markRuntimeTokenUsed(db: Queryable, tokenId: string): Promise<void> {
+  await db('runtime_tokens')
+    .where('id', tokenId)
+    .andWhere((q) => q.whereNull('last_used_at').orWhereRaw(`last_used_at < now() - ${LAST_USED_RESOLUTION}`))
+    .update({ last_used_at: db.fn.now() });
+}
+
 export function listRuntimeTokens(db: Queryable, agentId: string): Promise<RuntimeTokenRow[]> {
   return db<RuntimeTokenRow>('runtime_tokens').where({ agent_id: agentId }).orderBy('id', 'desc');
 }

@@ -3,7 +3,7 @@ import type { RegistryDeps } from './deps';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { emitEvent } from '../events/outbox';
-import { lockAgent, setDesiredState, updateAgentRecord, type AgentRow } from './repository';
+import { lockAgent, recordPoll, setDesiredState, updateAgentRecord, type AgentRow } from './repository';
 import { agentForAction } from './installs';
 
 /** The agent row again, locked: it may have been uninstalled since the permission check. */
@@ -106,4 +106,12 @@ export function startRuntime(deps: RegistryDeps, caller: HumanPrincipal, podId: 
 
 export function stopRuntime(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
   return transition(deps, caller, podId, name, STOP);
+}
+
+/**
+ * A poll is the agent showing up (the runtime surface calls this): recorded on its row, and a
+ * `starting` runtime becomes `running`.
+ */
+export function agentPolled(db: RegistryDeps['db'], agentId: string): Promise<void> {
+  return recordPoll(db, agentId);
 }

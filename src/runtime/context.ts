@@ -3,13 +3,13 @@ import type { RuntimeDeps } from './deps';
 import type { AgentPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { enforce } from '../policy/enforce';
-import { findPod, listMembers, type MemberRow, type PodRow } from '../pods/repository';
-import { findAgentById, type AgentRow } from '../registry/repository';
+import { podById, podMembers, type MemberRow, type PodRow } from '../pods/facts';
+import { agentById, type AgentRow } from '../registry/facts';
 import { usableGrants } from './usable-grants';
 
 /** The calling agent's own row; gone only if it was uninstalled during this request. */
 async function callingAgent(deps: RuntimeDeps, agent: AgentPrincipal): Promise<AgentRow> {
-  const row = await findAgentById(deps.db, agent.agentId);
+  const row = await agentById(deps.db, agent.agentId);
   if (!row)
     throw new ApiError('unauthenticated', 'the agent is no longer installed', {}, { 'WWW-Authenticate': 'Bearer realm="grant-broker"' });
   return row;
@@ -21,7 +21,7 @@ export async function installationsOf(deps: RuntimeDeps, agent: AgentPrincipal):
 }
 
 export async function podsOf(deps: RuntimeDeps, agent: AgentPrincipal): Promise<PodRow[]> {
-  const pod = await findPod(deps.db, agent.podId);
+  const pod = await podById(deps.db, agent.podId);
   return pod ? [pod] : [];
 }
 
@@ -34,7 +34,7 @@ export interface PodContext {
 
 /** The pod as the agent sees it; any pod it is not installed in is a 404 (runtime/access). */
 export async function podContext(deps: RuntimeDeps, agent: AgentPrincipal, podId: string): Promise<PodContext> {
-  const pod = await findPod(deps.db, podId);
+  const pod = await podById(deps.db, podId);
   enforce(
     deps.policy.evaluate(decisions.runtimeAccess, {
       action: 'pod.context',
@@ -43,6 +43,6 @@ export async function podContext(deps: RuntimeDeps, agent: AgentPrincipal, podId
     }),
   );
   if (!pod) throw new Error('runtime/access allowed the context of a pod that does not exist');
-  const [self, members, grants] = await Promise.all([callingAgent(deps, agent), listMembers(deps.db, pod.id), usableGrants(deps, agent)]);
+  const [self, members, grants] = await Promise.all([callingAgent(deps, agent), podMembers(deps.db, pod.id), usableGrants(deps, agent)]);
   return { pod, agent: self, members, grants };
 }

@@ -5,7 +5,7 @@ import { looksLikeId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
 import { findEvent, leaseEvents, markAcked, type EventRow } from '../events/delivery';
 import type { Wakeup } from '../events/waker';
-import { recordPoll } from '../registry/repository';
+import { agentPolled } from '../registry/runtime';
 
 /**
  * How often a waiting long poll looks again without a notification. This is the correctness
@@ -29,7 +29,7 @@ export interface PollOptions {
 export async function pollEvents(deps: RuntimeDeps, agent: AgentPrincipal, options: PollOptions): Promise<EventRow[]> {
   const { limit, waitMs, signal } = options;
   const visibilityMs = deps.visibilityMs;
-  await recordPoll(deps.db, agent.agentId);
+  await agentPolled(deps.db, agent.agentId);
   if (waitMs === 0) return leaseEvents(deps.db, agent.agentId, limit, visibilityMs, deps.clock.now());
 
   // A wait is timed by the timers, on the wall clock: it is no fact about the world.

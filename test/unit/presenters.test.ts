@@ -1,5 +1,6 @@
 import { presentCallRecord, presentGrant } from '../../src/grants/presenters';
-import type { CallRecordRow, GrantRow } from '../../src/grants/repository';
+import type { GrantRow } from '../../src/grants/repository';
+import type { CallRecordRow } from '../../src/grants/repositories/call-records';
 
 const grant: GrantRow = {
   id: 'grt_1',

@@ -1,0 +1,36 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database';
+import type { ConnectionFact } from '../kernel/decisions/catalogue';
+import { connectionsWithTools } from './repository';
+
+export type { ToolResourcePointers } from './repository';
+
+type Queryable = Database | Knex.Transaction;
+
+/**
+ * What other domains read of connections (connections/repository.ts is this domain's own): a
+ * connection as the grant and broker decisions see it (kernel/decisions/facts.ts).
+ */
+
+/** The one builder of the connection fact, whatever query loaded the row. */
+export function toConnectionFact(
+  row: Pick<ConnectionFact, 'id' | 'owner_id' | 'kind' | 'status'>,
+  tools: ConnectionFact['tools'],
+): ConnectionFact {
+  return { id: row.id, owner_id: row.owner_id, kind: row.kind, status: row.status, tools };
+}
+
+/** The facts of connections by id, each with its enabled tools; unknown ids are absent. */
+export async function loadConnectionFacts(db: Queryable, ids: readonly string[]): Promise<Map<string, ConnectionFact>> {
+  const rows = await connectionsWithTools(db, ids);
+  return new Map(rows.map((row) => [row.id, toConnectionFact(row, row.tools)]));
+}
+
+/** A connection a root grant is made on: its fact, and the installation and broker its grants go to. */
+export async function grantableConnection(
+  db: Queryable,
+  id: string,
+): Promise<{ fact: ConnectionFact; installationId: string; brokerId: string } | undefined> {
+  const [row] = await connectionsWithTools(db, [id]);
+  return row && { fact: toConnectionFact(row, row.tools), installationId: row.installation_id, brokerId: row.broker_id };
+}
