@@ -53,12 +53,12 @@ export function checkBody(world) {
  */
 export async function checkInputFor(db, leafId, agentId, brokerId) {
   const { ChainCache } = require(path.join(root, 'dist/src/broker/chain.js'));
-  const { TreeFactsCache, TreeSnapshot } = require(path.join(root, 'dist/src/broker/tree-facts.js'));
+  const { readTreeFacts } = require(path.join(root, 'dist/src/broker/repository.js'));
   const { checkInput } = require(path.join(root, 'dist/src/broker/policy-input.js'));
   const { digestOf } = require(path.join(root, 'dist/src/kernel/digest.js'));
   const chain = await new ChainCache(db).get(leafId);
   const principal = { kind: 'agent', id: agentId };
-  const facts = await new TreeFactsCache(db, 0).factsFor(new TreeSnapshot('bench', 0), chain, principal);
+  const facts = await readTreeFacts(db, { chain, principal, podIds: [...new Set(chain.map((link) => link.target.pod_id))] });
   const subject = { principal, source: 'subject_token' };
   const localTime = { time_zone: 'UTC', weekday: 3, hour: 10, minute: 0 };
   return checkInput(

@@ -205,9 +205,9 @@ async function main() {
       body: unloggedBody,
     });
 
-    // Where the milliseconds go: the default service with its phases timed (scripts/phase-timer.cjs
-    // prints the table when the service stops), at the same fixed rate.
-    const phasedBase = await startService({ DECISION_LOG: 'all' }, ['--require', './scripts/phase-timer.cjs']);
+    // Where the milliseconds go: the default service with its check's stages timed (TRACE_STAGES
+    // writes the table when the service stops), at the same fixed rate.
+    const phasedBase = await startService({ DECISION_LOG: 'all', TRACE_STAGES: 'true' });
     const phasedWorld = await seed(phasedBase, db, { name: 'bench-phased' });
     results.ratePhased = await atFixedRate(
       'DECISION_LOG=all, phases timed',

@@ -35,6 +35,8 @@ import { createRegistryService } from './registry/service';
 import { allRoutes, type Services } from './routes';
 import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
+import { NO_TRACING } from './kernel/trace';
+import { createStageTimings } from './operations/stage-timings';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
@@ -152,6 +154,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       resolveCredential,
       trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
+      tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
     }),
     approvals: createApprovalsService({ db, policy, clock }),

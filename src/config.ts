@@ -105,6 +105,8 @@ const environmentSchema = z
     WORKERS: int(1, 64).default(1),
     // The speed-ups of src/speedups/ (the broker check ahead of Koa, batched Redis and log writes,
     // kept input JSON). Off: the plain code alone, which answers the same, only slower.
+    // The bench's table of where a check's time goes, written to stderr at exit (src/operations/stage-timings.ts).
+    TRACE_STAGES: bool.default(false),
     SPEEDUPS: z.enum(['on', 'off']).default('on'),
   })
   .superRefine((env, ctx) => {

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Database } from '../db/database';
 import { emitEvent } from '../events/outbox';
 import { newId } from '../kernel/ids';
@@ -22,35 +23,35 @@ export interface ApprovalRequest {
   grantExpiresAtMs: number;
 }
 
-/** Creates the pending approval; an agent principal hears of it (`approval.requested`). */
-export async function requestApproval(db: Database, request: ApprovalRequest): Promise<{ id: string; expiresAt: string }> {
+/**
+ * Creates the pending approval in the caller's unit of work (the call's record commits with it);
+ * an agent principal hears of it (`approval.requested`) through the outbox, in the same unit.
+ */
+export async function requestApproval(trx: Knex.Transaction, request: ApprovalRequest): Promise<{ id: string; expiresAt: string }> {
   const id = newId('approval');
   // A human deciding after the grant has expired would decide nothing (the grant is no longer
   // usable), so the approval expires with it rather than show `pending` until its own TTL.
   const expiresAt = new Date(Math.min(request.requestedAt.getTime() + request.ttlMs, request.grantExpiresAtMs));
-  await db.transaction(async (trx) => {
-    await insertApproval(trx, {
-      id,
-      grant_id: request.grantId,
-      call_id: request.callId,
-      tool: request.tool,
-      args_digest: request.argsDigest,
-      principal_kind: request.principal.kind,
-      principal_id: request.principal.id,
-      state: 'pending',
-      requested_at: request.requestedAt,
-      expires_at: expiresAt,
-    });
-    if (request.principal.kind === 'agent') {
-      await emitEvent(trx, {
-        type: 'approval.requested',
-        podId: request.podId,
-        data: { approvalId: id, grantId: request.grantId, callId: request.callId, tool: request.tool, expiresAt: iso(expiresAt) },
-        agentIds: [request.principal.id],
-      });
-    }
+  await insertApproval(trx, {
+    id,
+    grant_id: request.grantId,
+    call_id: request.callId,
+    tool: request.tool,
+    args_digest: request.argsDigest,
+    principal_kind: request.principal.kind,
+    principal_id: request.principal.id,
+    state: 'pending',
+    requested_at: request.requestedAt,
+    expires_at: expiresAt,
   });
-  approvalsByOutcome.labels('requested').inc();
+  if (request.principal.kind === 'agent') {
+    await emitEvent(trx, {
+      type: 'approval.requested',
+      podId: request.podId,
+      data: { approvalId: id, grantId: request.grantId, callId: request.callId, tool: request.tool, expiresAt: iso(expiresAt) },
+      agentIds: [request.principal.id],
+    });
+  }
   return { id, expiresAt: iso(expiresAt) };
 }
 
@@ -70,9 +71,15 @@ export async function approvalFact(db: Database, id: string) {
   };
 }
 
-/** Uses the approval for this call: true for exactly one of any number of concurrent re-sends. */
-export async function spendApproval(db: Database, id: string, callId: string, now: Date): Promise<boolean> {
-  const used = await useApproval(db, id, callId, now);
-  if (used) approvalsByOutcome.labels('used').inc();
-  return used;
+/**
+ * Takes the approval for this call in the caller's unit of work: true for exactly one of any
+ * number of concurrent re-sends (the row stays locked until that unit commits or rolls back).
+ */
+export function claimApproval(trx: Knex.Transaction, id: string, callId: string, now: Date): Promise<boolean> {
+  return useApproval(trx, id, callId, now);
+}
+
+/** Counted once the unit of work that requested or used an approval has committed. */
+export function countApproval(outcome: 'requested' | 'used'): void {
+  approvalsByOutcome.labels(outcome).inc();
 }

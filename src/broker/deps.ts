@@ -1,4 +1,5 @@
 import type { LocalTime } from '../kernel/local-time';
+import type { Tracer } from '../kernel/trace';
 import type { CallTrailWriter } from './call-trail';
 import type { ChainCache } from './chain';
 import type { Clock } from '../kernel/clock';
@@ -7,6 +8,7 @@ import type { Database } from '../db/database';
 import type { Logger } from '../kernel/log';
 import type { PolicyEngine } from '../policy/engine';
 import type { SlidingWindowBudget } from '../budget/sliding-window';
+import type { TreeWindowsSource } from '../budget/rebuild';
 import type { TreeFactsCache } from './tree-facts';
 import type { VerifiedBrokerTokens } from './verified-tokens';
 
@@ -22,6 +24,8 @@ export interface BrokerComponents {
 /** What the broker check and call outcomes use, and nothing more. */
 export interface BrokerDeps extends BrokerComponents {
   db: Database;
+  /** What a rebuild of a tree's windows reads of the grants and the call trail. */
+  treeWindows: TreeWindowsSource;
   policy: PolicyEngine;
   log: Logger;
   clock: Clock;
@@ -31,6 +35,8 @@ export interface BrokerDeps extends BrokerComponents {
   trustAssertedPrincipal: boolean;
   /** APPROVAL_TTL_MS: how long a human has to decide a call that waits for approval. */
   approvalTtlMs: number;
+  /** Times the check's stages (TRACE_STAGES), or does nothing. */
+  tracer: Tracer;
   /** now in POLICY_TIME_ZONE, for org rules about working hours. */
   localTime: (nowMs: number) => LocalTime;
 }

@@ -1,9 +1,9 @@
 import jsonPointer from 'jsonpointer';
 import type { approvalFact } from '../approvals/requests';
-import type { ToolResourcePointers } from '../connections/repository';
+import type { ToolResourcePointers } from '../connections/facts';
 import type { LocalTime } from '../kernel/local-time';
 import type { Chain } from './chain';
-import type { CallSubject } from './credentials';
+import type { CallSubject } from './check/stages';
 import { NO_PRINCIPAL_FACTS, type MutableFacts } from './tree-facts';
 import type { CallPrincipal } from '../kernel/principals';
 import { serializedOnce } from '../policy/input-json';

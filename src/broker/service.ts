@@ -1,5 +1,6 @@
 import type { BrokerComponents, BrokerDeps } from './deps';
 import type { RedisClient } from '../budget/redis-client';
+import { rebuildTreeWindows, type TreeWindowsSource } from '../budget/rebuild';
 import { SlidingWindowBudget } from '../budget/sliding-window';
 import type { Database } from '../db/database';
 import { brokerCheckCredentials } from './authenticator';
@@ -10,11 +11,22 @@ import { checkCall } from './check';
 import { recordOutcome } from './outcome';
 import { TreeFactsCache } from './tree-facts';
 
-export function createBrokerComponents(db: Database, redis: RedisClient, factMaxAgeMs: number): BrokerComponents {
+/**
+ * The per-replica state of the check. A tree's version is read from Redis before any of its facts
+ * are; a tree Redis lost has its windows rebuilt from the call trail first, and gets a version.
+ */
+export function createBrokerComponents(
+  db: Database,
+  redis: RedisClient,
+  treeWindows: TreeWindowsSource,
+  factMaxAgeMs: number,
+): BrokerComponents {
+  const budget = new SlidingWindowBudget(redis);
+  const versionOf = async (rootId: string) => (await budget.treeVersion(rootId)) ?? (await rebuildTreeWindows(treeWindows, budget, rootId));
   return {
     chains: new ChainCache(db),
-    trees: new TreeFactsCache(db, factMaxAgeMs),
-    budget: new SlidingWindowBudget(redis),
+    trees: new TreeFactsCache(versionOf, factMaxAgeMs),
+    budget,
     trail: new CallTrailWriter(db),
     brokerTokens: new VerifiedBrokerTokens(factMaxAgeMs),
   };

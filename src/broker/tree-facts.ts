@@ -1,9 +1,6 @@
-import type { Database } from '../db/database';
 import { LruCache } from '../cache/lru';
-import type { ConnectionRow, ToolResourcePointers } from '../connections/repository';
-import { toConnectionFact, type ConnectionFact } from '../grants/facts';
-import type { Chain } from './chain';
-
+import type { ToolResourcePointers } from '../connections/facts';
+import type { ConnectionFact } from '../grants/facts';
 import type { CallPrincipal } from '../kernel/principals';
 
 /** What can change about a call's chain: exactly what the broker/check policy needs besides the chain. */
@@ -18,9 +15,25 @@ export interface MutableFacts {
   desiredState: 'running' | 'stopped' | null;
 }
 
-/** A verified credential, remembered under the tree's version (a token deletion bumps it). */
-export type CachedCredential =
-  { kind: 'broker'; brokerId: string } | { kind: 'subject'; principal: CallPrincipal; expiresAtMs: number | null };
+/** A forwarded subject token verified under the tree's version (a token deletion bumps it). */
+export interface RememberedSubject {
+  principal: CallPrincipal;
+  expiresAtMs: number | null;
+}
+
+/** What one check may find remembered: its broker's token, its subject, and its facts. */
+export interface CallMemoryKeys {
+  brokerTokenHash: string;
+  /** null for a principal the broker asserts: nothing to verify. */
+  subjectTokenHash: string | null;
+  grantId: string;
+}
+
+export interface Recalled {
+  brokerConfirmed: boolean;
+  subject?: RememberedSubject;
+  facts?: MutableFacts;
+}
 
 const ENTRIES_PER_TREE = 2_000;
 
@@ -38,59 +51,60 @@ export const NO_PRINCIPAL_FACTS: MutableFacts = Object.freeze({
  * holds `version` (the budget script checks it on every call). Everything in here was loaded
  * after `version` was read, so it is at least as fresh as that version.
  */
+/** What a check verified and read under a tree's version. */
+export interface Learned {
+  subject?: RememberedSubject;
+  principal: CallPrincipal | null;
+  facts: MutableFacts;
+  /** The distinct pods of the chain's targets. */
+  podCount: number;
+}
+
 export class TreeSnapshot {
+  private readonly brokers = new Set<string>();
+  private readonly subjects = new Map<string, RememberedSubject>();
   private readonly facts = new Map<string, MutableFacts>();
-  private readonly credentials = new Map<string, CachedCredential>();
 
   constructor(
     readonly version: string,
     readonly loadedAt: number,
   ) {}
 
-  credential(key: string): CachedCredential | undefined {
-    return this.credentials.get(key);
+  /** What this tree's version already vouches for; a subject past its token's expiry is not. */
+  recall(keys: CallMemoryKeys, asserted: CallPrincipal | undefined, now: number): Recalled {
+    const remembered = keys.subjectTokenHash === null ? undefined : this.subjects.get(keys.subjectTokenHash);
+    const subject = remembered && (remembered.expiresAtMs === null || remembered.expiresAtMs > now) ? remembered : undefined;
+    const principal = asserted ?? subject?.principal;
+    return {
+      brokerConfirmed: this.brokers.has(keys.brokerTokenHash),
+      subject,
+      facts: principal ? this.facts.get(factsKey(keys.grantId, principal)) : undefined,
+    };
   }
 
-  rememberCredential(key: string, credential: CachedCredential): void {
-    remember(this.credentials, key, credential);
-  }
-
-  factsOf(key: string): MutableFacts | undefined {
-    return this.facts.get(key);
-  }
-
-  rememberFacts(key: string, facts: MutableFacts): void {
-    remember(this.facts, key, facts);
+  /**
+   * Keeps what a check verified or read under this version. A broker's token is kept only in its
+   * own trees (the ones a revocation of its tokens stamps). Facts are kept only for a principal
+   * who is a member of every pod of the chain: adding a member announces nothing (no stamp), so a
+   * non-member's next check reads membership again, and a member added meanwhile gets in at once.
+   */
+  remember(keys: CallMemoryKeys, learned: Learned): void {
+    bounded(this.brokers).add(keys.brokerTokenHash);
+    if (learned.subject && keys.subjectTokenHash !== null) bounded(this.subjects).set(keys.subjectTokenHash, learned.subject);
+    if (learned.principal && learned.facts.memberOf.length === learned.podCount) {
+      bounded(this.facts).set(factsKey(keys.grantId, learned.principal), learned.facts);
+    }
   }
 }
 
-/** A tree's maps are bounded: past ENTRIES_PER_TREE they start over (a rare reload, never a leak). */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  if (map.size >= ENTRIES_PER_TREE) map.clear();
-  map.set(key, value);
+function factsKey(grantId: string, principal: CallPrincipal): string {
+  return `${grantId}\u0000${principal.kind}\u0000${principal.id}`;
 }
 
-// One round trip for everything; lists travel as JSON text (knex would expand a bound array).
-const FACTS_SQL = `
-select
-  (select coalesce(json_agg(id), '[]'::json) from grants
-    where id in (select json_array_elements_text(?::json)) and revoked_at is not null) as revoked_ids,
-  (select row_to_json(c) from (select id, owner_id, kind, status from connections where id = ?) c) as connection,
-  (select coalesce(json_object_agg(name, access), '{}'::json) from connection_tools
-    where connection_id = ?) as tools,
-  (select coalesce(json_object_agg(name, resource) filter (where resource is not null), '{}'::json)
-    from connection_tools where connection_id = ?) as tool_resources,
-  (select coalesce(json_agg(pod_id), '[]'::json) from pod_members
-    where member_id = ? and pod_id in (select json_array_elements_text(?::json))) as member_of,
-  (select desired_state from agents where id = ?) as desired_state`;
-
-interface FactsRow {
-  revoked_ids: string[];
-  connection: Pick<ConnectionRow, 'id' | 'owner_id' | 'kind' | 'status'> | null;
-  tools: ConnectionFact['tools'];
-  tool_resources: Record<string, ToolResourcePointers>;
-  member_of: string[];
-  desired_state: 'running' | 'stopped' | null;
+/** A tree's memories are bounded: past ENTRIES_PER_TREE they start over (a rare reload, never a leak). */
+function bounded<T extends { size: number; clear(): void }>(memory: T): T {
+  if (memory.size >= ENTRIES_PER_TREE) memory.clear();
+  return memory;
 }
 
 /**
@@ -100,57 +114,29 @@ interface FactsRow {
 export class TreeFactsCache {
   private readonly trees: LruCache<string, TreeSnapshot>;
 
+  /** `versionOf` reads a tree's version in Redis, rebuilding its windows first if Redis lost it. */
   constructor(
-    private readonly db: Database,
+    private readonly versionOf: (rootId: string) => Promise<string>,
     private readonly maxAgeMs: number,
     capacity = 10_000,
   ) {
     this.trees = new LruCache(capacity);
   }
 
-  /** The snapshot to check against, or undefined when the replica must first read the version. */
-  current(rootId: string, now: number): TreeSnapshot | undefined {
+  /**
+   * The tree's snapshot: the cached one, or a new one under the version read now, before any
+   * fact is loaded (so every fact in it is at least as fresh as its version).
+   */
+  async snapshotOf(rootId: string, now: number): Promise<TreeSnapshot> {
     const snapshot = this.trees.get(rootId);
-    if (!snapshot || now - snapshot.loadedAt > this.maxAgeMs) return undefined;
-    return snapshot;
+    if (snapshot && now - snapshot.loadedAt <= this.maxAgeMs) return snapshot;
+    return this.renew(rootId, await this.versionOf(rootId), now);
   }
 
-  /** Starts a fresh snapshot under a version just read from Redis (before any fact is loaded). */
+  /** Starts a fresh snapshot under a version the budget script just reported. */
   renew(rootId: string, version: string, now: number): TreeSnapshot {
     const snapshot = new TreeSnapshot(version, now);
     this.trees.set(rootId, snapshot);
     return snapshot;
-  }
-
-  /** The facts of one call: one query on a miss, nothing on a hit. No principal: nothing to know. */
-  async factsFor(snapshot: TreeSnapshot, chain: Chain, principal: CallPrincipal | null): Promise<MutableFacts> {
-    if (!principal) return NO_PRINCIPAL_FACTS;
-    const key = `${chain[0]!.id}\u0000${principal.kind}\u0000${principal.id}`;
-    const cached = snapshot.factsOf(key);
-    if (cached) return cached;
-    const connectionId = chain[0]!.connection_id;
-    const podIds = [...new Set(chain.map((g) => g.target.pod_id))];
-    const result = await this.db.raw<{ rows: FactsRow[] }>(FACTS_SQL, [
-      JSON.stringify(chain.map((g) => g.id)),
-      connectionId,
-      connectionId,
-      connectionId,
-      principal.id,
-      JSON.stringify(podIds),
-      principal.kind === 'agent' ? principal.id : null,
-    ]);
-    const row = result.rows[0]!;
-    const facts: MutableFacts = {
-      revokedIds: row.revoked_ids,
-      // A connection that is gone is as good as disconnected: nothing is allowed through it.
-      connection: row.connection ? toConnectionFact(row.connection, row.tools) : { ...NO_PRINCIPAL_FACTS.connection },
-      toolResources: row.tool_resources,
-      memberOf: row.member_of,
-      desiredState: row.desired_state,
-    };
-    // Adding a member announces nothing (no touch), so a non-member is never remembered as such:
-    // their next check reads membership again and a member added meanwhile is let in at once.
-    if (facts.memberOf.length === podIds.length) snapshot.rememberFacts(key, facts);
-    return facts;
   }
 }

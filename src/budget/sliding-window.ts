@@ -95,6 +95,18 @@ export class SlidingWindowBudget {
     return parseReply(await this.call('grantBudgetWindow', keys, args));
   }
 
+  /**
+   * The tree's version, read before any of its facts are loaded (so they are at least as fresh);
+   * null when Redis has lost the tree, whose windows must then be rebuilt from the call trail.
+   */
+  async treeVersion(rootId: string): Promise<string | null> {
+    try {
+      return await this.redis.get(treeVersionKey(rootId));
+    } catch (error) {
+      throw new DependencyUnavailableError(`tree version not read: ${(error as Error).message}`);
+    }
+  }
+
   /** Gives back the unit a call took at every level at `atMs` (its record could not be written). */
   async refund(rootId: string, levels: readonly BudgetLevel[], atMs: number): Promise<void> {
     const pipeline = this.redis.pipeline();

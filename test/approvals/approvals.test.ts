@@ -254,3 +254,39 @@ describe('the broker waits on an approval', () => {
     expectProblem(await service.http.get(`/api/broker/approvals/${asked.approvalId}`).set(stranger.auth), 404, 'not_found');
   });
 });
+
+describe('the approval and the call record are one unit of work', () => {
+  // A trigger that refuses this test's call records, as a full disk or a lost connection would.
+  const REFUSING = `refuse_records_${process.pid}`;
+  async function refuseRecordsOf(grantId: string) {
+    await service.deps.db.raw(`create or replace function ${REFUSING}() returns trigger language plpgsql as $$
+      begin if new.grant_id = '${grantId}' then raise exception 'record refused'; end if; return new; end $$`);
+    await service.deps.db.raw(`create trigger ${REFUSING} before insert on call_records for each row execute function ${REFUSING}()`);
+  }
+  afterEach(async () => {
+    await service.deps.db.raw(`drop trigger if exists ${REFUSING} on call_records`);
+    await service.deps.db.raw(`drop function if exists ${REFUSING}()`);
+  });
+
+  it('asking: a record that cannot be written leaves no pending approval and no event behind its 503', async () => {
+    await drain(service, world.agent);
+    const grantId = await approveModeGrant();
+    await refuseRecordsOf(grantId);
+    const res = await checkAs(service, world, grantId, world.agent, WRITE);
+    expectProblem(res, 503, 'dependency_unavailable');
+    expect(await service.deps.db('approvals').where({ grant_id: grantId })).toEqual([]);
+    expect((await poll(service, world.agent)).map((e) => e.type)).not.toContain('approval.requested');
+  });
+
+  it('using: a record that cannot be written leaves the approval approved and its unit untaken', async () => {
+    const grantId = await approveModeGrant();
+    const asked = await askApproval(grantId);
+    await decide(asked.approvalId, 'approve').expect(200);
+    await refuseRecordsOf(grantId);
+    expectProblem(await resend(grantId, asked.approvalId), 503, 'dependency_unavailable');
+    expect(await service.deps.db('approvals').where({ id: asked.approvalId }).first()).toMatchObject({ state: 'approved' });
+    await service.deps.db.raw(`drop trigger ${REFUSING} on call_records`);
+    const again = await resend(grantId, asked.approvalId);
+    expect(again.body).toMatchObject({ decision: 'allow', budget: { remaining: asked.budget.remaining - 1 } });
+  });
+});

@@ -1,0 +1,60 @@
+import { claimApproval } from '../../approvals/requests';
+import { rebuildTreeWindows } from '../../budget/rebuild';
+import type { BudgetLevel } from '../../budget/sliding-window';
+import type { BrokerDeps } from '../deps';
+import type { Chain } from '../chain';
+import type { Charged, Resolved, Verdict } from './stages';
+
+export type ChargeDeps = Pick<BrokerDeps, 'db' | 'budget' | 'treeWindows'>;
+
+/**
+ * The third stage, the first with a side effect: one budget script over the whole chain, which
+ * also confirms that the facts were read under the tree's current version (else `stale`: resolve
+ * again). An allowed call takes one unit at every level; anything else only looks.
+ *
+ * A call allowed by an approval takes the approval before the unit, in a transaction that the
+ * call's record later commits with: of concurrent re-sends one holds it and the others find it
+ * used before any unit is taken; a budget that turns out full, or stale facts, roll it back.
+ */
+export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict): Promise<Charged> {
+  const rootId = call.chain[0]!.root_id;
+  if (!call.snapshot) throw new Error('broker/check allowed a grant of another broker');
+  const approvalId = verdict.kind === 'allow' && verdict.spendsApproval ? call.request.approvalId : undefined;
+  const unitOfWork = approvalId ? await deps.db.transaction() : undefined;
+  try {
+    const claimed = !unitOfWork || (await claimApproval(unitOfWork, approvalId!, call.callId, new Date(call.nowMs)));
+    const answer = await deps.budget.run({
+      rootId,
+      levels: budgetLevels(call.chain),
+      expectedVersion: call.snapshot.version,
+      mode: verdict.kind === 'allow' && claimed ? 'consume' : 'probe',
+    });
+    if (unitOfWork && answer.kind !== 'allowed') await unitOfWork.rollback();
+    switch (answer.kind) {
+      case 'missing':
+        // Redis lost the tree: its windows are rebuilt from the call trail, then resolved again.
+        return { kind: 'stale', treeVersion: await rebuildTreeWindows(deps.treeWindows, deps.budget, rootId) };
+      case 'stale':
+        return { kind: 'stale', treeVersion: answer.version };
+      case 'allowed':
+        return {
+          kind: 'taken',
+          atMs: answer.atMs,
+          remaining: answer.remaining,
+          resetMs: answer.resetMs,
+          ...(unitOfWork ? { claim: { approvalId: approvalId!, unitOfWork } } : {}),
+        };
+      case 'probed':
+        return claimed ? answer : { ...answer, kind: 'approval_used' };
+      case 'exhausted':
+        return answer;
+    }
+  } catch (error) {
+    if (unitOfWork && !unitOfWork.isCompleted()) await unitOfWork.rollback().catch(() => undefined);
+    throw error;
+  }
+}
+
+export function budgetLevels(chain: Chain): BudgetLevel[] {
+  return chain.map((grant) => ({ grantId: grant.id, calls: grant.budget.calls, windowMs: grant.budget.window_ms }));
+}

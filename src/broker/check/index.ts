@@ -1,0 +1,40 @@
+import { DependencyUnavailableError } from '../../kernel/dependency';
+import type { CheckingBroker } from '../authenticator';
+import type { BrokerDeps } from '../deps';
+import { charge } from './charge';
+import { decide } from './decide';
+import { resolve } from './resolve';
+import { settle } from './settle';
+import type { CheckAnswer, CheckRequest } from './stages';
+
+export type { CheckAnswer, CheckRequest } from './stages';
+
+/** A tree whose facts change between every read and charge is refused rather than looped on. */
+const MAX_ATTEMPTS = 4;
+
+/**
+ * The broker pre-call check (CONTRACT §5), in four stages: resolve (the chain, the broker's
+ * ownership of it, the subject, the tree's facts under its current version; reads only), decide
+ * (broker/check on those facts; pure), charge (one budget script over the chain, which also says
+ * whether the facts were stale) and settle (the approval and the call record, then the answer).
+ * Warm, a check costs one Redis round trip and one share of a group-committed INSERT.
+ *
+ * The broker is authenticated by the route before this runs; another broker's grant is a 404
+ * with nothing else looked at.
+ */
+export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: CheckRequest): Promise<CheckAnswer> {
+  const { tracer } = deps;
+  return tracer.span('check', async () => {
+    let resolved = await tracer.span('resolve', () => resolve(deps, broker, request));
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
+      const verdict = tracer.span('decide', () => decide(deps, resolved));
+      const charged = await tracer.span('charge', () => charge(deps, resolved, verdict));
+      if (charged.kind !== 'stale') return tracer.span('settle', () => settle(deps, resolved, verdict, charged));
+      if (attempt < MAX_ATTEMPTS) {
+        const retry = { previous: resolved, treeVersion: charged.treeVersion };
+        resolved = await tracer.span('resolve', () => resolve(deps, broker, request, retry));
+      }
+    }
+    throw new DependencyUnavailableError('the facts of this grant kept changing; try again');
+  });
+}

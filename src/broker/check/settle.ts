@@ -1,0 +1,98 @@
+import { countApproval, requestApproval } from '../../approvals/requests';
+import { DependencyUnavailableError } from '../../kernel/dependency';
+import { insertCallRecord, type NewCallRecord } from '../../grants/trail';
+import type { BrokerDeps } from '../deps';
+import { brokerDecisions } from '../metrics';
+import { budgetLevels } from './charge';
+import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';
+
+export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs'>;
+
+/**
+ * The last stage: the answer, and the call record it waits for. No record, no answer: the broker
+ * must not run a call the trail does not show. A plain call's record shares a group commit with
+ * its neighbours'; a call that uses or asks for an approval writes the approval and the record in
+ * one unit of work, so neither is left without the other. The one give-back of the check is
+ * here: a unit taken for a call whose record could not be written.
+ */
+export async function settle(deps: SettleDeps, call: Resolved, verdict: Verdict, charged: Settled): Promise<CheckAnswer> {
+  let answer = answerOf(call, verdict, charged);
+  const record = recordOf(call, verdict, answer);
+  try {
+    if (charged.kind === 'taken' && charged.claim) {
+      await insertCallRecord(charged.claim.unitOfWork, { ...record, approval_id: charged.claim.approvalId });
+      await charged.claim.unitOfWork.commit();
+      countApproval('used');
+    } else if (answer.reason === 'approval_required') {
+      const request = approvalRequestOf(deps, call, verdict);
+      answer = await deps.db.transaction(async (trx) => {
+        const asked = await requestApproval(trx, request);
+        await insertCallRecord(trx, { ...record, outcome: 'awaiting_approval', approval_id: asked.id });
+        return { ...answer, decision: 'approval_required' as const, approvalId: asked.id, approval: asked };
+      });
+      countApproval('requested');
+    } else {
+      await deps.trail.write(record);
+    }
+  } catch (error) {
+    const claim = charged.kind === 'taken' ? charged.claim : undefined;
+    if (claim && !claim.unitOfWork.isCompleted()) await claim.unitOfWork.rollback().catch(() => undefined);
+    deps.log.error({ err: { message: (error as Error).message }, callId: call.callId }, 'call record not written');
+    // Every consumed unit has its record: the unit of a call that has none is given back.
+    if (charged.kind === 'taken') {
+      await deps.budget.refund(call.chain[0]!.root_id, budgetLevels(call.chain), charged.atMs).catch(() => undefined);
+    }
+    throw new DependencyUnavailableError('the call trail could not be written');
+  }
+  brokerDecisions.labels(answer.decision, answer.reason).inc();
+  return answer;
+}
+
+function answerOf(call: Resolved, verdict: Verdict, charged: Settled): CheckAnswer {
+  const { callId } = call;
+  const budget = { remaining: 'remaining' in charged ? charged.remaining : 0, resetMs: charged.resetMs };
+  switch (charged.kind) {
+    case 'taken':
+      return { decision: 'allow', callId, reason: 'allowed', budget };
+    case 'exhausted':
+      return { decision: 'deny', callId, reason: 'budget_exhausted', retryAfterMs: charged.retryAfterMs, budget };
+    case 'approval_used':
+      return { decision: 'deny', callId, reason: 'approval_used', budget };
+    case 'probed':
+      if (verdict.kind === 'ask') return { decision: 'deny', callId, reason: 'approval_required', budget };
+      if (verdict.kind === 'deny') {
+        return { decision: 'deny', callId, reason: verdict.reason, ...(verdict.message ? { message: verdict.message } : {}), budget };
+      }
+      throw new Error('an allowed call was only probed');
+  }
+}
+
+/** The call's record as the answer says; an allowed call names the decision that allowed it. */
+function recordOf(call: Resolved, verdict: Verdict, answer: CheckAnswer): NewCallRecord {
+  return {
+    id: call.callId,
+    grant_id: call.chain[0]!.id,
+    tool: call.request.tool,
+    principal_kind: verdict.principal.kind,
+    principal_id: verdict.principal.id,
+    outcome: answer.decision === 'allow' ? 'pending' : 'denied',
+    reason: answer.reason,
+    approval_id: answer.decision === 'allow' ? verdict.decisionId : null,
+    args_digest: call.argsDigest,
+    requested_at: call.requestedAt,
+  };
+}
+
+function approvalRequestOf(deps: SettleDeps, call: Resolved, verdict: Verdict) {
+  return {
+    callId: call.callId,
+    grantId: call.chain[0]!.id,
+    podId: call.chain[0]!.target.pod_id,
+    tool: call.request.tool,
+    argsDigest: call.argsDigest,
+    principal: verdict.principal,
+    requestedAt: call.requestedAt,
+    ttlMs: deps.approvalTtlMs,
+    grantExpiresAtMs: Math.min(...call.chain.map((link) => link.expires_at_ms)),
+  };
+}

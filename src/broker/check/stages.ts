@@ -1,0 +1,90 @@
+import type { Knex } from 'knex';
+import type { approvalFact } from '../../approvals/requests';
+import type { CallPrincipal } from '../../kernel/principals';
+import type { CheckingBroker } from '../authenticator';
+import type { Chain } from '../chain';
+import type { MutableFacts, TreeSnapshot } from '../tree-facts';
+
+/**
+ * The hand-offs of the broker check's stages, and nothing else: resolve (reads only) → decide
+ * (pure) → charge (the first side effect) → settle (the answer, the approval and the record).
+ */
+
+/** Whose call it is: their own credential, forwarded (preferred), or a principal the broker asserts. */
+export interface SubjectInput {
+  subjectToken?: string;
+  principal?: CallPrincipal;
+}
+
+export interface CallSubject {
+  /** Who the call is for; null when the forwarded subjectToken did not verify. */
+  principal: CallPrincipal | null;
+  source: 'subject_token' | 'asserted';
+}
+
+export interface CheckRequest extends SubjectInput {
+  grantId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  /** A re-sent check: the approval a human gave this very call (CONTRACT §9). */
+  approvalId?: string;
+}
+
+export interface CheckAnswer {
+  decision: 'allow' | 'deny' | 'approval_required';
+  callId: string;
+  reason: string;
+  approvalId?: string;
+  approval?: { id: string; expiresAt: string };
+  /** The message of the org rule whose reason this is (CONTRACT §10). */
+  message?: string;
+  retryAfterMs?: number;
+  budget: { remaining: number; resetMs: number };
+}
+
+/** What a check knows before it reads anything: made once, whatever the attempts. */
+export interface Start {
+  broker: CheckingBroker;
+  request: CheckRequest;
+  callId: string;
+  /** sha256 of the canonical JSON of `args`: what the record keeps and an approval binds to. */
+  argsDigest: string;
+  requestedAt: Date;
+}
+
+export type ApprovalFact = Awaited<ReturnType<typeof approvalFact>>;
+
+/** Everything the policy is asked about, read under one tree version, at one instant. */
+export interface Resolved extends Start {
+  /** The clock, read once per attempt: the policy's `now_ms` and the approval's use. */
+  nowMs: number;
+  chain: Chain;
+  /** Absent for another broker's grant, for which nothing of the tree is looked at. */
+  snapshot?: TreeSnapshot;
+  subject: CallSubject;
+  facts: MutableFacts;
+  approval?: ApprovalFact;
+}
+
+/** What broker/check decided about the call (a refusal of the request itself is thrown instead). */
+export type Verdict =
+  | { kind: 'allow'; decisionId: string; principal: CallPrincipal; spendsApproval: boolean }
+  | { kind: 'deny'; decisionId: string; principal: CallPrincipal; reason: string; message?: string }
+  | { kind: 'ask'; decisionId: string; principal: CallPrincipal };
+
+/** An approval taken for this call, in a transaction the call's record commits with. */
+export interface ApprovalClaim {
+  approvalId: string;
+  unitOfWork: Knex.Transaction;
+}
+
+/** What the charge stage did: took a unit, found none, only looked, or found the facts stale. */
+export type Charged =
+  | { kind: 'stale'; treeVersion: string }
+  | { kind: 'taken'; atMs: number; remaining: number; resetMs: number; claim?: ApprovalClaim }
+  | { kind: 'exhausted'; retryAfterMs: number; resetMs: number }
+  | { kind: 'probed'; remaining: number; resetMs: number }
+  /** Another re-send used the approval first: nothing taken. */
+  | { kind: 'approval_used'; remaining: number; resetMs: number };
+
+export type Settled = Exclude<Charged, { kind: 'stale' }>;

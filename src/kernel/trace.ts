@@ -1,0 +1,10 @@
+/**
+ * Where a request's time goes, for whoever wants to know (the bench's table of a check's stages):
+ * the code names its stages, a tracer made in composition times them or does nothing.
+ */
+export interface Tracer {
+  /** Runs `work` as the stage `name`; a promise is timed until it settles. */
+  span<T>(name: string, work: () => T): T;
+}
+
+export const NO_TRACING: Tracer = { span: (_name, work) => work() };
