@@ -26,6 +26,8 @@ COPY policies policies
 COPY scripts scripts
 COPY tools/opa/capabilities.json tools/opa/capabilities.json
 RUN npm run build:ts
+# The API reference (/api/docs), rendered from the OpenAPI document with its script inlined.
+RUN npm run build:docs
 # Production loads only a signed bundle (src/config.ts). The private key is mounted for this one
 # command and is in no layer; the public key is copied first so that a new key pair rebuilds the
 # bundle instead of reusing a cached one signed by the old key, and the build verifies the bundle
@@ -51,6 +53,7 @@ COPY examples/mcp-broker/package.json examples/mcp-broker/package.json
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
 COPY --from=build /app/build/policy build/policy
+COPY --from=build /app/build/api-docs.html build/api-docs.html
 # The SDK's entry point: the compiled grantctl and MCP broker require it by its package name
 # (`node dist/clients/grantctl/src/main.js …` in the container).
 COPY clients/typescript/index.js clients/typescript/index.js

@@ -5,7 +5,7 @@ import Router from '@koa/router';
 import { ApiError } from '../kernel/errors';
 import type { Logger } from '../kernel/log';
 import type { Route } from '../kernel/route';
-import { directRoutes } from './direct';
+import { serveApiDocs } from './api-docs';
 import { httpMetrics } from './metrics';
 import { problemBody } from './problem';
 import { parseQuery, readBody } from './request';
@@ -18,7 +18,7 @@ export interface AppOptions {
    * body that its schema refuses, or a problem code the route does not declare, becomes a 500.
    */
   strictContracts?: boolean;
-  /** Serves GET /api/openapi.json. */
+  /** Serves GET /api/openapi.json, and GET /api/docs, the reference rendered from it (./api-docs.ts). */
   openApi?: () => unknown;
   /**
    * A handler ahead of Koa, made from the app's routes (the speed-ups' direct path for the routes
@@ -98,6 +98,7 @@ export function createApp(routes: readonly Route[], options: AppOptions): HttpAp
     router.get('/api/openapi.json', (ctx) => {
       ctx.body = openApi();
     });
+    router.get('/api/docs', serveApiDocs);
   }
 
   app.use(router.routes());
