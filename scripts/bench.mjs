@@ -175,7 +175,12 @@ async function main() {
       }
     }
     for (const [key] of variants) {
-      results[key] = { ...meanSummary(runs[key]), cpuMicrosPerCheck: Math.round((1000 * cpu[key].ms) / cpu[key].checks) };
+      results[key] = {
+        ...meanSummary(runs[key]),
+        cpuMicrosPerCheck: Math.round((1000 * cpu[key].ms) / cpu[key].checks),
+        // Each round's checks/s: the throughput target takes their median, which one disturbed round cannot move.
+        roundsPerSec: runs[key].map((run) => Math.round(run.requests.average)),
+      };
     }
     // Its part is done: it would only idle beside the fixed-rate runs (and hold Postgres connections).
     if (imageNodeBase) await stopService(imageNodeBase);
