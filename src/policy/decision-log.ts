@@ -59,13 +59,6 @@ export const TRUNCATED = '**TRUNCATED**';
  */
 export const MAX_EVENT_BYTES = 1024 * 1024;
 
-/**
- * A JSON string literal of more than RESOURCE_VALUE_MAX_CHARS items (an escape is one, or five for
- * a \u escape): any string decoding to more characters matches it. Testing it spares parsing the
- * input of the events that have nothing to cut, almost all of them.
- */
-const LONG_STRING = new RegExp(`"(?:[^"\\\\]|\\\\.){${RESOURCE_VALUE_MAX_CHARS + 1},}"`);
-
 export interface DecisionLogOptions {
   mode: DecisionLogMode;
   /** `sampled`: the share of allowed decisions logged (every denial is). */
@@ -136,7 +129,7 @@ export class DecisionLog {
       bundles: { policy: { revision } },
       labels: this.labels,
       metrics: { timer_rego_query_eval_ns: evalNs },
-      // Shared, not copied: only cutResource and applyMask add to it, and they copy first.
+      // Shared, not copied: only applyMask adds to it, and it copies first.
       ...(input.masked.length > 0 ? { masked: input.masked as string[] } : {}),
     });
     if (!this.writeTimer) {
@@ -154,7 +147,6 @@ export class DecisionLog {
     const mask = this.masker();
     const texts: string[] = [];
     for (const event of events) {
-      cutResource(event);
       if (mask) applyMask(event, mask);
       const text = eventJson(event);
       if (this.tooLarge(event, text)) continue;
@@ -186,30 +178,6 @@ export class DecisionLog {
 function eventJson({ inputJson, ...fields }: QueuedEvent): string {
   const rest = JSON.stringify(fields);
   return `${rest.slice(0, -1)},"input":${inputJson}}`;
-}
-
-/**
- * Cuts each string of the input's `resource` longer than RESOURCE_VALUE_MAX_CHARS to that many
- * characters and TRUNCATED, and names it in `masked`.
- */
-function cutResource(queued: QueuedEvent): void {
-  if (!LONG_STRING.test(queued.inputJson)) return;
-  const input = JSON.parse(queued.inputJson) as { resource?: unknown };
-  const { resource } = input;
-  if (!resource || typeof resource !== 'object') return;
-  const cut: string[] = [];
-  for (const [key, value] of Object.entries(resource)) {
-    if (typeof value !== 'string' || value.length <= RESOURCE_VALUE_MAX_CHARS) continue;
-    // Not between the two halves of a surrogate pair (a high one ends the part kept).
-    const last = value.charCodeAt(RESOURCE_VALUE_MAX_CHARS - 1);
-    const end = last >= 0xd800 && last <= 0xdbff ? RESOURCE_VALUE_MAX_CHARS - 1 : RESOURCE_VALUE_MAX_CHARS;
-    (resource as Record<string, unknown>)[key] = `${value.slice(0, end)}${TRUNCATED}`;
-    cut.push(`/input/resource/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`);
-  }
-  if (cut.length === 0) return;
-  // Serialized anew, the event keeps no hold on the long text (a slice of it would).
-  queued.inputJson = JSON.stringify(input);
-  queued.masked = [...(queued.masked ?? []), ...cut];
 }
 
 /**

@@ -7,11 +7,22 @@ import { loggableResult, reportShadow } from './shadow';
 import { loadErrorKind, PolicyLoadError, revisionLabel } from './load-error';
 import { policyLastLoadFailureInfo, policyLastLoadFailureTime, policyLoadFailures, policyRevisionInfo } from './metrics';
 import { WasmFileSource, type PolicySource } from './sources';
-import { DecisionLog, MASK, MASKED_FIELDS, type DecisionEvent, type DecisionLogMode, type MaskOp } from './decision-log';
+import {
+  DecisionLog,
+  MASK,
+  MASKED_FIELDS,
+  RESOURCE_VALUE_MAX_CHARS,
+  TRUNCATED,
+  type DecisionEvent,
+  type DecisionLogMode,
+  type MaskOp,
+} from './decision-log';
 import { NO_JSON_MEMO, writeInputJson, type InputJson, type JsonMemo } from './input-json';
 
 /** OPA's decision log mask policy (a package `system.log` with a `mask` rule), when compiled in. */
 const MASK_ENTRYPOINT = 'system/log/mask';
+/** A decision event carries at most this much of each resource value read from `args`. */
+const RESOURCE_CUT = { key: 'resource', maxChars: RESOURCE_VALUE_MAX_CHARS, marker: TRUNCATED };
 
 export type { DecisionLogMode } from './decision-log';
 import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kernel/decisions/catalogue';
@@ -264,7 +275,7 @@ export class PolicyEngine {
     const started = process.hrtime.bigint();
     let evalNs = 0;
     try {
-      json = writeInputJson(input as object, MASKED_FIELDS, MASK, this.jsonMemo);
+      json = writeInputJson(input as object, MASKED_FIELDS, MASK, this.jsonMemo, RESOURCE_CUT);
       const results = loaded.policy.evaluate(json.bytes, entrypoint) as Array<{ result?: unknown }>;
       evalNs = Number(process.hrtime.bigint() - started);
       const parsed = decision.output.safeParse(results[0]?.result);

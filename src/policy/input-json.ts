@@ -41,7 +41,20 @@ const encoder = new TextEncoder();
  * by `mask`. Member order differs from JSON.stringify's (kept and masked members come last), which
  * neither JSON nor the policy gives a meaning to.
  */
-export function writeInputJson(input: object, maskedKeys: readonly string[], mask: string, memo: JsonMemo = NO_JSON_MEMO): InputJson {
+/** Strings of one member longer than `maxChars` are cut to them and `marker` in the logged text. */
+export interface LoggedCut {
+  key: string;
+  maxChars: number;
+  marker: string;
+}
+
+export function writeInputJson(
+  input: object,
+  maskedKeys: readonly string[],
+  mask: string,
+  memo: JsonMemo = NO_JSON_MEMO,
+  cut?: LoggedCut,
+): InputJson {
   // No prototype: a member named `__proto__` is then an own member like any other, not a setter.
   const plain: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   let kept = '';
@@ -59,6 +72,13 @@ export function writeInputJson(input: object, maskedKeys: readonly string[], mas
       masked.push(`/input/${key}`);
       continue;
     }
+    const shortened = cut?.key === key ? cutStrings(value, cut) : undefined;
+    if (shortened) {
+      shown += `,${JSON.stringify(key)}:${JSON.stringify(value)}`;
+      hidden += `,${JSON.stringify(key)}:${JSON.stringify(shortened.value)}`;
+      masked.push(...shortened.pointers.map((pointer) => `/input/${key}${pointer}`));
+      continue;
+    }
     const json = typeof value === 'object' && value !== null ? memo.kept(value) : undefined;
     if (json !== undefined) kept += `,${JSON.stringify(key)}:${json}`;
     else plain[key] = value;
@@ -69,6 +89,27 @@ export function writeInputJson(input: object, maskedKeys: readonly string[], mas
     logged: closed(head, kept + hidden),
     masked,
   };
+}
+
+/**
+ * A copy of an object of strings with each one longer than `maxChars` cut (never between the two
+ * halves of a surrogate pair) and marked, and the pointers of those cut; undefined when none is.
+ */
+function cutStrings(value: unknown, { maxChars, marker }: LoggedCut): { value: object; pointers: string[] } | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const entries = Object.entries(value);
+  if (!entries.some(([, item]) => typeof item === 'string' && item.length > maxChars)) return undefined;
+  const pointers: string[] = [];
+  const copy = Object.fromEntries(
+    entries.map(([name, item]) => {
+      if (typeof item !== 'string' || item.length <= maxChars) return [name, item];
+      const last = item.charCodeAt(maxChars - 1);
+      const end = last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars;
+      pointers.push(`/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+      return [name, `${item.slice(0, end)}${marker}`];
+    }),
+  );
+  return { value: copy, pointers };
 }
 
 /** `head` (an object's text without its closing brace) with more members, each led by a comma. */

@@ -68,6 +68,18 @@ describe('the JSON text of a decision input (written once for the policy and the
     expect(writeInputJson({ tool: 'x' }, ['args'], '**REDACTED**').masked).toEqual([]);
   });
 
+  it('gives the policy a long resource value whole and the log its first characters, naming the cut', () => {
+    const cut = { key: 'resource', maxChars: 8, marker: '**TRUNCATED**' };
+    const input = { args: { path: 'x' }, resource: { repository: 'acme/api', path: 'docs/'.repeat(5) } };
+    const json = writeInputJson(input, ['args'], '**REDACTED**', undefined, cut);
+    expect(JSON.parse(new TextDecoder().decode(json.bytes))).toEqual(input);
+    expect(JSON.parse(json.logged).resource).toEqual({ repository: 'acme/api', path: 'docs/doc**TRUNCATED**' });
+    expect(json.masked).toEqual(['/input/args', '/input/resource/path']);
+    // Nothing long: the same text as without a cut.
+    const short = { resource: { path: 'docs/a' } };
+    expect(writeInputJson(short, [], '', undefined, cut).logged).toBe(JSON.stringify(short));
+  });
+
   it('keeps a member named __proto__ as a member (found by the property above)', () => {
     const input = JSON.parse('{"__proto__":{"allow":true},"tool":"x"}') as object;
     expect(evaluated(input)).toBe(JSON.stringify(input));

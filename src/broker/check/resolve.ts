@@ -61,11 +61,13 @@ export async function resolve(
   const subject: CallSubject = request.principal
     ? { principal: request.principal, source: 'asserted' }
     : { principal: (recalled.subject ?? verified)?.principal ?? null, source: 'subject_token' };
-  const podIds = [...new Set(chain.map((link) => link.target.pod_id))];
-  const facts =
-    recalled.facts ??
-    (subject.principal ? await readTreeFacts(deps.db, { chain, principal: subject.principal, podIds }) : NO_PRINCIPAL_FACTS);
-  snapshot.remember(keys, { subject: verified, principal: subject.principal, facts, podCount: podIds.length });
+  // What the snapshot did not vouch for is read now and remembered in it; a warm check reads nothing.
+  let facts = recalled.facts;
+  if (!facts || !recalled.brokerConfirmed || verified) {
+    const podIds = [...new Set(chain.map((link) => link.target.pod_id))];
+    facts ??= subject.principal ? await readTreeFacts(deps.db, { chain, principal: subject.principal, podIds }) : NO_PRINCIPAL_FACTS;
+    snapshot.remember(keys, { subject: verified, principal: subject.principal, facts, podCount: podIds.length });
+  }
   return { ...start, nowMs, chain, snapshot, subject, facts, approval };
 }
 
