@@ -146,7 +146,6 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     grants,
     broker: createBrokerService({
       ...createBrokerComponents(db, redis, treeWindows, config.BROKER_FACT_MAX_AGE_MS),
-      treeWindows,
       db,
       policy,
       log,

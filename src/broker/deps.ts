@@ -8,8 +8,9 @@ import type { Database } from '../db/database';
 import type { Logger } from '../kernel/log';
 import type { PolicyEngine } from '../policy/engine';
 import type { SlidingWindowBudget } from '../budget/sliding-window';
-import type { TreeWindowsSource } from '../budget/rebuild';
+import type { TreeWindowsRebuilder } from '../budget/rebuild';
 import type { TreeFactsCache } from './tree-facts';
+import type { TreeInputMembers } from './policy-input';
 import type { VerifiedBrokerTokens } from './verified-tokens';
 
 /** The per-replica state of the broker check: caches, the budget script, the trail writer. */
@@ -17,15 +18,17 @@ export interface BrokerComponents {
   chains: ChainCache;
   trees: TreeFactsCache;
   budget: SlidingWindowBudget;
+  /** Rebuilds a tree's windows from the call trail when Redis lost them. */
+  windows: TreeWindowsRebuilder;
   trail: CallTrailWriter;
+  /** The input members of each tree's facts, built once per facts object. */
+  treeInputs: TreeInputMembers;
   brokerTokens: VerifiedBrokerTokens;
 }
 
 /** What the broker check and call outcomes use, and nothing more. */
 export interface BrokerDeps extends BrokerComponents {
   db: Database;
-  /** What a rebuild of a tree's windows reads of the grants and the call trail. */
-  treeWindows: TreeWindowsSource;
   policy: PolicyEngine;
   log: Logger;
   clock: Clock;

@@ -27,7 +27,7 @@ export interface CallFacts {
  * replaces them with a mask (the resource read from them is kept), and the call record keeps
  * their digest.
  */
-export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts) {
+export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts, kept?: TreeInputMembers) {
   const { principal, source } = call.subject;
   const access = Object.hasOwn(facts.connection.tools, call.tool) ? facts.connection.tools[call.tool] : undefined;
   const pointers = access && Object.hasOwn(facts.toolResources, call.tool) ? facts.toolResources[call.tool] : undefined;
@@ -43,30 +43,32 @@ export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts) {
     principal: principal ?? undefined,
     principal_source: source,
     trust_asserted_principal: call.trustAssertedPrincipal,
-    ...treeFacts(chain, facts, principal),
+    ...(kept ? kept.of(chain, facts, principal) : buildTreeFacts(chain, facts, principal)),
   };
 }
 
 type TreeFacts = ReturnType<typeof buildTreeFacts>;
 
-/** The tree facts of the checks that share one facts object (one tree version, leaf and principal). */
-const treeFactsMemo = new WeakMap<MutableFacts, { chain: Chain; principal: CallPrincipal | null; value: TreeFacts }>();
-
 /**
  * The members of the input that come from the chain and the tree's mutable facts. They are the
  * same for every check of a grant by one principal until the tree changes (a new facts object), so
- * they are built once and their JSON is kept (policy/input-json.ts): most of the input's text.
+ * a replica builds them once per facts object and their JSON is kept (policy/input-json.ts): most
+ * of the input's text. One instance per replica, made with the broker's caches.
  */
-function treeFacts(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null): TreeFacts {
-  if (facts === NO_PRINCIPAL_FACTS) return buildTreeFacts(chain, facts, principal);
-  const memo = treeFactsMemo.get(facts);
-  if (memo && memo.chain === chain && memo.principal?.kind === principal?.kind && memo.principal?.id === principal?.id) return memo.value;
-  const value = buildTreeFacts(chain, facts, principal);
-  serializedOnce(value.chain);
-  serializedOnce(value.connection);
-  serializedOnce(value.members);
-  treeFactsMemo.set(facts, { chain, principal, value });
-  return value;
+export class TreeInputMembers {
+  private readonly built = new WeakMap<MutableFacts, { chain: Chain; principal: CallPrincipal | null; value: TreeFacts }>();
+
+  of(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null): TreeFacts {
+    if (facts === NO_PRINCIPAL_FACTS) return buildTreeFacts(chain, facts, principal);
+    const kept = this.built.get(facts);
+    if (kept && kept.chain === chain && kept.principal?.kind === principal?.kind && kept.principal?.id === principal?.id) return kept.value;
+    const value = buildTreeFacts(chain, facts, principal);
+    serializedOnce(value.chain);
+    serializedOnce(value.connection);
+    serializedOnce(value.members);
+    this.built.set(facts, { chain, principal, value });
+    return value;
+  }
 }
 
 function buildTreeFacts(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null) {

@@ -1,6 +1,6 @@
 import type { BrokerComponents, BrokerDeps } from './deps';
 import type { RedisClient } from '../budget/redis-client';
-import { rebuildTreeWindows, type TreeWindowsSource } from '../budget/rebuild';
+import { TreeWindowsRebuilder, type TreeWindowsSource } from '../budget/rebuild';
 import { SlidingWindowBudget } from '../budget/sliding-window';
 import type { Database } from '../db/database';
 import { brokerCheckCredentials } from './authenticator';
@@ -10,6 +10,7 @@ import { ChainCache } from './chain';
 import { checkCall } from './check';
 import { recordOutcome } from './outcome';
 import { TreeFactsCache } from './tree-facts';
+import { TreeInputMembers } from './policy-input';
 
 /**
  * The per-replica state of the check. A tree's version is read from Redis before any of its facts
@@ -22,12 +23,15 @@ export function createBrokerComponents(
   factMaxAgeMs: number,
 ): BrokerComponents {
   const budget = new SlidingWindowBudget(redis);
-  const versionOf = async (rootId: string) => (await budget.treeVersion(rootId)) ?? (await rebuildTreeWindows(treeWindows, budget, rootId));
+  const windows = new TreeWindowsRebuilder(treeWindows, budget);
+  const versionOf = async (rootId: string) => (await budget.treeVersion(rootId)) ?? (await windows.rebuild(rootId));
   return {
     chains: new ChainCache(db),
     trees: new TreeFactsCache(versionOf, factMaxAgeMs),
     budget,
+    windows,
     trail: new CallTrailWriter(db),
+    treeInputs: new TreeInputMembers(),
     brokerTokens: new VerifiedBrokerTokens(factMaxAgeMs),
   };
 }

@@ -36,25 +36,29 @@ export interface TreeWindowsSource {
 
 /**
  * Rebuilds every window of a grant tree from the call trail, after Redis lost the tree's keys (a
- * restart without persistence, an eviction): a used-up budget stays used up. Answers the tree's
- * version, the one this call stored or the one another replica stored first.
+ * restart without persistence, an eviction): a used-up budget stays used up. `rebuild` answers the
+ * tree's version, the one it stored or the one another replica stored first. Concurrent checks of
+ * a tree whose keys are gone (every new tree's first checks, or all trees after a Redis restart)
+ * share one rebuild per instance (one per replica, made in composition) instead of each reading
+ * the trail.
  */
-export function rebuildTreeWindows(source: TreeWindowsSource, budget: SlidingWindowBudget, rootId: string): Promise<string> {
-  // Concurrent checks of a tree whose keys are gone (every new tree's first checks, or all trees
-  // after a Redis restart) share one rebuild per replica instead of each reading the trail.
-  let running = inFlight.get(budget);
-  if (!running) inFlight.set(budget, (running = new Map()));
-  const trees = running;
-  let rebuilding = trees.get(rootId);
-  if (!rebuilding) {
-    rebuilding = rebuild(source, budget, rootId).finally(() => trees.delete(rootId));
-    trees.set(rootId, rebuilding);
-  }
-  return rebuilding;
-}
+export class TreeWindowsRebuilder {
+  private readonly inFlight = new Map<string, Promise<string>>();
 
-/** Rebuilds under way, per budget (one Redis) and tree. */
-const inFlight = new WeakMap<SlidingWindowBudget, Map<string, Promise<string>>>();
+  constructor(
+    private readonly source: TreeWindowsSource,
+    private readonly budget: SlidingWindowBudget,
+  ) {}
+
+  rebuild(rootId: string): Promise<string> {
+    let rebuilding = this.inFlight.get(rootId);
+    if (!rebuilding) {
+      rebuilding = rebuild(this.source, this.budget, rootId).finally(() => this.inFlight.delete(rootId));
+      this.inFlight.set(rootId, rebuilding);
+    }
+    return rebuilding;
+  }
+}
 
 async function rebuild(source: TreeWindowsSource, budget: SlidingWindowBudget, rootId: string): Promise<string> {
   const levels = (await source.levelsOf(rootId)).map((level) => ({ ...level, bucketMs: budget.bucketMsOf(level) }));

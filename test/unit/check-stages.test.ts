@@ -133,7 +133,7 @@ describe('charge (the first side effect)', () => {
 
   it('consumes for an allow and only probes otherwise, under the snapshot’s version', async () => {
     const fake = budget({ kind: 'allowed', remaining: 4, resetMs: 10, atMs: 99 });
-    const deps = { ...fake, db: unexpected('the database'), treeWindows: {} } as unknown as ChargeDeps;
+    const deps = { ...fake, db: unexpected('the database'), windows: { rebuild: unexpected('a rebuild') } } as unknown as ChargeDeps;
     expect(await charge(deps, resolved(), allow)).toEqual({ kind: 'taken', atMs: 99, remaining: 4, resetMs: 10 });
     await charge(deps, resolved(), deny);
     expect(fake.runs.map((r) => [r.mode, r.expectedVersion, r.levels.length])).toEqual([

@@ -1,11 +1,10 @@
 import { claimApproval } from '../../approvals/requests';
-import { rebuildTreeWindows } from '../../budget/rebuild';
 import type { BudgetLevel } from '../../budget/sliding-window';
 import type { BrokerDeps } from '../deps';
 import type { Chain } from '../chain';
 import type { Charged, Resolved, Verdict } from './stages';
 
-export type ChargeDeps = Pick<BrokerDeps, 'db' | 'budget' | 'treeWindows'>;
+export type ChargeDeps = Pick<BrokerDeps, 'db' | 'budget' | 'windows'>;
 
 /**
  * The third stage, the first with a side effect: one budget script over the whole chain, which
@@ -33,7 +32,7 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
     switch (answer.kind) {
       case 'missing':
         // Redis lost the tree: its windows are rebuilt from the call trail, then resolved again.
-        return { kind: 'stale', treeVersion: await rebuildTreeWindows(deps.treeWindows, deps.budget, rootId) };
+        return { kind: 'stale', treeVersion: await deps.windows.rebuild(rootId) };
       case 'stale':
         return { kind: 'stale', treeVersion: answer.version };
       case 'allowed':

@@ -4,7 +4,7 @@ import type { BrokerDeps } from '../deps';
 import { checkInput } from '../policy-input';
 import type { Resolved, Verdict } from './stages';
 
-export type DecideDeps = Pick<BrokerDeps, 'policy' | 'trustAssertedPrincipal' | 'localTime'>;
+export type DecideDeps = Pick<BrokerDeps, 'policy' | 'trustAssertedPrincipal' | 'localTime' | 'treeInputs'>;
 
 /**
  * The second stage: pure (no I/O). broker/check decides on the resolved facts; a refusal of the
@@ -26,6 +26,7 @@ export function decide(deps: DecideDeps, call: Resolved): Verdict {
     },
     call.chain,
     call.facts,
+    deps.treeInputs,
   );
   const decision = deps.policy.evaluate(decisions.brokerCheck, input);
   if (decision.reasons.includes('not_found')) throw new ApiError('not_found', 'no such grant');
