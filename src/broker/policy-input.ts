@@ -3,10 +3,21 @@ import type { approvalFact } from '../approvals/requests';
 import type { ToolResourcePointers } from '../connections/facts';
 import type { LocalTime } from '../kernel/local-time';
 import type { Chain } from './chain';
-import type { CallSubject } from './check/stages';
 import { NO_PRINCIPAL_FACTS, type MutableFacts } from './tree-facts';
 import type { CallPrincipal } from '../kernel/principals';
 import { serializedOnce } from '../policy/input-json';
+
+/** Whose call it is: their own credential, forwarded (preferred), or a principal the broker asserts. */
+export interface SubjectInput {
+  subjectToken?: string;
+  principal?: CallPrincipal;
+}
+
+export interface CallSubject {
+  /** Who the call is for; null when the forwarded subjectToken did not verify. */
+  principal: CallPrincipal | null;
+  source: 'subject_token' | 'asserted';
+}
 
 export interface CallFacts {
   brokerId: string;

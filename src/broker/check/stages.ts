@@ -3,30 +3,21 @@ import type { approvalFact } from '../../approvals/requests';
 import type { CallPrincipal } from '../../kernel/principals';
 import type { CheckingBroker } from '../authenticator';
 import type { Chain } from '../chain';
+import type { CallSubject, SubjectInput } from '../policy-input';
 import type { MutableFacts, TreeSnapshot } from '../tree-facts';
+
+export type { CallSubject, SubjectInput } from '../policy-input';
 
 /**
  * The hand-offs of the broker check's stages, and nothing else: resolve (reads only) → decide
  * (pure) → charge (the first side effect) → settle (the answer, the approval and the record).
  */
 
-/** Whose call it is: their own credential, forwarded (preferred), or a principal the broker asserts. */
-export interface SubjectInput {
-  subjectToken?: string;
-  principal?: CallPrincipal;
-}
-
-export interface CallSubject {
-  /** Who the call is for; null when the forwarded subjectToken did not verify. */
-  principal: CallPrincipal | null;
-  source: 'subject_token' | 'asserted';
-}
-
 export interface CheckRequest extends SubjectInput {
   grantId: string;
   tool: string;
   args: Record<string, unknown>;
-  /** A re-sent check: the approval a human gave this very call (CONTRACT §9). */
+  /** A re-sent check: the approval a human gave this very call. */
   approvalId?: string;
 }
 
@@ -36,7 +27,7 @@ export interface CheckAnswer {
   reason: string;
   approvalId?: string;
   approval?: { id: string; expiresAt: string };
-  /** The message of the org rule whose reason this is (CONTRACT §10). */
+  /** The message of the org rule whose reason this is. */
   message?: string;
   retryAfterMs?: number;
   budget: { remaining: number; resetMs: number };
