@@ -8,7 +8,7 @@
 //      decision logs (on by default, and on in 1.) shows;
 //   5. the service again, on a module with the three example org packages enforced
 //      (ORG_POLICY_MODES) and a chain whose root constrains repositories, refs and paths, so
-//      every check also extracts its resources from `args` (CONTRACT §8, §10);
+//      every check also extracts its resources from `args`;
 //   6. 1. on the Node pinned in tools/node (the release line the Docker image runs), when
 //      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1.
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,

@@ -5,7 +5,7 @@
 //     which Rego packages name in their METADATA (`schemas: - input: schema.<package>`) and
 //     `opa check --schema` holds them to;
 //   - refuses a build whose `entrypoint: true` annotations are not exactly the catalogue;
-//   - lists the security team's org packages (policies/org, CONTRACT §10) with their modes
+//   - lists the security team's org packages (policies/org) with their modes
 //     (METADATA `custom: {mode: enforce|shadow|off}`, overridden by ORG_POLICY_MODES, e.g.
 //     `broker.check.protected_branches=enforce,broker.check.working_hours=shadow`) into a
 //     generated package `org_settings`, which lib.org reads: a mode is a policy change;

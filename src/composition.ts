@@ -199,7 +199,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
 /** The `labels.version` of decision events: what package.json says this build is. */
 const SERVICE_VERSION: string = packageJson.version;
 
-/** CONTRACT §11: an OPA bundle (file or server, signed in production) or, for development, the bare module. */
+/** The policy: an OPA bundle (file or server, signed in production) or, for development, the bare module. */
 async function policySource(config: Config): Promise<PolicySource> {
   const production = config.NODE_ENV === 'production';
   const keyText = config.POLICY_BUNDLE_PUBLIC_KEY;

@@ -28,7 +28,7 @@ const environmentSchema = z
       .regex(/^[A-Za-z0-9:_-]*$/)
       .default('gb:'),
     REDIS_COMMAND_TIMEOUT_MS: int(10, 10000).default(250),
-    // A Redis Cluster instead of REDIS_URL (CONTRACT §12): some of its nodes, host:port,host:port.
+    // A Redis Cluster instead of REDIS_URL: some of its nodes, host:port,host:port.
     REDIS_CLUSTER_NODES: z
       .string()
       .regex(/^\s*[\w.-]+:\d{1,5}(\s*,\s*[\w.-]+:\d{1,5})*\s*$/, 'a comma-separated list of host:port')
@@ -78,7 +78,7 @@ const environmentSchema = z
     // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is
     // refused (403). Only for brokers that authenticate their callers themselves and are trusted to.
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
-    // How long a human has to decide a call waiting for approval (CONTRACT §9).
+    // How long a human has to decide a call waiting for approval.
     APPROVAL_TTL_MS: int(10_000, 7 * 86_400_000).default(900_000),
     // The zone in which org rules read the time of a call (broker check input `local_time`).
     POLICY_TIME_ZONE: z

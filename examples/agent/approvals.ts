@@ -7,7 +7,7 @@ export interface ToolCall {
   args: Record<string, unknown>;
 }
 
-/** What the broker's check answered (CONTRACT §5, §9), and what the call gave when it was made. */
+/** What the broker's check answered, and what the call gave when it was made. */
 export interface CallAnswer {
   decision: 'allow' | 'deny' | 'approval_required';
   reason: string;
@@ -32,7 +32,7 @@ interface Waiting {
 }
 
 /**
- * Calls that wait for a human (CONTRACT §9). A write under `approve` answers `approval_required`
+ * Calls that wait for a human. A write under `approve` answers `approval_required`
  * with an approval bound to this call's grant, tool, principal and arguments; the agent keeps the
  * call, and when `approval.decided` arrives it re-sends exactly the same call with the
  * `approvalId` (any other arguments would be refused as `approval_mismatch`), or gives up if the

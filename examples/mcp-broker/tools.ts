@@ -4,7 +4,7 @@ import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.
 /**
  * The code-hosting tools this broker fronts. One list serves three readers: the MCP client sees
  * `description` and `inputSchema`; the connection is registered with `access` and `resource` (the
- * JSON pointers into the arguments where the repository, ref and path sit, CONTRACT §8), so the
+ * JSON pointers into the arguments where the repository, ref and path sit), so the
  * grant broker can hold each call to the grant's repositories; the connector maps a call to its
  * HTTP request.
  */

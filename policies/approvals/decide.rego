@@ -1,7 +1,7 @@
 # METADATA
 # title: Deciding an approval
 # description: |
-#   Who may read, list, approve or deny an approval of one call (CONTRACT §9): the connection
+#   Who may read, list, approve or deny an approval of one call: the connection
 #   owner of its grant, or an owner or admin of the grant's target pod; anyone else learns nothing
 #   (`not_found`). Nobody decides their own call (`self_approval`); an approval is decided once,
 #   before it expires, while its grant is still active. `list` is whether the approval belongs in

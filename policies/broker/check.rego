@@ -1,7 +1,7 @@
 # METADATA
 # title: Broker pre-call check
 # description: |
-#   Decides one tool call through a grant (CONTRACT §5) before the budget is consulted.
+#   Decides one tool call through a grant before the budget is consulted.
 #   Input: policies/schemas/broker/check.json, the JSON Schema that `opa check` holds this
 #   package to (written by the build from src/kernel/decisions).
 #   The decision also names the one `reason` the broker reports: the first of `precedence`.
@@ -41,7 +41,7 @@ precedence := [
 # METADATA
 # title: decision
 # description: |
-#   `{allow, reasons, reason, org}`: reasons are the deny reasons of CONTRACT §5 and §8, those of
+#   `{allow, reasons, reason, org}`: reasons are the core deny reasons, those of
 #   enforced org rules, and `approval_required` when one of them asks for approval; `org` holds
 #   the org findings (lib.org), shadow ones included.
 # entrypoint: true
@@ -96,11 +96,11 @@ reasons contains "write_not_allowed" if {
 	grants.tool_beyond_mode(input.tool.access, grant.write_mode)
 }
 
-# A value the tool names is matched only when canonical (CONTRACT §14), whatever the chain's
+# A value the tool names is matched only when canonical, whatever the chain's
 # patterns: a connector would send it on, and a code host normalise it, somewhere else.
 reasons contains "resource_invalid" if resources.invalid(input.resource)
 
-# Every level of the chain must allow the call's resources (CONTRACT §8).
+# Every level of the chain must allow the call's resources.
 reasons contains "resource_unknown" if {
 	some constraint in chain_constraints
 	resources.unknown(constraint, input.resource)
@@ -128,7 +128,7 @@ reasons contains "runtime_stopped" if {
 # The security team's own rules (lib.org): enforced denials, and approvals asked for.
 reasons contains finding.reason if some finding in org_findings.denials
 
-# CONTRACT §9: a write tool under `approve` at any level, or an org rule, needs a human's approval
+# A write tool under `approve` at any level, or an org rule, needs a human's approval
 # of this very call; a re-sent check brings it, and it must be this call's and still good.
 reasons contains "approval_required" if {
 	needs_approval

@@ -125,7 +125,7 @@ test_reason_follows_precedence if {
 	d.reason == "tool_not_allowed"
 }
 
-# CONTRACT §8: resources constrain every level of the chain.
+# Resources constrain every level of the chain.
 constrained(grant, patterns) := object.union(grant, {"resources": patterns})
 
 constrained_base := object.union(base, {
@@ -150,7 +150,7 @@ test_a_call_that_names_no_constrained_resource_fails_closed if {
 	d.reason == "resource_unknown"
 }
 
-# CONTRACT §10: org packages add findings by their mode.
+# Org packages add findings by their mode.
 org_deny := {{"reason": "default_branch_write", "message": "use a pull request"}}
 
 with_org_rule(mode) := {"broker.check": {"team_rule": mode}}
@@ -211,7 +211,7 @@ test_a_tool_without_access_on_its_connection_is_not_allowed if {
 	d.reason == "tool_not_allowed"
 }
 
-# CONTRACT §9: a write tool under `approve` waits for a human's approval of that very call.
+# A write tool under `approve` waits for a human's approval of that very call.
 approve_mode := object.union(base, {
 	"chain": [object.union(child, {"write_mode": "approve"}), object.union(root, {"write_mode": "approve"})],
 	"tool": {"name": "issues.comment", "access": "write"},
@@ -269,7 +269,7 @@ test_an_approval_does_not_outlive_its_grant if {
 	d.reason == "revoked"
 }
 
-# CONTRACT §14: a non-canonical value is denied whatever the chain's patterns, unconstrained too.
+# A non-canonical value is denied whatever the chain's patterns, unconstrained too.
 test_a_call_on_a_non_canonical_resource_is_invalid if {
 	d := check.decision with input as on_repository(base, "acme/..")
 	d.reason == "resource_invalid"

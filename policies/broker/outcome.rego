@@ -1,7 +1,7 @@
 # METADATA
 # title: Call outcome
 # description: |
-#   Completing a call record (CONTRACT §5): once, by the grant's own broker, and only for a call
+#   Completing a call record: once, by the grant's own broker, and only for a call
 #   that was allowed (a denied call never ran).
 #   Input: policies/schemas/broker/outcome.json, the JSON Schema that `opa check` holds this
 #   package to (written by the build from src/kernel/decisions).

@@ -1,7 +1,7 @@
 # METADATA
 # title: Broker ownership
 # description: |
-#   Only a grant's own broker may check calls on it or report their outcomes (CONTRACT §2). Any
+#   Only a grant's own broker may check calls on it or report their outcomes. Any
 #   other broker learns nothing, not even that the grant exists. Shared by broker.check and
 #   broker.outcome; nothing here is an entrypoint.
 package broker.ownership

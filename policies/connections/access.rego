@@ -2,7 +2,7 @@
 # title: Connection access
 # description: |
 #   A connection (a connector installation and its enabled tools) is visible to its owner and
-#   to no one else (CONTRACT §3); for everyone else it does not exist.
+#   to no one else; for everyone else it does not exist.
 # schemas:
 #   - input: schema.connections.access
 package connections.access

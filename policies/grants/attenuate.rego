@@ -1,7 +1,7 @@
 # METADATA
 # title: Grant attenuation
 # description: |
-#   An installed agent narrows a usable grant into a child (spec §3, §7.2; CONTRACT §4). The
+#   An installed agent narrows a usable grant into a child. The
 #   calling seat must be in the parent's effective audience, its runtime not stopped, the parent
 #   active with its connection connected, and the chain not too deep. The child may not widen
 #   anything; `widened` names every field that would (in request-body spelling).
@@ -61,7 +61,7 @@ reasons contains "delegation_too_deep" if count(input.grant.chain) > input.max_d
 
 reasons contains "grant_widening" if count(widened) > 0
 
-# CONTRACT §14: a pattern that could only match values no check would ever match.
+# A pattern that could only match values no check would ever match.
 reasons contains "resource_pattern_invalid" if count(unmatchable_patterns) > 0
 
 reasons contains "audience_not_member" if {

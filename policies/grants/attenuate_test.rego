@@ -204,7 +204,7 @@ test_live_children_are_capped if {
 	refused.reasons == ["too_many_children"]
 }
 
-# CONTRACT §8: a child narrows the parent's resources, never widens them.
+# A child narrows the parent's resources, never widens them.
 under_acme := with_parent(base, {"resources": {"repositories": ["acme/*"]}})
 
 test_a_child_may_narrow_resources if {
@@ -222,7 +222,7 @@ test_a_child_may_not_drop_a_constrained_dimension if {
 	d.widened == ["resources"]
 }
 
-# CONTRACT §10: org packages of grants.attenuate.
+# Org packages of grants.attenuate.
 test_an_org_rule_refuses_an_attenuation if {
 	d := attenuate.decision with input as base
 		with data.org_settings.modes as {"grants.attenuate": {"team_rule": "enforce"}}
@@ -231,7 +231,7 @@ test_an_org_rule_refuses_an_attenuation if {
 	d.reasons == ["approval_required", "no_subdelegation"]
 }
 
-# CONTRACT §9: write → approve → read, only downwards.
+# Write → approve → read, only downwards.
 test_write_mode_narrows_through_approve if {
 	under_write := with_parent(base, {"write_mode": "write"})
 	attenuate.decision.allow with input as with_child(under_write, {"write_mode": "approve"})
@@ -241,7 +241,7 @@ test_write_mode_narrows_through_approve if {
 	d.widened == ["writeMode"]
 }
 
-# CONTRACT §14: `acme/*` covers `acme/..` as text; the child's pattern is refused all the same.
+# `acme/*` covers `acme/..` as text; the child's pattern is refused all the same.
 test_a_child_pattern_that_matches_only_non_canonical_values_is_refused if {
 	d := attenuate.decision with input as with_child(under_acme, {"resources": {"repositories": ["acme/.."]}})
 	d.reasons == ["resource_pattern_invalid"]

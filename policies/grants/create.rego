@@ -1,7 +1,7 @@
 # METADATA
 # title: Root grant creation
 # description: |
-#   Creating a root grant (spec §3, §7.1; CONTRACT §4). The caller must own the connection: a
+#   Creating a root grant. The caller must own the connection: a
 #   connection is visible to its owner alone, so someone else's is not found, exactly like an
 #   unknown one (nothing tells that it exists). For the owner every refusal is reported at once.
 #   Input: policies/schemas/grants/create.json, the JSON Schema that `opa check` holds this
@@ -15,7 +15,7 @@ import data.lib.grants
 import data.lib.org
 import data.lib.resources
 
-# CONTRACT §4: expiresAt is in the future and at most 365 days away.
+# ExpiresAt is in the future and at most 365 days away.
 max_lifetime_ms := 365 * 86400000
 
 # METADATA
@@ -65,7 +65,7 @@ reasons contains "audience_not_member" if {
 	not in_scope(id)
 }
 
-# CONTRACT §14: a pattern that could only match values no check would ever match.
+# A pattern that could only match values no check would ever match.
 reasons contains "resource_pattern_invalid" if count(unmatchable_patterns) > 0
 
 reasons contains "tool_not_enabled" if {

@@ -122,7 +122,7 @@ test_every_reason_at_once if {
 	] with input as req
 }
 
-# CONTRACT §10: org packages of grants.create.
+# Org packages of grants.create.
 test_an_org_rule_refuses_a_grant if {
 	d := create.decision with input as base
 		with data.org_settings.modes as {"grants.create": {"team_rule": "enforce"}}
@@ -132,7 +132,7 @@ test_an_org_rule_refuses_a_grant if {
 	d.org.denials[0].message == "ask the security team"
 }
 
-# CONTRACT §14: a pattern that could only match values no check would match is refused.
+# A pattern that could only match values no check would match is refused.
 test_patterns_that_match_only_non_canonical_values_are_refused if {
 	req := with_request(base, {"resources": {"paths": ["docs/**", "docs/../*"], "refs": ["refs/heads/*.lock"]}})
 	d := create.decision with input as req

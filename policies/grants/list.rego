@@ -1,7 +1,7 @@
 # METADATA
 # title: Grant list
 # description: |
-#   Listing the grants of a pod (spec §4.1): members with access to the pod, humans and
+#   Listing the grants of a pod: members with access to the pod, humans and
 #   installed agents. Anyone else learns nothing, not even that the pod exists. Which listed
 #   grants the caller sees is then decided grant by grant by data.grants.read.
 #   Input: policies/schemas/grants/list.json, the JSON Schema that `opa check` holds this

@@ -1,7 +1,7 @@
 # METADATA
 # title: Grant read
 # description: |
-#   Reading a grant or its call trail (spec §5 rule 3). Outside the read scope a grant does not
+#   Reading a grant or its call trail. Outside the read scope a grant does not
 #   exist. An allowed read also carries the status and the effective audience, computed here at
 #   read time from the whole chain and from current membership, so TypeScript never derives them.
 #   Input: policies/schemas/grants/read.json, the JSON Schema that `opa check` holds this

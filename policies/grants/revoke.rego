@@ -1,7 +1,7 @@
 # METADATA
 # title: Grant revocation
 # description: |
-#   Revoking (or deleting) a grant is for the owner of its connection (spec §5 rule 1), which is
+#   Revoking (or deleting) a grant is for the owner of its connection, which is
 #   the same connection along the whole tree. A caller who can read the grant but does not own
 #   the connection is refused; anyone else learns nothing.
 #   Input: policies/schemas/grants/revoke.json, the JSON Schema that `opa check` holds this

@@ -1,7 +1,7 @@
 # METADATA
 # title: Grant read scope
 # description: |
-#   Who may see a grant (spec §5 rule 3, CONTRACT §4): the connection owner; for a pod grant the
+#   Who may see a grant: the connection owner; for a pod grant the
 #   current members of its pod (humans and installed agents); for a seat grant the seat itself.
 #   The read, list, revoke and attenuate decisions share these rules; nothing here is an
 #   entrypoint. `facts` is GrantFacts of src/kernel/decisions/facts.ts: the chain (the grant

@@ -2,7 +2,7 @@
 # title: Grant facts
 # description: |
 #   What every grant decision shares: the status of a grant computed from its whole chain, and
-#   its effective audience computed from current membership (CONTRACT §4). Grant and broker
+#   its effective audience computed from current membership. Grant and broker
 #   policies import this package; nothing here is an entrypoint.
 #
 #   A grant fact is GrantFact of src/kernel/decisions/facts.ts (in every input schema of
@@ -10,7 +10,7 @@
 #   Members are the ids (humans and installed agents) currently in the grant's target pod.
 package lib.grants
 
-# `read` < `approve` < `write` (CONTRACT §9): attenuation may only move down.
+# `read` < `approve` < `write`: attenuation may only move down.
 write_rank := {"read": 0, "approve": 1, "write": 2}
 
 # METADATA

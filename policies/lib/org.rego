@@ -1,7 +1,7 @@
 # METADATA
 # title: Org policy findings
 # description: |
-#   CONTRACT §10: the security team's own packages, `org.<decision>.<name>` (for example
+#   The security team's own packages, `org.<decision>.<name>` (for example
 #   `org.broker.check.protected_branches`), add `deny` and `require_approval` findings, each
 #   `{"reason": "...", "message": "..."}`, to the core decisions broker.check, grants.create and
 #   grants.attenuate. Each package has a mode, written by the build into

@@ -1,7 +1,7 @@
 # METADATA
 # title: Resource patterns
 # description: |
-#   CONTRACT §8: a grant's `resources` name, by dimension, the patterns of what its tools may
+#   A grant's `resources` name, by dimension, the patterns of what its tools may
 #   touch. `*` matches within one `/`-separated segment; in paths a whole segment `**` matches
 #   across segments. The grants domain refuses every other glob syntax before a pattern is stored,
 #   so `glob.match` with `/` as the delimiter is exactly these semantics.
@@ -111,7 +111,7 @@ not_allowed(constraint, resource) if {
 # METADATA
 # scope: document
 # description: |
-#   CONTRACT §14: a value is matched only in its canonical spelling, so no pattern can be walked
+#   A value is matched only in its canonical spelling, so no pattern can be walked
 #   out of with `..`, a doubled `/` or a `\` that a connector or a code host would normalise.
 #   `dimension` is a key of the call's `resource`: `repository`, `ref` or `path`. Beyond the
 #   contract's rules, a percent-encoded `.`, `/`, `\` or control character is refused too: a

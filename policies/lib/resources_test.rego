@@ -83,7 +83,7 @@ test_a_chain_judges_each_distinct_constraint_once if {
 	resources.constraints([{"resources": {"paths": ["a"]}}, {"resources": {"paths": ["a"]}}, {}]) == {{"paths": ["a"]}}
 }
 
-# CONTRACT §14: canonical spellings, per dimension.
+# Canonical spellings, per dimension.
 canonical_values := {
 	"repository": ["acme/api", "Acme-1/api.v2_x", "a/b", "a.b/..c", concat("", ["o/", repeat("n", 100)])],
 	"ref": ["main", "refs/heads/main", "refs/heads/feature/x-1", "refs/tags/v1.2.3", "refs/heads/ünïcode", "v1.lockx"],

@@ -1,9 +1,9 @@
 # METADATA
 # title: No direct writes to a default branch
 # description: |
-#   An example org rule (CONTRACT §10), off until switched on: a write tool whose call names a
+#   An example org rule, off until switched on: a write tool whose call names a
 #   default branch as its ref is denied `default_branch_write`; changes there go through a pull
-#   request. The ref comes from the tool's `resource.ref` pointer into `args` (CONTRACT §8).
+#   request. The ref comes from the tool's `resource.ref` pointer into `args`.
 # schemas:
 #   - input: schema.broker.check
 # custom:

@@ -1,7 +1,7 @@
 # METADATA
 # title: Repositories on the allowlist only
 # description: |
-#   An example org rule (CONTRACT §10), off until switched on: a call that names a repository
+#   An example org rule, off until switched on: a call that names a repository
 #   outside the organisation's allowlist is denied `repository_not_allowlisted`, whatever the
 #   grant says. Patterns are those of grants' `resources` (`*` within a segment).
 # schemas:

@@ -1,7 +1,7 @@
 # METADATA
 # title: Write tools in working hours only
 # description: |
-#   An example org rule (CONTRACT §10), off until switched on: a write tool called outside
+#   An example org rule, off until switched on: a write tool called outside
 #   Monday to Friday, 09:00 to 18:00 in POLICY_TIME_ZONE is denied `outside_working_hours`.
 #   The time is `input.local_time`, which the service computes: the WASM target has no clock.
 # schemas:

@@ -1,7 +1,7 @@
 # METADATA
 # title: Pod access
 # description: |
-#   Who may read a pod and manage its members and installed agents (CONTRACT §3, §6):
+#   Who may read a pod and manage its members and installed agents:
 #   any member reads; owners and admins write; only owners touch the owner role; a pod keeps
 #   at least one owner. Someone outside the pod learns nothing, not even that it exists.
 # schemas:

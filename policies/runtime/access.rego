@@ -1,7 +1,7 @@
 # METADATA
 # title: Agent runtime access
 # description: |
-#   What an installed agent may reach with its runtime token (CONTRACT §6): the context of the pod
+#   What an installed agent may reach with its runtime token: the context of the pod
 #   it is installed in, and its own events. Anything else looks like it does not exist (404), so an
 #   agent learns nothing about other pods or other agents' events.
 #

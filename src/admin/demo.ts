@@ -14,7 +14,7 @@ export interface DemoWorld {
   agent: { name: string; agentId: string; token: string };
 }
 
-/** The tools of examples/mcp-broker, with where each call's repository, ref and path sit (CONTRACT §8). */
+/** The tools of examples/mcp-broker, with where each call's repository, ref and path sit. */
 const DEMO_TOOLS = [
   { name: 'repos.read_file', access: 'read' as const, resource: { repository: '/repository', ref: '/ref', path: '/path' } },
   { name: 'pulls.list', access: 'read' as const, resource: { repository: '/repository' } },

@@ -9,7 +9,7 @@ export function stateOf(row: ApprovalRow, now: number): ApprovalState {
   return row.state;
 }
 
-/** The approval record of CONTRACT §9: bound to grant, call, tool, principal and argument digest. */
+/** The approval record: bound to grant, call, tool, principal and argument digest. */
 export function presentApproval(row: ApprovalRow, now: number) {
   return {
     id: row.id,

@@ -57,7 +57,7 @@ export async function decideApproval(
 }
 
 /**
- * An approval does not outlive its grant (CONTRACT §9). In the revoke's transaction, the pending
+ * An approval does not outlive its grant. In the revoke's transaction, the pending
  * and approved approvals of the grants it revoked end at the revocation: their `expiresAt`
  * becomes `revokedAt`, so from then on they read as `expired` everywhere (the state is derived
  * from expires_at by the clock; `expired` is never stored) and leave the deciders' pending list.

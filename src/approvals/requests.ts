@@ -7,7 +7,7 @@ import { approvalsByOutcome } from './metrics';
 import { findApproval, insertApproval, useApproval } from './repository';
 
 /**
- * The broker's side of approvals (CONTRACT §9): a call that needs one gets an approval bound to
+ * The broker's side of approvals: a call that needs one gets an approval bound to
  * its grant, tool, principal and argument digest; a re-sent call brings it back and uses it once.
  */
 export interface ApprovalRequest {

@@ -13,7 +13,7 @@ import { decidableCandidates, decideApproval, findApproval, roleIn, type Approva
 type Action = 'read' | 'list' | 'approve' | 'deny';
 
 /**
- * The human side of approvals (CONTRACT §9). Every read and decision is approvals/decide's call;
+ * The human side of approvals. Every read and decision is approvals/decide's call;
  * the database only narrows the list to approvals the caller could be a decider of, and makes a
  * decision happen once (the row changes only while it is pending and unexpired).
  */

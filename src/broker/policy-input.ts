@@ -24,7 +24,7 @@ export interface CallFacts {
   tool: string;
   args: Record<string, unknown>;
   argsDigest: string;
-  /** The approval a re-sent check brings (CONTRACT §9), as approvals/requests reads it. */
+  /** The approval a re-sent check brings, as approvals/requests reads it. */
   approval?: Awaited<ReturnType<typeof approvalFact>>;
   subject: CallSubject;
   trustAssertedPrincipal: boolean;

@@ -29,7 +29,7 @@ export const CheckResult = z
     decision: z.enum(['allow', 'deny', 'approval_required']),
     callId: z.string(),
     reason: z.string().openapi({
-      description: "`allowed`, or the deny reason of CONTRACT §5 and §8, or an org rule's own reason (§10)",
+      description: "`allowed`, or a core deny reason, or an org rule's own reason",
     }),
     approvalId: z.string().optional().openapi({ description: 'With approval_required: the approval a human now decides' }),
     approval: z.object({ id: z.string(), expiresAt: z.string() }).optional(),

@@ -36,7 +36,7 @@ export function createBrokerComponents(
   };
 }
 
-/** The broker's surface (CONTRACT §5): the pre-call check and call outcomes. */
+/** The broker's surface: the pre-call check and call outcomes. */
 export function createBrokerService(deps: BrokerDeps) {
   return {
     check: checkCall.bind(null, deps),

@@ -7,7 +7,7 @@ import type { CallPrincipal } from '../kernel/principals';
 export interface MutableFacts {
   revokedIds: string[];
   connection: ConnectionFact;
-  /** Resource pointers of the connection's tools that declare them (CONTRACT §8), by tool name. */
+  /** Resource pointers of the connection's tools that declare them, by tool name. */
   toolResources: Record<string, ToolResourcePointers>;
   /** Pods of the chain's targets the principal is a current member of. */
   memberOf: string[];

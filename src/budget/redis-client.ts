@@ -3,7 +3,7 @@ import type { Logger } from '../kernel/log';
 
 /**
  * The Redis the service keeps budgets, version keys and rate limits in: one server
- * (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES, CONTRACT §12). Everything above takes
+ * (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES). Everything above takes
  * either: every multi-key command (the budget scripts, a refund) names keys of one grant tree,
  * which share its `{rootId}` hash tag and so one slot; everything else is single-key.
  */

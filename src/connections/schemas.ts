@@ -16,7 +16,7 @@ export const ToolResourceSchema = z
   .strictObject({ repository: ArgsPointer.optional(), ref: ArgsPointer.optional(), path: ArgsPointer.optional() })
   .refine((resource) => Object.values(resource).some((pointer) => pointer !== undefined), 'name at least one of repository, ref, path')
   .openapi('ToolResource', {
-    description: "Where the call's repository, ref and path sit in its `args` (CONTRACT §8); checked against grants' `resources`.",
+    description: "Where the call's repository, ref and path sit in its `args`; checked against grants' `resources`.",
   });
 
 export const ConnectionToolSchema = z

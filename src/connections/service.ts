@@ -26,7 +26,7 @@ export interface ConnectionsDeps {
   clock: Clock;
 }
 
-/** Connector installations and their tools (CONTRACT §3), visible to their owner alone. */
+/** Connector installations and their tools, visible to their owner alone. */
 export function createConnectionsService(deps: ConnectionsDeps) {
   return {
     create: createConnection.bind(null, deps),

@@ -73,7 +73,7 @@ function jwksKeys(jwksUri: string) {
 /** Subjects that look like our own ids would be confused with seats and other records. */
 const RESERVED_SUBJECT = /^(agt|pod|grt|con|ins|brk|evt|rtk|btk|call)_/;
 
-/** JWT_SECRET, or JWT_JWKS_URI with JWT_ISSUER and JWT_AUDIENCE (CONTRACT §2). */
+/** JWT_SECRET, or JWT_JWKS_URI with JWT_ISSUER and JWT_AUDIENCE. */
 export interface HumanJwtSettings {
   JWT_SECRET: string;
   JWT_JWKS_URI?: string;

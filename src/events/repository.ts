@@ -4,7 +4,7 @@ import type { Database } from '../db/database';
 
 type Queryable = Database | Knex.Transaction;
 
-/** The `type` of an event (CONTRACT §6). */
+/** The `type` of an event. */
 export type EventType =
   | 'grant.created'
   | 'grant.attenuated'

@@ -13,7 +13,7 @@ import { presentGrant } from './presenters';
 import { insertGrant, type GrantRow } from './repository';
 import type { CreateGrantInput } from './schemas';
 
-/** CONTRACT §4 defaults for the optional limits of a root grant. */
+/** Defaults for the optional limits of a root grant. */
 export const GRANT_DEFAULTS = {
   writeMode: 'read',
   budget: { calls: 1000, windowMs: 3_600_000 },

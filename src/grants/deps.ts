@@ -15,7 +15,7 @@ export interface GrantsDeps {
   attenuationLimit: RateLimit;
   limits: { maxDelegationDepth: number; maxLiveChildrenPerGrant: number };
   /**
-   * Ends the open approvals of revoked grants, in the revoke's transaction (CONTRACT §9). A port:
+   * Ends the open approvals of revoked grants, in the revoke's transaction. A port:
    * approvals/repository.ts owns the table and src/approvals builds on this domain, so
    * composition.ts fills it.
    */

@@ -6,7 +6,7 @@ import { readDecision } from './access';
 import type { GrantFacts } from './facts';
 
 /**
- * Grant events go to the installed agents that can read the grant (CONTRACT §6). Who can read
+ * Grant events go to the installed agents that can read the grant. Who can read
  * is the read policy's call, so it is asked once per installed agent of the pod rather than
  * re-deciding "pod grant: every agent, seat grant: the seat" here.
  */

@@ -8,7 +8,7 @@ export interface GrantView {
   audience: string[];
 }
 
-/** The grant record of CONTRACT §4: no connection id, no broker, no secret. */
+/** The grant record: no connection id, no broker, no secret. */
 export function presentGrant(row: GrantRow, view: GrantView) {
   return {
     id: row.id,

@@ -31,7 +31,7 @@ export interface GrantRow {
   expires_at: Date;
   created_at: Date;
   revoked_at: Date | null;
-  /** jsonb: CONTRACT §8 patterns by dimension; null constrains nothing. */
+  /** jsonb: resource patterns by dimension; null constrains nothing. */
   resources: Resources | null;
   /** The connection owner whose capability this is (the same along a tree). */
   granted_by: string;

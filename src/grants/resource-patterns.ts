@@ -1,7 +1,7 @@
 import { z } from '../kernel/schema';
 
 /**
- * Resource patterns of CONTRACT §8. `*` matches within one `/`-separated segment; in paths, a
+ * Resource patterns. `*` matches within one `/`-separated segment; in paths, a
  * whole segment `**` matches across segments. Nothing else is special: the characters glob
  * matching would read as syntax (`? [ ] { } \ !`) are refused, so a pattern means exactly what it
  * shows, and so are NUL, control characters, spaces and empty segments.

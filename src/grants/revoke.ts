@@ -10,7 +10,7 @@ import { presentGrant } from './presenters';
 import { lockTree, revokeSubtree, rootIdOf } from './repository';
 
 /**
- * Revokes a grant and every descendant in one transaction with one timestamp (CONTRACT §4).
+ * Revokes a grant and every descendant in one transaction with one timestamp.
  * Revoking again changes nothing and answers the same. The tree's root row is locked first, the
  * same lock attenuation takes, so no child can slip in under a grant being revoked.
  */

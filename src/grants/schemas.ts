@@ -5,7 +5,7 @@ import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';
 
 const DAY_MS = 86_400_000;
 
-/** Fields the server derives from the connection (spec §2.1): sending one is its own 400. */
+/** Fields the server derives from the connection: sending one is its own 400. */
 const SERVER_DERIVED = ['installationId', 'brokerId'] as const;
 
 /**
@@ -105,7 +105,7 @@ export const GrantSchema = z
     tools: z.array(z.string()),
     writeMode: z.enum(['read', 'approve', 'write']),
     budget: z.object({ calls: z.number().int(), windowMs: z.number().int() }),
-    resources: ResourcesSchema.nullable().openapi({ description: '`null`: unrestricted (CONTRACT §8)' }),
+    resources: ResourcesSchema.nullable().openapi({ description: '`null`: unrestricted' }),
     expiresAt: timestamp,
     createdAt: timestamp,
     revokedAt: timestamp.nullable(),

@@ -4,7 +4,7 @@ import { createGrant } from './create';
 import { listGrantCalls, listPodGrants, readGrant } from './read';
 import { revokeGrant } from './revoke';
 
-/** Grants: create, read, list, attenuate, revoke with cascade, call trail (CONTRACT §4). */
+/** Grants: create, read, list, attenuate, revoke with cascade, call trail. */
 export function createGrantsService(deps: GrantsDeps) {
   return {
     create: createGrant.bind(null, deps),

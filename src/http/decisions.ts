@@ -1,10 +1,10 @@
 /**
- * Decisions this service made where the spec and CONTRACT.md are silent. Published as the
+ * Decisions this service made where the interface it implements is silent. Published as the
  * description of the OpenAPI document so clients read them where they read the API.
  */
 export const API_DECISIONS = `
-Capability-grant broker for AI agents. Implements the Grant and Agent Runtime Interface and
-CONTRACT.md; where both are silent the decisions below apply.
+Capability-grant broker for AI agents. Implements the grant and agent runtime interface that the
+repository's docs/interface.md describes; the decisions below settle what it leaves open.
 
 - Query strings are validated like bodies: unknown query parameters are a 400 \`invalid_request\`.
 - A route that takes no body accepts none or \`{}\`; anything else is a 400.
@@ -102,7 +102,7 @@ CONTRACT.md; where both are silent the decisions below apply.
   counted call of that level leaves its window. \`Retry-After\` is \`retryAfterMs\` in seconds,
   rounded up. The principal must be in the effective audience of every grant of the chain; an
   agent principal whose runtime is stopped is denied \`runtime_stopped\`.
-- Resource values (CONTRACT §14): a value a tool's pointer finds in \`args\` is matched only in
+- Resource values: a value a tool's pointer finds in \`args\` is matched only in
   its canonical spelling, else the check denies \`resource_invalid\` whatever the grant's
   patterns (an unconstrained grant too: a connector would send the value on). A repository is
   \`owner/name\`, each part 1..100 of \`A-Z a-z 0-9 _ . -\` and neither \`.\` nor \`..\`; a ref follows
@@ -124,7 +124,7 @@ CONTRACT.md; where both are silent the decisions below apply.
 - Call outcome: \`POST /api/broker/calls/:callId/outcome\` answers 200 with the call record; a second
   report is 409 \`outcome_already_recorded\`; a denied call takes none (409 \`call_denied\`).
   \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The
-  \`errorCode\` is kept in the trail for operators; the call record shape stays CONTRACT §5's.
+  \`errorCode\` is kept in the trail for operators; the call record's shape does not change.
 - Call record \`approvalId\`: for an \`awaiting_approval\` call and for a call allowed through an
   approval, the approval's \`apr_…\` id (the decision that allowed the re-sent call is the logged
   broker/check event whose \`input.approval.id\` is that id); for any other allowed call the \`decision_id\` of the
@@ -151,7 +151,7 @@ CONTRACT.md; where both are silent the decisions below apply.
   \`approval.decided\` \`{approvalId, grantId, callId, state, tool}\`; an approval ended by a revoke
   sends none (the agent gets \`grant.revoked\`). \`approvals_total\` counts requested, approved,
   denied and used; \`approval_time_to_decision_seconds\` times each decision.
-- Org policies (CONTRACT §10): packages \`org.<decision>.<name>\` for broker.check, grants.create and
+- Org policies: packages \`org.<decision>.<name>\` for broker.check, grants.create and
   grants.attenuate. A package's mode (\`enforce\`, \`shadow\`, \`off\`) comes from its METADATA
   \`custom.mode\` (enforce when unset) or from \`ORG_POLICY_MODES\` (\`<decision>.<name>=<mode>,…\`),
   which the policy build reads and writes into the bundle; a name it does not know fails the
@@ -161,7 +161,7 @@ CONTRACT.md; where both are silent the decisions below apply.
   \`approval_required\` (a grant request carries no approval). Shadow findings are logged with
   the decision id, never enforced, and counted in \`policy_shadow_disagreements_total\` when the
   decision allowed; org messages are kept out of logs.
-- Policy distribution (CONTRACT §11): an OPA bundle from \`POLICY_BUNDLE_PATH\` or
+- Policy distribution: an OPA bundle from \`POLICY_BUNDLE_PATH\` or
   \`POLICY_BUNDLE_URL\` (\`POLICY_BUNDLE_TOKEN\` as bearer); without either, the development module
   \`POLICY_WASM_PATH\`. With \`POLICY_WATCH\` (default on) a file is re-read when it changes and a
   bundle server is asked every \`POLICY_BUNDLE_POLL_MS\` with \`If-None-Match\` (304: unchanged;

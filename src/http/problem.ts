@@ -1,6 +1,6 @@
 import { type ApiError, PROBLEMS } from '../kernel/errors';
 
-/** An ApiError as the RFC 9457 problem document the API answers with (CONTRACT §1). */
+/** An ApiError as the RFC 9457 problem document the API answers with. */
 export function problemBody(error: ApiError, instance: string) {
   return {
     type: `https://grant-broker.dev/problems/${error.code.replaceAll('_', '-')}`,

@@ -8,12 +8,12 @@ import { findHostileInput } from './input-guard';
 
 /**
  * Reading a request's path, query and body for a route: the hostile-input guard first, then the
- * route's schema, every failure a 400 naming its paths (CONTRACT §1).
+ * route's schema, every failure a 400 naming its paths.
  */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 const NO_QUERY = z.strictObject({});
 
-/** What the JSON body parser (co-body) throws, as the problem CONTRACT §1 asks for. */
+/** What the JSON body parser (co-body) throws, as the problem document every refusal is. */
 export function bodyParserError(error: Error & { type?: string; status?: number }): ApiError {
   if (error.type === 'entity.too.large' || error.status === 413) return new ApiError('payload_too_large');
   if (error.type === 'encoding.unsupported' || error.status === 415) return new ApiError('unsupported_media_type');
@@ -73,7 +73,7 @@ export function unsupportedMediaType(): ApiError {
   return new ApiError('unsupported_media_type', 'send the body as application/json');
 }
 
-/** Body rules of CONTRACT §1: JSON only (415 otherwise); a body-less route takes none or `{}`. */
+/** Body rules: JSON only (415 otherwise); a body-less route takes none or `{}`. */
 export async function readBody(ctx: Context, schema: z.ZodType | undefined): Promise<unknown> {
   const sent = hasBody(ctx.headers as Record<string, string | undefined>);
   if (sent && !ctx.is('application/json')) throw unsupportedMediaType();

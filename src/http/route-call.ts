@@ -14,7 +14,7 @@ export interface RouteCall {
   params: unknown;
   /** Parses the query against the route's schema (none: no parameters accepted). */
   query(): unknown;
-  /** Reads and judges the body against the route's schema (CONTRACT §1 body rules). */
+  /** Reads and judges the body against the route's schema (the body rules of every route). */
   body(): Promise<unknown>;
   /** Whether the client went away before the answer (a long poll stops waiting). */
   readonly gone: ClientGone;

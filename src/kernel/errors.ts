@@ -1,5 +1,5 @@
 /**
- * Every error the API returns, by stable code (CONTRACT §1). Policy reasons use the same codes,
+ * Every error the API returns, by stable code. Policy reasons use the same codes,
  * so this table is the one place that says which HTTP status a refusal gets.
  */
 export const PROBLEMS = {

@@ -1,5 +1,5 @@
 /**
- * Who calls the API, once a credential is verified (CONTRACT §2), and who a tool call is made for.
+ * Who calls the API, once a credential is verified, and who a tool call is made for.
  */
 export type CredentialKind = 'human' | 'agent' | 'broker';
 

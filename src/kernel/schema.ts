@@ -1,7 +1,7 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 
-// One zod instance for validation and for the OpenAPI document (CONTRACT §1).
+// One zod instance for validation and for the OpenAPI document.
 extendZodWithOpenApi(z);
 
 export { z };
@@ -24,7 +24,7 @@ export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(
 /** Ids are validated loosely on the way in: an id of the wrong shape is simply not found. */
 export const idParam = (example: string) => z.string().min(1).max(64).openapi({ example });
 
-/** A timestamp of CONTRACT §1 (ISO 8601 UTC with milliseconds); `null` stays null. */
+/** A timestamp of the API (ISO 8601 UTC with milliseconds); `null` stays null. */
 export function iso(date: Date | string): string;
 export function iso(date: Date | string | null | undefined): string | null;
 export function iso(date: Date | string | null | undefined): string | null {

@@ -2,7 +2,7 @@ import type { PodsDeps } from './deps';
 import { authorizePodAction } from './access';
 import { addMember, createPod, listPodMembers, removeMember } from './membership';
 
-/** Pods and their members (CONTRACT §3); `authorize` is how other domains ask `pods/access`. */
+/** Pods and their members; `authorize` is how other domains ask `pods/access`. */
 export function createPodsService(deps: PodsDeps) {
   return {
     create: createPod.bind(null, deps),

@@ -4,7 +4,7 @@ import { countDropped, DecisionUploader, type UploadOptions } from './decision-l
 import type { InputJson } from './input-json';
 
 /**
- * Decision logs in OPA's event format (CONTRACT §11): `decision_id`, `path`, `input` (masked),
+ * Decision logs in OPA's event format: `decision_id`, `path`, `input` (masked),
  * `result`, `timestamp`, `bundles`, `labels`, `metrics`, and `masked` naming what was replaced,
  * as OPA's `system.log.mask` upserts do. A decision only queues its event: serializing, writing
  * and uploading happen after the answer has left, in batches, so a check never waits for them.
@@ -36,7 +36,7 @@ interface QueuedEvent extends Omit<DecisionEvent, 'input'> {
 export type MaskOp = string | { op: 'upsert' | 'remove'; path: string; value?: unknown };
 
 /**
- * Replaced wherever it appears at the top of an input: the call's arguments (CONTRACT §10: never
+ * Replaced wherever it appears at the top of an input: the call's arguments (never
  * logged unmasked). `resource`, the repository, ref and path the tool's pointers read from them,
  * is kept: it is what an audit asks ("who wrote to acme/api main?") and what `policy impact` must
  * replay to judge a rule about resources. An org that must not log it erases it with its own

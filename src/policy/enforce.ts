@@ -2,7 +2,7 @@ import { ApiError, PROBLEMS, isProblemCode, type ProblemCode } from '../kernel/e
 import type { OrgFindings } from '../kernel/decisions/org';
 
 /**
- * Turns a refusal into the API error its reasons name. Core policy reasons are CONTRACT error
+ * Turns a refusal into the API error its reasons name. Core policy reasons are the API's error
  * codes; `not_found` (outside the read scope) wins over everything so existence is never
  * revealed; otherwise the lowest status wins (403 before 409 before 422) and every reason is
  * listed. A reason of the security team's own rules (policies/org) is `org_policy_denied`, with
@@ -21,7 +21,7 @@ export function enforce(
   const sorted = [...codes].sort((a, b) => PROBLEMS[a].status - PROBLEMS[b].status);
   const first = sorted[0] ?? 'internal_error';
   const firstOrg = first === 'org_policy_denied' ? decision.reasons.map(orgDenial).find(Boolean) : undefined;
-  // A 400 names the fields it refuses (CONTRACT §1): the patterns the policy found unmatchable.
+  // A 400 names the fields it refuses: the patterns the policy found unmatchable.
   const errors = (decision.unmatchable_patterns ?? []).map((finding) => {
     const [dimension, pattern] = finding.split(': ', 2);
     return { path: `body.resources.${dimension}`, message: `${JSON.stringify(pattern)} could only match values that are not canonical` };

@@ -28,7 +28,7 @@ export type { DecisionLogMode } from './decision-log';
 import type { DecisionDefinition, DecisionInput, DecisionOutput } from '../kernel/decisions/catalogue';
 
 /**
- * What a decision returns (CONTRACT §7), as its catalogue entry types it: `{allow, reasons}` and
+ * What a decision returns, as its catalogue entry types it: `{allow, reasons}` and
  * the facts it derived (a grant's status and effective audience, say), so TypeScript never derives
  * them a second time; plus the id that names it in the decision log.
  */

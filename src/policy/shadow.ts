@@ -11,7 +11,7 @@ export const shadowDisagreements = new Counter({
 });
 
 /**
- * Reports what org packages in shadow mode (CONTRACT §10) would have done: every shadow finding
+ * Reports what org packages in shadow mode would have done: every shadow finding
  * is logged with the decision id, and counted as a disagreement when the enforced decision
  * allowed what the package would have refused. Never enforced. Messages are not logged: an org
  * author could have quoted the call's arguments in one.

@@ -9,7 +9,7 @@ import { policyBundleRefusals } from './metrics';
 
 /**
  * Where the engine's policy comes from: a compiled module on disk (development), an OPA bundle
- * on disk, or an OPA bundle server polled with ETag (CONTRACT §11). A source throws when what it
+ * on disk, or an OPA bundle server polled with ETag. A source throws when what it
  * found must not be loaded; the engine then keeps the policy it has.
  */
 export interface PolicySource {

@@ -2,7 +2,7 @@ import type { RegistryDeps } from './deps';
 import { createRuntimeToken, installAgent, listTokens, removeToken, uninstallAgent } from './installs';
 import { readAgent, readRuntime, startRuntime, stopRuntime, updateAgent } from './runtime';
 
-/** Installed agents of a pod: record, runtime tokens, runtime start/stop (CONTRACT §6). */
+/** Installed agents of a pod: record, runtime tokens, runtime start/stop. */
 export function createRegistryService(deps: RegistryDeps) {
   return {
     install: installAgent.bind(null, deps),

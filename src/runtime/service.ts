@@ -2,7 +2,7 @@ import type { RuntimeDeps } from './deps';
 import { installationsOf, podContext, podsOf } from './context';
 import { ackEvent, pollEvents } from './events';
 
-/** The installed agent's surface (CONTRACT §6): installations, pods, context, events. */
+/** The installed agent's surface: installations, pods, context, events. */
 export function createRuntimeService(deps: RuntimeDeps) {
   return {
     installations: installationsOf.bind(null, deps),

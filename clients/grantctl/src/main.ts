@@ -6,7 +6,7 @@ import { columns, CURSOR, fail, LIMIT, pageQuery, print, printPage, requestBaseU
 import { drawTree, loadTree } from './tree';
 
 /**
- * grantctl (CONTRACT §13): GRANT_BROKER_URL and GRANT_BROKER_TOKEN say where and as whom; every
+ * grantctl: GRANT_BROKER_URL and GRANT_BROKER_TOKEN say where and as whom; every
  * command takes --json (stdout is then exactly the API's body); a refusal exits 1, trouble 2.
  */
 const client = () =>

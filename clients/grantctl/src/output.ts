@@ -1,7 +1,7 @@
 import { UsageError } from '../../../src/admin/policy-eval';
 import { ApiProblem } from '@grant-broker/client';
 
-/** Exit codes scripts branch on (CONTRACT §13): 0 done, 1 refused (4xx, bad usage), 2 service trouble (5xx, unreachable). */
+/** Exit codes scripts branch on: 0 done, 1 refused (4xx, bad usage), 2 service trouble (5xx, unreachable). */
 export const EXIT = { ok: 0, refused: 1, unavailable: 2 } as const;
 
 /** `--json`: exactly the API's body on stdout. Otherwise a table a person reads. */

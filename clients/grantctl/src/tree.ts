@@ -1,6 +1,6 @@
 import type { CallRecord, Grant, GrantBrokerClient } from '@grant-broker/client';
 
-/** Outcomes that took a unit of budget (CONTRACT §5, §9): never `denied`, never `awaiting_approval`. */
+/** Outcomes that took a unit of budget: never `denied`, never `awaiting_approval`. */
 const COUNTED = new Set<CallRecord['outcome']>(['pending', 'succeeded', 'failed']);
 const PAGE = 200;
 
@@ -23,7 +23,7 @@ export interface GrantTree {
 }
 
 /**
- * A grant's tree with the budget use the service counts (CONTRACT §5): a call allowed through a
+ * A grant's tree with the budget use the service counts: a call allowed through a
  * grant takes one unit at that grant and at every ancestor, so a grant's use in its current window
  * is the number of allowed calls (`pending`, `succeeded`, `failed`) requested within that window
  * through the grant itself or any grant below it; the service rebuilds its windows from the trail

@@ -1,4 +1,4 @@
-/** A problem document the service answered (CONTRACT §1): the `code` is what to branch on. */
+/** A problem document the service answered: the `code` is what to branch on. */
 export class ApiProblem extends Error {
   constructor(
     readonly status: number,
@@ -29,7 +29,7 @@ export class CallDenied extends Error {
   }
 }
 
-/** The call waits for a human (CONTRACT §9): re-send it with `approvalId` once approved. */
+/** The call waits for a human: re-send it with `approvalId` once approved. */
 export class ApprovalRequired extends Error {
   constructor(
     readonly approvalId: string,

@@ -91,7 +91,7 @@ export function createClient(options: ClientOptions) {
   }
 
   /**
-   * The broker's loop (CONTRACT §5): check, make the call only on allow, record its outcome.
+   * The broker's loop: check, make the call only on allow, record its outcome.
    * A deny throws CallDenied, a call waiting for a human throws ApprovalRequired (re-send with
    * `approvalId` once `waitForApproval` says approved). The subject's own token is forwarded.
    *

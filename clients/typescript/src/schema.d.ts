@@ -688,7 +688,7 @@ export interface components {
             installationId: string;
             grantedBy: string;
         };
-        /** @description `null`: unrestricted (CONTRACT §8) */
+        /** @description `null`: unrestricted */
         GrantResources: {
             repositories?: string[];
             refs?: string[];
@@ -782,7 +782,7 @@ export interface components {
             /** @enum {string} */
             decision: "allow" | "deny" | "approval_required";
             callId: string;
-            /** @description `allowed`, or the deny reason of CONTRACT §5 and §8, or an org rule's own reason (§10) */
+            /** @description `allowed`, or a core deny reason, or an org rule's own reason */
             reason: string;
             /** @description With approval_required: the approval a human now decides */
             approvalId?: string;
@@ -1029,7 +1029,7 @@ export interface components {
             access: "read" | "write";
             resource?: components["schemas"]["ToolResource"];
         };
-        /** @description Where the call's repository, ref and path sit in its `args` (CONTRACT §8); checked against grants' `resources`. */
+        /** @description Where the call's repository, ref and path sit in its `args`; checked against grants' `resources`. */
         ToolResource: {
             /** @example /repository */
             repository?: string;

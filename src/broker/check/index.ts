@@ -13,7 +13,7 @@ export type { CheckAnswer, CheckRequest } from './stages';
 const MAX_ATTEMPTS = 4;
 
 /**
- * The broker pre-call check (CONTRACT §5), in four stages: resolve (the chain, the broker's
+ * The broker pre-call check, in four stages: resolve (the chain, the broker's
  * ownership of it, the subject, the tree's facts under its current version; reads only), decide
  * (broker/check on those facts; pure), charge (one budget script over the chain, which also says
  * whether the facts were stale) and settle (the approval and the call record, then the answer).

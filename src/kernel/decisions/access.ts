@@ -3,7 +3,7 @@ import { defineDecision, verdict } from './define';
 
 export const podsAccess = defineDecision(
   'pods.access',
-  'Who may read a pod and manage its members and installed agents (CONTRACT §3, §6).',
+  'Who may read a pod and manage its members and installed agents.',
   z.strictObject({
     action: z.string(),
     caller: z.strictObject({ kind: z.enum(['human', 'agent', 'broker']), role: z.enum(['owner', 'admin', 'member']).nullable() }),
@@ -18,7 +18,7 @@ export const podsAccess = defineDecision(
 
 export const runtimeAccess = defineDecision(
   'runtime.access',
-  'What an installed agent may reach with its runtime token (CONTRACT §6).',
+  'What an installed agent may reach with its runtime token.',
   z.strictObject({
     action: z.string(),
     caller: z.strictObject({ agent_id: z.string(), pod_id: z.string() }),
@@ -30,7 +30,7 @@ export const runtimeAccess = defineDecision(
 
 export const connectionsAccess = defineDecision(
   'connections.access',
-  'A connection is visible to its owner and to no one else (CONTRACT §3).',
+  'A connection is visible to its owner and to no one else.',
   z.strictObject({
     action: z.string(),
     caller: z.strictObject({ kind: z.enum(['human', 'agent', 'broker']), id: z.string() }),

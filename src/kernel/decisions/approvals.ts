@@ -5,7 +5,7 @@ import { GrantFacts, Millis } from './facts';
 
 export const approvalsDecide = defineDecision(
   'approvals.decide',
-  'Reading, listing, approving or denying an approval of one call (CONTRACT §9): its grant’s connection owner or an owner or admin of the target pod, never the call’s own principal.',
+  'Reading, listing, approving or denying an approval of one call: its grant’s connection owner or an owner or admin of the target pod, never the call’s own principal.',
   z.strictObject({
     action: z.enum(['read', 'list', 'approve', 'deny']),
     now_ms: Millis,

@@ -13,7 +13,7 @@ export const CallPrincipalFact = z.strictObject({ kind: z.enum(['user', 'agent']
 
 export const brokerCheck = defineDecision(
   'broker.check',
-  'One tool call through a grant, before the budget is consulted (CONTRACT §5).',
+  'One tool call through a grant, before the budget is consulted.',
   z.strictObject({
     now_ms: Millis,
     broker_id: z.string().describe('the broker asking'),
@@ -38,10 +38,10 @@ export const brokerCheck = defineDecision(
         expires_at_ms: Millis.optional(),
       })
       .optional()
-      .describe('the approval a re-sent check brings (CONTRACT §9)'),
+      .describe('the approval a re-sent check brings'),
     resource: z
       .strictObject({ repository: z.string().optional(), ref: z.string().optional(), path: z.string().optional() })
-      .describe("the strings the tool's pointers found in `args` (CONTRACT §8); a pointer that found none leaves its key out"),
+      .describe("the strings the tool's pointers found in `args`; a pointer that found none leaves its key out"),
     local_time: z
       .strictObject({
         time_zone: z.string().describe('POLICY_TIME_ZONE, an IANA zone'),

@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 export const Millis = z.number().int().describe('milliseconds since the epoch');
 
-/** CONTRACT §8 patterns by dimension; a dimension that is absent is unrestricted. */
+/** Resource patterns by dimension; a dimension that is absent is unrestricted. */
 export const ResourcesFact = z.strictObject({
   repositories: z.array(z.string()).optional(),
   refs: z.array(z.string()).optional(),

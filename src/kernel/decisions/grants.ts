@@ -3,14 +3,14 @@ import { defineDecision, verdict } from './define';
 import { Caller, ConnectionFact, GrantFact, GrantFacts, Millis, ResourcesFact } from './facts';
 import { OrgOutput } from './org';
 
-/** `<dimension>: <pattern>` for each pattern that could only match non-canonical values (CONTRACT §14). */
+/** `<dimension>: <pattern>` for each pattern that could only match non-canonical values. */
 const UnmatchablePatterns = z.array(z.string()).optional();
 
 const Status = z.enum(['active', 'expired', 'revoked']);
 
 export const grantsCreate = defineDecision(
   'grants.create',
-  'Creating a root grant (spec §3, §7.1; CONTRACT §4).',
+  'Creating a root grant.',
   z.strictObject({
     now_ms: Millis,
     caller: Caller,
@@ -34,7 +34,7 @@ export const grantsCreate = defineDecision(
 
 export const grantsRead = defineDecision(
   'grants.read',
-  'Reading a grant or its call trail (spec §5 rule 3); an allowed read also carries status and effective audience.',
+  'Reading a grant or its call trail; an allowed read also carries status and effective audience.',
   z.strictObject({ now_ms: Millis, caller: Caller, grant: GrantFacts.optional() }),
   verdict({ status: Status.optional(), audience: z.array(z.string()).optional() }),
 );
@@ -60,7 +60,7 @@ const ChildFact = GrantFact.extend({
 
 export const grantsAttenuate = defineDecision(
   'grants.attenuate',
-  'An installed agent narrows a usable grant into a child (spec §3, §7.2; CONTRACT §4).',
+  'An installed agent narrows a usable grant into a child.',
   z.strictObject({
     now_ms: Millis,
     max_depth: z.number().int(),

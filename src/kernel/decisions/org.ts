@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PROBLEMS } from '../errors';
 
 /**
- * What the security team's own packages (policies/org, CONTRACT §10) add to a core decision,
+ * What the security team's own packages (policies/org) add to a core decision,
  * as lib.org reports it. A reason is the org's own code: the broker answers it, the call trail
  * records it, and a grant request refused by it is a 403 `org_policy_denied` naming it.
  */
@@ -21,7 +21,7 @@ export const OrgFindings = z.strictObject({
 });
 export type OrgFindings = z.infer<typeof OrgFindings>;
 
-/** The broker's own reasons (CONTRACT §5, §8, §9): an org rule may not answer one of them. */
+/** The broker's own reasons: an org rule may not answer one of them. */
 export const CORE_CALL_REASONS = [
   'allowed',
   'not_found',
