@@ -1,47 +1,28 @@
 import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';
-import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
+import { resourceWorld } from '../support/resource-world';
 
 /**
- * CONTRACT §14 through HTTP and the compiled policy: a resource value is matched only in its
+ * Through HTTP and the compiled policy: a resource value is matched only in its
  * canonical spelling. The policy's own `opa test` suite holds the same rules; this holds the WASM
  * build to them (its regex, byte counting and string builtins are its own implementations).
  */
-const TOOLS = [{ name: 'repos.read_file', access: 'read', resource: { repository: '/repository', ref: '/ref', path: '/path' } }];
-
 let service: TestService;
-let owner: Human;
-let agent: InstalledAgent;
-let podId: string;
-let connectionId: string;
-let brokerAuth: { Authorization: string };
+let world: Awaited<ReturnType<typeof resourceWorld>>;
 
 beforeAll(async () => {
   service = await startService();
-  owner = human(service, 'owner');
-  podId = await podWith(service, owner, []);
-  agent = await installAgent(service, owner, podId, 'bot');
-  const brk = await broker(service);
-  brokerAuth = brk.auth;
-  connectionId = (await connection(service, owner, brk.id, { tools: TOOLS })).id;
+  world = await resourceWorld(service);
 });
 afterAll(() => service.close());
 
-function createGrant(resources: unknown) {
-  return service.http
-    .post('/api/grants')
-    .set(owner.auth)
-    .send({ connectionId, target: { kind: 'pod', id: podId }, tools: ['repos.read_file'], ...(resources ? { resources } : {}) });
-}
+const createGrant = (resources: unknown) => world.createGrant(resources ? { resources } : {});
+const check = (grantId: string, args: Record<string, unknown>) => world.check(grantId, 'repos.read_file', args);
 
 async function grantOn(resources: unknown): Promise<string> {
   const res = await createGrant(resources);
   expect(res.status).toBe(201);
   return res.body.id as string;
-}
-
-function check(grantId: string, args: Record<string, unknown>) {
-  return service.http.post('/api/broker/check').set(brokerAuth).send({ grantId, tool: 'repos.read_file', subjectToken: agent.token, args });
 }
 
 const CANONICAL = { repository: 'acme/api', ref: 'refs/heads/main', path: 'docs/guide.md' };
@@ -195,7 +176,8 @@ describe('patterns that could only match non-canonical values', () => {
 
   it('are refused on attenuate, though the parent’s pattern covers them as text', async () => {
     const parentId = await grantOn({ repositories: ['acme/*'], paths: ['docs/**'] });
-    const attenuate = (resources: unknown) => service.http.post(`/api/grants/${parentId}/attenuate`).set(agent.auth).send({ resources });
+    const attenuate = (resources: unknown) =>
+      service.http.post(`/api/grants/${parentId}/attenuate`).set(world.agent.auth).send({ resources });
     const walked = await attenuate({ paths: ['docs/../*'] });
     expectProblem(walked, 400, 'resource_pattern_invalid');
     expect(walked.body.errors[0].message).toContain('docs/../*');

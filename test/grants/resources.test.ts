@@ -1,50 +1,32 @@
 import { expectProblem } from '../support/problems';
 import { decisionsWritten, startService, type TestService } from '../support/service';
-import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
+import { RESOURCE_TOOLS, resourceWorld } from '../support/resource-world';
+import { broker, type Human, type InstalledAgent } from '../support/world';
 
 /**
- * CONTRACT §8 through HTTP: grants constrained to repositories, refs and paths; connection tools
+ * Through HTTP: grants constrained to repositories, refs and paths; connection tools
  * that say where those sit in their arguments; a broker check that decides against every level.
  */
-const TOOLS = [
-  { name: 'repos.read_file', access: 'read', resource: { repository: '/repository', ref: '/ref', path: '/path' } },
-  { name: 'repos.push', access: 'write', resource: { repository: '/target/repository', ref: '/target/ref' } },
-  { name: 'issues.create_comment', access: 'write' },
-];
-
 let service: TestService;
+let world: Awaited<ReturnType<typeof resourceWorld>>;
 let owner: Human;
 let agent: InstalledAgent;
-let podId: string;
 let connectionId: string;
-let brokerAuth: { Authorization: string };
 
 beforeAll(async () => {
   service = await startService();
-  owner = human(service, 'owner');
-  podId = await podWith(service, owner, []);
-  agent = await installAgent(service, owner, podId, 'bot');
-  const brk = await broker(service);
-  brokerAuth = brk.auth;
-  connectionId = (await connection(service, owner, brk.id, { tools: TOOLS })).id;
+  world = await resourceWorld(service);
+  ({ owner, agent, connectionId } = world);
 });
 afterAll(() => service.close());
 
-function createGrant(body: Record<string, unknown>) {
-  return service.http
-    .post('/api/grants')
-    .set(owner.auth)
-    .send({ connectionId, target: { kind: 'pod', id: podId }, tools: ['repos.read_file'], ...body });
-}
+const createGrant = (body: Record<string, unknown>) => world.createGrant(body);
+const check = (grantId: string, tool: string, args: Record<string, unknown>) => world.check(grantId, tool, args);
 
 async function grantOn(resources: unknown, extra: Record<string, unknown> = {}): Promise<string> {
   const res = await createGrant({ resources, ...extra });
   expect(res.status).toBe(201);
   return res.body.id as string;
-}
-
-function check(grantId: string, tool: string, args: Record<string, unknown>) {
-  return service.http.post('/api/broker/check').set(brokerAuth).send({ grantId, tool, subjectToken: agent.token, args });
 }
 
 describe('the grant record', () => {
@@ -58,7 +40,7 @@ describe('the grant record', () => {
 
   it('the connection shows where each tool names its resources', async () => {
     const res = await service.http.get(`/api/connections/${connectionId}`).set(owner.auth);
-    expect(res.body.tools).toEqual(expect.arrayContaining(TOOLS));
+    expect(res.body.tools).toEqual(expect.arrayContaining(RESOURCE_TOOLS));
   });
 
   it.each([
