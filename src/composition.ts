@@ -82,6 +82,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
   const decisionLog = new DecisionLog({
+    clock,
     mode: config.DECISION_LOG,
     sampleRate: config.DECISION_LOG_SAMPLE_RATE,
     // Decision events are an audit stream, not debug output: LOG_LEVEL does not silence them.

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '../kernel/clock';
 import { plainLineWriter, type LineWriter, type LineWriterFactory, type Logger } from '../kernel/log';
 import { countDropped, DecisionUploader, type UploadOptions } from './decision-log-upload';
 import type { InputJson } from './input-json';
@@ -70,6 +71,8 @@ export interface DecisionLogOptions {
   lineWriter?: LineWriterFactory;
   version: string;
   upload?: UploadOptions;
+  /** The service's clock, which stamps each event (a test's own clock then stamps them too). */
+  clock?: Clock;
 }
 
 /**
@@ -125,7 +128,7 @@ export class DecisionLog {
       path,
       inputJson: input.logged,
       result,
-      timestamp: new Date().toISOString(),
+      timestamp: new Date((this.options.clock ?? systemClock).now()).toISOString(),
       bundles: { policy: { revision } },
       labels: this.labels,
       metrics: { timer_rego_query_eval_ns: evalNs },

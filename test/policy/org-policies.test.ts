@@ -103,8 +103,15 @@ describe('an enforced org package', () => {
     });
   });
 
-  it('lets a write to a feature branch through', async () => {
-    expect((await push('refs/heads/feature/x')).body).toMatchObject({ decision: 'allow', reason: 'allowed' });
+  it('lets a write to a feature branch through, its decision event stamped by the service clock', async () => {
+    const res = await push('refs/heads/feature/x');
+    expect(res.body).toMatchObject({ decision: 'allow', reason: 'allowed' });
+    // An allowed call's record names the decision that allowed it; its event carries the clock's time.
+    const calls = await service.http.get(`/api/grants/${grantId}/calls`).set(owner.auth);
+    const decisionId = calls.body.items.find((c: { id: string }) => c.id === res.body.callId).approvalId as string;
+    await decisionsWritten();
+    const event = service.logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.decision_id === decisionId);
+    expect(event?.timestamp).toBe(new Date(clock.now()).toISOString());
   });
 
   it('reads the time in POLICY_TIME_ZONE: a write on Saturday is denied, a read is not', async () => {
