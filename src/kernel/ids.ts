@@ -1,4 +1,5 @@
-import { typeid } from 'typeid-js';
+import { randomBytes } from 'node:crypto';
+import { TypeID, typeid } from 'typeid-js';
 
 /**
  * Stripe-style prefixed identifiers: `grt_01jd…` (TypeID: a prefix and a UUIDv7 in base32),
@@ -27,4 +28,32 @@ export function newId(kind: IdKind): string {
 /** True when the string has the shape of an id of this kind (used to 404 early on junk). */
 export function looksLikeId(kind: IdKind, value: string): boolean {
   return new RegExp(`^${ID_PREFIXES[kind]}_[0-7][0-9a-hjkmnp-tv-z]{25}$`).test(value);
+}
+
+/**
+ * An id whose UUIDv7 carries `ms` as its time: a call's id is minted at the time the check stamps
+ * on its record, so the record's partition (its day) can be found from the id alone.
+ */
+export function newIdAt(kind: IdKind, ms: number): string {
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(Math.floor(ms), 0, 6);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x70; // version 7
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 9562 variant
+  return TypeID.fromUUIDBytes(ID_PREFIXES[kind], bytes).toString();
+}
+
+/** The 16 bytes of the UUID inside an id of this kind; undefined when it is not one. */
+export function idBytes(kind: IdKind, value: string): Buffer | undefined {
+  if (!looksLikeId(kind, value)) return undefined;
+  return Buffer.from(TypeID.fromString(value).toUUIDBytes());
+}
+
+/** The id of this kind whose UUID is these 16 bytes. */
+export function idOfBytes(kind: IdKind, bytes: Uint8Array): string {
+  return TypeID.fromUUIDBytes(ID_PREFIXES[kind], bytes).toString();
+}
+
+/** The milliseconds since the epoch an id's UUIDv7 was minted at. */
+export function idTimeMs(bytes: Uint8Array): number {
+  return Buffer.from(bytes).readUIntBE(0, 6);
 }

@@ -4,6 +4,7 @@ import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, checkAs, type BrokerWorld } from '../support/broker-world';
 import { broker, rootGrant } from '../support/world';
+import { callRecordsOf, uuidOf } from '../support/call-records';
 
 /**
  * CONTRACT §9 through HTTP on the real stack: a write under `approve` waits for a human; the
@@ -228,7 +229,7 @@ describe('concurrent re-sends', () => {
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(answers.filter((a) => a.body.decision === 'allow')).toHaveLength(1);
     expect(answers.filter((a) => a.body.reason === 'approval_used')).toHaveLength(99);
-    const allowedRecords = await service.deps.db('call_records').where({ grant_id: grantId, outcome: 'pending' }).select('id');
+    const allowedRecords = (await callRecordsOf(service.deps.db, grantId)).filter((r) => r.outcome === 'pending');
     expect(allowedRecords).toHaveLength(1);
   });
 });
@@ -260,7 +261,7 @@ describe('the approval and the call record are one unit of work', () => {
   const REFUSING = `refuse_records_${process.pid}`;
   async function refuseRecordsOf(grantId: string) {
     await service.deps.db.raw(`create or replace function ${REFUSING}() returns trigger language plpgsql as $$
-      begin if new.grant_id = '${grantId}' then raise exception 'record refused'; end if; return new; end $$`);
+      begin if new.grant_id = '${uuidOf('grant', grantId)}'::uuid then raise exception 'record refused'; end if; return new; end $$`);
     await service.deps.db.raw(`create trigger ${REFUSING} before insert on call_records for each row execute function ${REFUSING}()`);
   }
   afterEach(async () => {

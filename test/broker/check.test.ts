@@ -2,6 +2,7 @@ import { digestOf } from '../../src/kernel/digest';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, human } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { callRecord, callRecordsOf } from '../support/call-records';
 
 let service: TestService;
 let world: BrokerWorld;
@@ -24,7 +25,7 @@ describe('POST /api/broker/check', () => {
       budget: { remaining: 9, resetMs: 60_000 },
     });
 
-    const record = await service.deps.db('call_records').where('id', res.body.callId).first();
+    const record = await callRecord(service.deps.db, res.body.callId);
     expect(record).toMatchObject({
       grant_id: leafId,
       outcome: 'pending',
@@ -58,7 +59,7 @@ describe('POST /api/broker/check', () => {
     const { rootId } = await chainOf(service, world, 0);
     const res = await checkAs(service, world, rootId, world.member);
     expect(res.body).toMatchObject({ decision: 'allow' });
-    const record = await service.deps.db('call_records').where('id', res.body.callId).first();
+    const record = await callRecord(service.deps.db, res.body.callId);
     expect(record).toMatchObject({ principal_kind: 'user', principal_id: world.member.userId });
   });
 
@@ -70,7 +71,7 @@ describe('POST /api/broker/check', () => {
     const other = await broker(service, 'other-broker');
     const foreign = await checkAs(service, { broker: other }, rootId, world.agent);
     expect(foreign.status).toBe(404);
-    expect(await service.deps.db('call_records').where('grant_id', rootId).count({ n: '*' })).toEqual([{ n: '0' }]);
+    expect(await callRecordsOf(service.deps.db, rootId)).toEqual([]);
     const outcome = await service.http
       .post('/api/broker/calls/call_01jd6x3c4vf8r9t2y5u7w0z1ab/outcome')
       .set(world.broker.auth)
@@ -131,7 +132,7 @@ describe('POST /api/broker/check', () => {
     const { rootId } = await chainOf(service, world, 0);
     const denied = await checkAs(service, world, rootId, world.agent, { tool: 'issues.create_comment' });
     expect(denied.body).toMatchObject({ decision: 'deny', reason: 'tool_not_allowed' });
-    const record = await service.deps.db('call_records').where('id', denied.body.callId).first();
+    const record = await callRecord(service.deps.db, denied.body.callId);
     expect(record).toMatchObject({ outcome: 'denied', approval_id: null });
     const res = await service.http
       .post(`/api/broker/calls/${denied.body.callId}/outcome`)

@@ -1,6 +1,7 @@
 import { startService, type TestService } from '../support/service';
 import { attenuateGrant } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { callRecordsOf } from '../support/call-records';
 
 let a: TestService;
 let b: TestService;
@@ -18,7 +19,7 @@ afterAll(async () => {
 });
 
 async function outcomes(grantId: string) {
-  const rows = await a.deps.db('call_records').where('grant_id', grantId).select('outcome', 'reason');
+  const rows = await callRecordsOf(a.deps.db, grantId);
   const count = (outcome: string) => rows.filter((r) => r.outcome === outcome).length;
   return { pending: count('pending'), denied: count('denied'), total: rows.length };
 }

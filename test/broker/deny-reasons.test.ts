@@ -2,6 +2,7 @@ import { ManualClock } from '../support/clock';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { callRecord } from '../support/call-records';
 
 let service: TestService;
 const clock = new ManualClock();
@@ -16,7 +17,7 @@ afterAll(() => service.close());
 async function expectDenied(res: { status: number; body: { callId: string } }, reason: string) {
   expect(res.status).toBe(200);
   expect(res.body).toMatchObject({ decision: 'deny', reason });
-  const record = await service.deps.db('call_records').where('id', res.body.callId).first();
+  const record = await callRecord(service.deps.db, res.body.callId);
   expect(record).toMatchObject({ outcome: 'denied', reason });
 }
 

@@ -5,6 +5,7 @@ import { knexConfig } from '../../src/db/knex-config';
 import { startService, type TestService } from '../support/service';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { callRecordsOf } from '../support/call-records';
 
 let own: OwnRedis;
 let service: TestService;
@@ -40,8 +41,7 @@ describe('broker check when Redis fails', () => {
       expect(res.status).toBe(503);
       expect(res.body.code).toBe('dependency_unavailable');
     }
-    const recorded = await service.deps.db('call_records').where('grant_id', leafId).count({ n: '*' });
-    expect(recorded).toEqual([{ n: '1' }]);
+    expect(await callRecordsOf(service.deps.db, leafId)).toHaveLength(1);
 
     await own.start();
     await redisReady();
@@ -196,7 +196,7 @@ describe('broker check when Postgres fails under the call record', () => {
   });
 
   async function countRecords(grantId: string): Promise<string[]> {
-    const rows = await pg.deps.db('call_records').where('grant_id', grantId).orderBy('requested_at').select('outcome');
-    return rows.map((row: { outcome: string }) => row.outcome);
+    const rows = await callRecordsOf(pg.deps.db, grantId);
+    return rows.reverse().map((row) => row.outcome);
   }
 });

@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { digestOf } from '../../src/kernel/digest';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { callRecord } from '../support/call-records';
 
 let service: TestService;
 let world: BrokerWorld;
@@ -14,7 +15,7 @@ afterAll(() => service.close());
 
 async function digestOfCall(grantId: string, args: unknown): Promise<string> {
   const res = await checkAs(service, world, grantId, world.agent, { args });
-  const record = await service.deps.db('call_records').where('id', res.body.callId).first();
+  const record = await callRecord(service.deps.db, res.body.callId);
   return record.args_digest;
 }
 

@@ -1,8 +1,9 @@
 import { CallTrailWriter } from '../../src/broker/call-trail';
 import { windowKey } from '../../src/budget/keys';
-import { newId } from '../../src/kernel/ids';
+import { newIdAt } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { callRecordsOf } from '../support/call-records';
 
 /**
  * One broker's bad requests must never fail another broker's checks. Before issue 8, a check whose
@@ -44,7 +45,7 @@ describe('a hostile tenant beside a legitimate one', () => {
     expect(tally(floodAnswers)).toEqual({ '400': 200 });
 
     // Every unit the budget took, at every level of the chain, has its pending call record.
-    const records = await service.deps.db('call_records').where('grant_id', good.leafId).select('id', 'outcome');
+    const records = await callRecordsOf(service.deps.db, good.leafId);
     expect(records).toHaveLength(200);
     for (const grantId of good.ids) {
       const consumed = await service.deps.redis.llen(windowKey(good.rootId, grantId));
@@ -58,27 +59,21 @@ describe('the call-trail writer', () => {
     const { rootId } = await chainOf(service, victim, 0);
     const writer = new CallTrailWriter(service.deps.db);
     const row = (tool: string) => ({
-      id: newId('call'),
+      id: newIdAt('call', Date.now()),
       grant_id: rootId,
       tool,
       principal_kind: 'agent' as const,
       principal_id: victim.agent.agentId,
       outcome: 'pending' as const,
       reason: 'allowed',
-      args_digest: 'sha256:00',
+      args_digest: `sha256:${'0'.repeat(64)}`,
       requested_at: new Date(),
     });
     // Queued together, so they share one INSERT; the NUL makes Postgres refuse that statement.
     const rows = [row('repos.read_file'), row('bad\u0000tool'), row('pulls.list'), row('repos.read_file')];
     const settled = await Promise.allSettled(rows.map((r) => writer.write(r)));
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    const stored = await service.deps
-      .db('call_records')
-      .whereIn(
-        'id',
-        rows.map((r) => r.id),
-      )
-      .pluck('id');
+    const stored = (await callRecordsOf(service.deps.db, rootId)).map((r) => r.id);
     expect(stored.sort()).toEqual([rows[0]!.id, rows[2]!.id, rows[3]!.id].sort());
   });
 });

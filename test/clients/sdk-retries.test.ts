@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ApiProblem, createClient, parseRetryAfter } from '@grant-broker/client';
 import { brokerWorld, chainOf } from '../support/broker-world';
 import { startService, type TestService } from '../support/service';
+import { callRecordsOf } from '../support/call-records';
 
 /**
  * The SDK's retries (clients/typescript/src/transport.ts): only what cannot do a thing twice. A
@@ -159,8 +160,8 @@ describe('against the real service, over a link that loses the answer', () => {
     await expect(lost).rejects.not.toBeInstanceOf(ApiProblem);
     expect(ran).toBe(false);
 
-    const records = await service.deps.db('call_records').where({ grant_id: leafId }).select('outcome');
-    expect(records).toEqual([{ outcome: 'pending' }]);
+    const records = await callRecordsOf(service.deps.db, leafId);
+    expect(records.map((r) => r.outcome)).toEqual(['pending']);
     // The check that went through next sees four units left, not one (three re-sends would have taken three more).
     const next = await service.http
       .post('/api/broker/check')

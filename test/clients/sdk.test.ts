@@ -5,6 +5,7 @@ import { drain } from '../support/events';
 import { startService, type TestService } from '../support/service';
 import { startTcpProxy } from '../support/tcp-proxy';
 import { rootGrant } from '../support/world';
+import { callRecord, callRecordsOf } from '../support/call-records';
 
 /**
  * The TypeScript SDK (clients/typescript) against the real service: typed calls, problems as
@@ -44,7 +45,7 @@ it('withCheck runs the call only on allow and records its outcome; a deny is a C
     async () => 'file body',
   );
   expect(made.result).toBe('file body');
-  const [record] = await service.deps.db('call_records').where({ id: made.check.callId }).select('outcome');
+  const record = await callRecord(service.deps.db, made.check.callId);
   expect(record.outcome).toBe('succeeded');
 
   let ran = false;
@@ -127,7 +128,7 @@ describe('withCheck when the outcome cannot be reported', () => {
     expect(made.outcomeError).toBeInstanceOf(OutcomeNotRecorded);
     expect(made.outcomeError).toMatchObject({ callId: made.check.callId, outcome: 'succeeded', cause: { message: 'fetch failed' } });
     expect(told).toEqual([made.outcomeError]);
-    const record = () => service.deps.db('call_records').where({ id: made.check.callId }).first('outcome', 'error_code');
+    const record = () => callRecord(service.deps.db, made.check.callId);
     expect(await record()).toMatchObject({ outcome: 'pending' });
     // Reported again once the service can be reached: the record completes.
     await asBroker().recordOutcome(made.check.callId, 'succeeded');
@@ -149,13 +150,8 @@ describe('withCheck when the outcome cannot be reported', () => {
       throw Object.assign(new Error('again'), { code: 'not found: x/y' });
     });
     await expect(reported).rejects.toThrow('again');
-    const [last] = await service.deps
-      .db('call_records')
-      .where({ grant_id: leafId })
-      .orderBy('requested_at', 'desc')
-      .limit(1)
-      .select('outcome', 'error_code');
-    expect(last).toEqual({ outcome: 'failed', error_code: 'not_found:_x_y' });
+    const [last] = await callRecordsOf(service.deps.db, leafId);
+    expect(last).toMatchObject({ outcome: 'failed', error_code: 'not_found:_x_y' });
   });
 });
 

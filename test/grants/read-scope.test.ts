@@ -1,4 +1,5 @@
-import { newId } from '../../src/kernel/ids';
+import { insertCallRecords } from '../../src/grants/repositories/call-records';
+import { newIdAt } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
 import { grantWorld, podTarget, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
@@ -14,20 +15,22 @@ let grants: Record<'pod' | 'seat', string>;
 let callers: Record<string, { Authorization: string }>;
 
 async function recordCall(grantId: string, tool: string, at = new Date()): Promise<string> {
-  const id = newId('call');
-  await service.deps.db('call_records').insert({
-    id,
-    grant_id: grantId,
-    tool,
-    principal_kind: 'agent',
-    principal_id: world.bot.agentId,
-    outcome: 'succeeded',
-    reason: 'allowed',
-    args_digest: `sha256:${'0'.repeat(64)}`,
-    requested_at: at,
-    completed_at: at,
-    duration_ms: 12,
-  });
+  const id = newIdAt('call', at.getTime());
+  await insertCallRecords(service.deps.db, [
+    {
+      id,
+      grant_id: grantId,
+      tool,
+      principal_kind: 'agent',
+      principal_id: world.bot.agentId,
+      outcome: 'succeeded',
+      reason: 'allowed',
+      args_digest: `sha256:${'0'.repeat(64)}`,
+      requested_at: at,
+      completed_at: at,
+      duration_ms: 12,
+    },
+  ]);
   return id;
 }
 

@@ -2,6 +2,7 @@ import { expectProblem } from '../support/problems';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { RESOURCE_TOOLS, resourceWorld } from '../support/resource-world';
 import { broker, type Human, type InstalledAgent } from '../support/world';
+import { uuidOf } from '../support/call-records';
 
 /**
  * Through HTTP: grants constrained to repositories, refs and paths; connection tools
@@ -162,7 +163,9 @@ describe('the arguments', () => {
     const grantId = await grantOn({ repositories: ['acme/*'] });
     await check(grantId, 'repos.read_file', { repository: 'acme/api', path: marker, body: { nested: marker } });
     await check(grantId, 'repos.read_file', { repository: `acme/${marker}` });
-    const rows = await service.deps.db.raw(`select row_to_json(c)::text as row from call_records c where grant_id = ?`, [grantId]);
+    const rows = await service.deps.db.raw(`select row_to_json(c)::text as row from call_records c where grant_id = ?::uuid`, [
+      uuidOf('grant', grantId),
+    ]);
     expect(rows.rows).toHaveLength(2);
     for (const { row } of rows.rows as Array<{ row: string }>) expect(row).not.toContain(marker);
     // The repository and path a call touches are kept in its decision event (`input.resource`, for

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { decisionCollector, metricValue } from '../support/decision-collector';
 import { decisionsWritten, startService, type TestService } from '../support/service';
+import { callRecord } from '../support/call-records';
 
 /**
  * CONTRACT §11: decision events in OPA's format, uploaded in gzip batches to a collector that
@@ -56,7 +57,7 @@ describe('uploading decision events', () => {
     const { leafId } = await chainOf(service, world, 1);
     const res = await checkAs(service, world, leafId, world.agent, { args: { path: marker } });
     expect(res.body.decision).toBe('allow');
-    const [record] = await service.deps.db('call_records').where({ id: res.body.callId }).select('approval_id');
+    const record = await callRecord(service.deps.db, res.body.callId);
     await eventually(() => sink.received.some((r) => r.events.some((e) => e.decision_id === record.approval_id)));
 
     for (const batch of sink.received) {
@@ -82,7 +83,7 @@ describe('uploading decision events', () => {
     const failuresBefore = await metric(service, 'decision_log_upload_failures_total');
     const { leafId } = await chainOf(service, world, 0);
     const res = await checkAs(service, world, leafId, world.agent);
-    const [record] = await service.deps.db('call_records').where({ id: res.body.callId }).select('approval_id');
+    const record = await callRecord(service.deps.db, res.body.callId);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await metric(service, 'decision_log_upload_failures_total')).toBeGreaterThan(failuresBefore);
     sink.setFailing(false);
@@ -120,7 +121,7 @@ describe('a collector gone for long', () => {
     const world = await brokerWorld(service);
     const { leafId } = await chainOf(service, world, 0);
     const res = await checkAs(service, world, leafId, world.agent);
-    const [record] = await service.deps.db('call_records').where({ id: res.body.callId }).select('approval_id');
+    const record = await callRecord(service.deps.db, res.body.callId);
     expect(sink.received).toHaveLength(0);
     await service.close();
     expect(sink.received.flatMap((r) => r.events).map((e) => e.decision_id)).toContain(record.approval_id);

@@ -6,6 +6,7 @@ import { ManualClock } from '../support/clock';
 import { expectProblem } from '../support/problems';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
+import { uuidOf } from '../support/call-records';
 
 /**
  * CONTRACT §10 through HTTP: the shipped example org packages, switched on by ORG_POLICY_MODES at
@@ -171,7 +172,9 @@ describe('the same package in shadow mode, switched by a hot reload', () => {
 
 describe('org rules and the arguments', () => {
   it('never log or store them, enforced or shadowed', async () => {
-    const rows = await service.deps.db.raw(`select row_to_json(c)::text as row from call_records c where grant_id = ?`, [grantId]);
+    const rows = await service.deps.db.raw(`select row_to_json(c)::text as row from call_records c where grant_id = ?::uuid`, [
+      uuidOf('grant', grantId),
+    ]);
     expect(rows.rows.length).toBeGreaterThan(3);
     for (const { row } of rows.rows as Array<{ row: string }>) expect(row).not.toContain('top secret diff');
     await decisionsWritten();

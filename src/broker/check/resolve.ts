@@ -3,7 +3,7 @@ import { approvalFact } from '../../approvals/requests';
 import { hashToken } from '../../credentials/tokens';
 import { digestOf } from '../../kernel/digest';
 import { ApiError } from '../../kernel/errors';
-import { newId } from '../../kernel/ids';
+import { newIdAt } from '../../kernel/ids';
 import { verifyBroker, type CheckingBroker } from '../authenticator';
 import type { BrokerDeps } from '../deps';
 import { readTreeFacts, runtimeTokenExpiry } from '../repository';
@@ -29,12 +29,14 @@ export async function resolve(
   retry?: { previous: Resolved; treeVersion: string },
 ): Promise<Resolved> {
   // Made once per check, whatever the attempts: the record's id and time, the digest it keeps.
+  const requestedAtMs = deps.clock.now();
   const start: Start = retry?.previous ?? {
     broker,
     request,
-    callId: newId('call'),
+    // The id carries the record's time: the outcome report finds the record's day from it.
+    callId: newIdAt('call', requestedAtMs),
     argsDigest: digestOf(request.args),
-    requestedAt: new Date(deps.clock.now()),
+    requestedAt: new Date(requestedAtMs),
   };
   const chain = retry?.previous.chain ?? (await deps.chains.get(request.grantId));
   if (!chain || chain[0]!.broker_id !== broker.brokerId) {

@@ -1,21 +1,26 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
+import { idBytes, idTimeMs } from '../../kernel/ids';
 import type { BudgetLevelRow, ListPosition } from '../repository';
+import * as codec from './call-record-codec';
 
 type Queryable = Database | Knex.Transaction;
 
 /**
  * The call trail, `call_records`: one row per broker check, written before its answer leaves,
- * completed once by the call's outcome. Owned here; the broker writes it through grants/trail.ts.
+ * completed once by the call's outcome. Partitioned by day on `requested_at`, stored in binary
+ * (call-record-codec.ts); `held_call_records` keeps a held tree's rows of days already dropped,
+ * and every read of a grant's trail reads both. Owned here; the broker writes it through
+ * grants/trail.ts, the maintenance job (grants/trail-maintenance.ts) makes and drops days.
  */
 
 export interface CallRecordRow {
   id: string;
   grant_id: string;
   tool: string;
-  principal_kind: 'user' | 'agent';
+  principal_kind: codec.PrincipalKind;
   principal_id: string;
-  outcome: 'pending' | 'denied' | 'succeeded' | 'failed' | 'awaiting_approval';
+  outcome: codec.Outcome;
   reason: string;
   approval_id: string | null;
   error_code: string | null;
@@ -32,50 +37,95 @@ type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration
 /** A row of call_records as a check writes it. */
 export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
 
-/** Every column a check may write, in the order of INSERT_ROWS's arrays. */
-const COLUMNS = [
-  'id',
-  'grant_id',
-  'tool',
-  'principal_kind',
-  'principal_id',
-  'outcome',
-  'reason',
-  'approval_id',
-  'error_code',
-  'args_digest',
-  'requested_at',
-  'completed_at',
-  'duration_ms',
-] as const satisfies ReadonlyArray<keyof NewCallRecord>;
+/** A row as Postgres answers it: uuids as text, bytea as Buffers, codes as numbers. */
+interface StoredRow {
+  id: string;
+  grant_id: string;
+  tool: string;
+  principal_kind: number;
+  principal_id: Buffer;
+  outcome: number;
+  reason: string;
+  approval_id: string | null;
+  error_code: string | null;
+  args_digest: Buffer;
+  requested_at: Date;
+  completed_at: Date | null;
+  duration_ms: number | null;
+}
+
+const SELECTED = `id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code, args_digest,
+  requested_at, completed_at, duration_ms`;
+
+function decode(row: StoredRow): CallRecordRow {
+  const kind = codec.principalKindOf(row.principal_kind);
+  return {
+    id: codec.idOfUuid('call', row.id),
+    grant_id: codec.idOfUuid('grant', row.grant_id),
+    tool: row.tool,
+    principal_kind: kind,
+    principal_id: codec.principalOfBytes(kind, row.principal_id),
+    outcome: codec.outcomeOf(row.outcome),
+    reason: row.reason,
+    approval_id: row.approval_id && codec.approvalOfUuid(row.approval_id),
+    error_code: row.error_code,
+    args_digest: codec.digestOfBytes(row.args_digest),
+    requested_at: row.requested_at,
+    completed_at: row.completed_at,
+    duration_ms: row.duration_ms,
+  };
+}
+
+/** The record's columns, in the order of INSERT_ROWS's arrays. */
+function encode(row: NewCallRecord): unknown[] {
+  return [
+    codec.uuidOf('call', row.id),
+    codec.uuidOf('grant', row.grant_id),
+    row.tool,
+    codec.PRINCIPAL_KIND_CODES[row.principal_kind],
+    codec.principalBytes(row.principal_kind, row.principal_id),
+    codec.OUTCOME_CODES[row.outcome],
+    row.reason,
+    row.approval_id ? codec.approvalUuidOf(row.approval_id) : null,
+    row.error_code ?? null,
+    codec.digestBytes(row.args_digest),
+    row.requested_at,
+    row.completed_at ?? null,
+    row.duration_ms ?? null,
+  ];
+}
 
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
  * never changes, so it is a named prepared statement: each connection parses and plans it once,
- * and a batch sends only Bind and Execute (a multi-row VALUES list would be rebuilt, and an
- * unnamed statement parsed and planned again, for every batch: the trail is one write per check).
+ * and a batch sends only Bind and Execute (the trail is one write per check).
  */
 const INSERT_ROWS = {
-  name: 'call_records_insert_v1',
-  text: `insert into call_records (${COLUMNS.join(', ')})
-select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                     $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::integer[])`,
+  name: 'call_records_insert_v2',
+  text: `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
+                                   args_digest, requested_at, completed_at, duration_ms)
+select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::smallint[], $5::bytea[], $6::smallint[], $7::text[], $8::uuid[],
+                     $9::text[], $10::bytea[], $11::timestamptz[], $12::timestamptz[], $13::integer[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
 interface PgConnection {
-  query(statement: { name: string; text: string; values: unknown[] }): Promise<unknown>;
+  query(statement: { name?: string; text: string; values: unknown[] }): Promise<unknown>;
+}
+
+async function insertRows(connection: PgConnection, rows: readonly NewCallRecord[]): Promise<void> {
+  const encoded = rows.map(encode);
+  // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
+  const values = INSERT_ROWS.text.match(/\$\d+/g)!.map((_, column) => encoded.map((row) => row[column]));
+  await connection.query({ ...INSERT_ROWS, values });
 }
 
 /** Any number of records in one statement (the group commit of concurrent checks). */
 export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[]): Promise<void> {
-  // One array per column; node-postgres sends each as a Postgres array (nulls included).
-  const values = COLUMNS.map((column) => rows.map((row) => row[column] ?? null));
-  // Straight to a connection of knex's pool (same pool, timeouts and broken-connection checks):
-  // knex cannot send a named statement, and its query builder was most of this write's cost.
+  // Straight to a connection of knex's pool: knex cannot send a named statement.
   const connection = (await db.client.acquireConnection()) as PgConnection;
   try {
-    await connection.query({ ...INSERT_ROWS, values });
+    await insertRows(connection, rows);
   } finally {
     await db.client.releaseConnection(connection);
   }
@@ -83,15 +133,42 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 
 /** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
 export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
-  await trx('call_records').insert(row);
+  await trx.raw(
+    `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
+                               args_digest, requested_at, completed_at, duration_ms)
+     values (?::uuid, ?::uuid, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?)`,
+    encode(row) as Knex.RawBinding[],
+  );
+}
+
+/**
+ * Where a call's record is: its id's UUIDv7 time is the record's `requested_at` (the check mints
+ * both from one reading of the clock), so the lookup reads one day's partition, and in it the
+ * BRIN range of that instant. A second either side covers records written before ids carried it.
+ */
+function byCallId(callId: string): { sql: string; bindings: Knex.RawBinding[] } | undefined {
+  const bytes = idBytes('call', callId);
+  if (!bytes) return undefined;
+  const at = idTimeMs(bytes);
+  return {
+    sql: 'id = ?::uuid and requested_at between ? and ?',
+    bindings: [bytes.toString('hex'), new Date(at - 1000), new Date(at + 1000)],
+  };
+}
+
+export async function findCallRecord(db: Queryable, callId: string): Promise<CallRecordRow | undefined> {
+  const where = byCallId(callId);
+  if (!where) return undefined;
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(`select ${SELECTED} from call_records where ${where.sql}`, where.bindings);
+  return rows[0] && decode(rows[0]);
 }
 
 /** The call's outcome so far and the broker of its grant, for the outcome decision. */
-export function findCallForOutcome(db: Queryable, callId: string): Promise<{ outcome: string; broker_id: string } | undefined> {
-  return db('call_records as c')
-    .join('grants as g', 'g.id', 'c.grant_id')
-    .where('c.id', callId)
-    .first<{ outcome: string; broker_id: string } | undefined>('c.outcome', 'g.broker_id');
+export async function findCallForOutcome(db: Queryable, callId: string): Promise<{ outcome: string; broker_id: string } | undefined> {
+  const record = await findCallRecord(db, callId);
+  if (!record) return undefined;
+  const grant = await db('grants').where('id', record.grant_id).first<{ broker_id: string } | undefined>('broker_id');
+  return grant && { outcome: record.outcome, broker_id: grant.broker_id };
 }
 
 /** Completes a pending record, once: undefined when it was no longer pending (a second report). */
@@ -100,30 +177,63 @@ export async function completeCallRecord(
   callId: string,
   report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
 ): Promise<CallRecordRow | undefined> {
-  const [updated] = await db<CallRecordRow>('call_records')
-    .where({ id: callId, outcome: 'pending' })
-    .update({
-      outcome: report.outcome,
-      completed_at: db.fn.now(),
-      duration_ms: report.durationMs ?? null,
-      error_code: report.errorCode ?? null,
-    } as never)
-    .returning('*');
-  return updated as CallRecordRow | undefined;
+  const where = byCallId(callId);
+  if (!where) return undefined;
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+    `update call_records set outcome = ?, completed_at = now(), duration_ms = ?, error_code = ?
+      where ${where.sql} and outcome = ? returning ${SELECTED}`,
+    [
+      codec.OUTCOME_CODES[report.outcome],
+      report.durationMs ?? null,
+      report.errorCode ?? null,
+      ...where.bindings,
+      codec.OUTCOME_CODES.pending,
+    ],
+  );
+  return rows[0] && decode(rows[0]);
 }
 
-export function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
-  const query = db<CallRecordRow>('call_records as r')
-    .leftJoin('approvals as a', 'a.id', 'r.approval_id')
-    .where({ 'r.grant_id': grantId })
-    .select('r.*', 'a.decided_by as approval_decided_by');
-  if (after) query.whereRaw('(r.requested_at, r.id) < (?, ?)', [after.at, after.id]);
-  return query
-    .orderBy([
-      { column: 'r.requested_at', order: 'desc' },
-      { column: 'r.id', order: 'desc' },
-    ])
-    .limit(size);
+/** Who decided each approval: the listing shows who approved a call an approval allowed. */
+async function withApprovers(db: Queryable, rows: CallRecordRow[]): Promise<CallRecordRow[]> {
+  const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id?.startsWith('apr_') ? [row.approval_id] : [])))];
+  if (approvalIds.length === 0) return rows.map((row) => ({ ...row, approval_decided_by: null }));
+  const approvals: Array<{ id: string; decided_by: string | null }> = await db('approvals')
+    .whereIn('id', approvalIds)
+    .select('id', 'decided_by');
+  const decidedBy = new Map(approvals.map((a) => [a.id, a.decided_by]));
+  return rows.map((row) => ({ ...row, approval_decided_by: (row.approval_id && decidedBy.get(row.approval_id)) ?? null }));
+}
+
+/** A grant's records newest first, after a position: the live days, and a held tree's dropped ones. */
+export async function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
+  const grant = idBytes('grant', grantId);
+  const afterId = after && idBytes('call', after.id);
+  if (!grant || (after && !afterId)) return [];
+  // The time bound is what the (grant_id, requested_at) index ranges on; the row comparison breaks ties.
+  const position = after ? 'and requested_at <= ? and (requested_at, id) < (?, ?::uuid)' : '';
+  const positionBindings = after ? [after.at, after.at, afterId!.toString('hex')] : [];
+  const page = (table: string) =>
+    `(select ${SELECTED} from ${table} where grant_id = ?::uuid ${position} order by requested_at desc, id desc limit ?)`;
+  const bindings = [grant.toString('hex'), ...positionBindings, size];
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+    `select * from (${page('call_records')} union all ${page('held_call_records')}) r order by requested_at desc, id desc limit ?`,
+    [...bindings, ...bindings, size],
+  );
+  return withApprovers(db, rows.map(decode));
+}
+
+/** One UTC day's records in time order after a position (the export): live and held alike. */
+export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, after: { at: Date; uuid: string } | null, size: number) {
+  const position = after ? 'and (requested_at, id) > (?, ?::uuid)' : '';
+  const page = (table: string) =>
+    `(select ${SELECTED} from ${table} where requested_at >= ? and requested_at < ? ${position} order by requested_at, id limit ?)`;
+  const bindings = [from, to, ...(after ? [after.at, after.uuid] : []), size];
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+    `select * from (${page('call_records')} union all ${page('held_call_records')}) r order by requested_at, id limit ?`,
+    [...bindings, ...bindings, size],
+  );
+  const last = rows.at(-1);
+  return { records: await withApprovers(db, rows.map(decode)), next: last ? { at: last.requested_at, uuid: last.id } : null };
 }
 
 // Every allowed call of the tree counts at its own grant and every ancestor (closure), within
@@ -131,23 +241,23 @@ export function callRecordsAfter(db: Queryable, grantId: string, after: ListPosi
 // decide anything), per bucket for a bucketed one.
 const WINDOW_CALLS_SQL = `
 with recursive tree as (
-  select * from json_to_recordset(?::json) as t(id text, parent_id text, calls int, window_ms bigint, bucket_ms bigint)
+  select * from json_to_recordset(?::json) as t(id text, uid uuid, parent_id text, calls int, window_ms bigint, bucket_ms bigint)
 ), closure as (
-  select id as grant_id, id as level_id from tree
+  select uid as grant_uid, id as level_id from tree
   union all
-  select c.grant_id, t.parent_id from closure c join tree t on t.id = c.level_id where t.parent_id is not null
+  select c.grant_uid, t.parent_id from closure c join tree t on t.id = c.level_id where t.parent_id is not null
 ), counted as (
   select cl.level_id, l.calls, l.bucket_ms,
          (extract(epoch from r.requested_at) * 1000)::bigint + ?::bigint as at_ms
     from closure cl
     join tree l on l.id = cl.level_id
-    -- One index range scan (grant_id, requested_at) per level; OFFSET 0 keeps the planner from
-    -- flattening it into a merge join that walks the index of every grant's calls.
+    -- One index range scan (grant_id, requested_at) per level and live day; OFFSET 0 keeps the
+    -- planner from flattening it into a merge join that walks the index of every grant's calls.
     cross join lateral (
       select r.requested_at from call_records r
-       where r.grant_id = cl.grant_id
+       where r.grant_id = cl.grant_uid
          and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
-         and r.outcome in ('pending', 'succeeded', 'failed')
+         and r.outcome in (${codec.OUTCOME_CODES.pending}, ${codec.OUTCOME_CODES.succeeded}, ${codec.OUTCOME_CODES.failed})
       offset 0
     ) r
 ), newest as (
@@ -167,7 +277,14 @@ export async function callsInWindows(
   levels: ReadonlyArray<BudgetLevelRow & { bucketMs: number }>,
   marginMs: number,
 ): Promise<Array<{ levelId: string; atMs: number; n: number }>> {
-  const tree = levels.map((l) => ({ id: l.id, parent_id: l.parentId, calls: l.calls, window_ms: l.windowMs, bucket_ms: l.bucketMs }));
+  const tree = levels.map((l) => ({
+    id: l.id,
+    uid: codec.uuidOf('grant', l.id),
+    parent_id: l.parentId,
+    calls: l.calls,
+    window_ms: l.windowMs,
+    bucket_ms: l.bucketMs,
+  }));
   const result = await db.raw<{ rows: Array<{ level_id: string; at_ms: string; n: string }> }>(WINDOW_CALLS_SQL, [
     JSON.stringify(tree),
     marginMs,

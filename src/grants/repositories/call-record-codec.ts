@@ -1,0 +1,79 @@
+import { idBytes, idOfBytes, looksLikeId, type IdKind } from '../../kernel/ids';
+
+/**
+ * How a call record is stored, and how it is read back: ids as the 16 bytes of their UUID, the
+ * arguments' digest as its 32 bytes, outcome and principal kind as small codes. Everything above
+ * the repository sees typeids and `sha256:<hex>` as before; only call-records.ts uses this file.
+ */
+
+export const OUTCOME_CODES = { pending: 0, denied: 1, succeeded: 2, failed: 3, awaiting_approval: 4 } as const;
+export type Outcome = keyof typeof OUTCOME_CODES;
+const OUTCOMES = Object.keys(OUTCOME_CODES) as Outcome[];
+
+export const PRINCIPAL_KIND_CODES = { user: 0, agent: 1 } as const;
+export type PrincipalKind = keyof typeof PRINCIPAL_KIND_CODES;
+const PRINCIPAL_KINDS = Object.keys(PRINCIPAL_KIND_CODES) as PrincipalKind[];
+
+const DIGEST_PREFIX = 'sha256:';
+
+/** A UUID as Postgres accepts it in a `uuid` column or array: 32 hex digits. */
+export function uuidOf(kind: IdKind, id: string): string {
+  const bytes = idBytes(kind, id);
+  if (!bytes) throw new TypeError(`not a ${kind} id`);
+  return bytes.toString('hex');
+}
+
+/** The id of this kind inside a `uuid` Postgres answers (`xxxxxxxx-xxxx-…`). */
+export function idOfUuid(kind: IdKind, uuid: string): string {
+  return idOfBytes(kind, Buffer.from(uuid.replaceAll('-', ''), 'hex'));
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/**
+ * A record's `approval_id` names an approval (`apr_…`, a UUIDv7 inside) or, for a call allowed
+ * without one, the policy decision that allowed it (a random UUIDv4): the UUID's version tells
+ * them apart when read back.
+ */
+export function approvalUuidOf(approvalOrDecisionId: string): string {
+  if (UUID.test(approvalOrDecisionId)) return approvalOrDecisionId.replaceAll('-', '');
+  return uuidOf('approval', approvalOrDecisionId);
+}
+
+export function approvalOfUuid(uuid: string): string {
+  return uuid[14] === '4' ? uuid : idOfUuid('approval', uuid);
+}
+
+export function digestBytes(digest: string): Buffer {
+  const hex = digest.slice(DIGEST_PREFIX.length);
+  if (!digest.startsWith(DIGEST_PREFIX) || !/^[0-9a-f]{64}$/.test(hex)) throw new TypeError('not a sha256 digest');
+  return Buffer.from(hex, 'hex');
+}
+
+export function digestOfBytes(bytes: Buffer): string {
+  return `${DIGEST_PREFIX}${bytes.toString('hex')}`;
+}
+
+/**
+ * An agent's id (`agt_…`) as its 16 UUID bytes; any other principal's id (a human's subject) as
+ * its UTF-8 text. Read back by kind and length: an agent's 16 bytes are an id, else text.
+ */
+export function principalBytes(kind: PrincipalKind, id: string): Buffer {
+  return kind === 'agent' && looksLikeId('agent', id) ? idBytes('agent', id)! : Buffer.from(id, 'utf8');
+}
+
+export function principalOfBytes(kind: PrincipalKind, bytes: Buffer): string {
+  return kind === 'agent' && bytes.length === 16 ? idOfBytes('agent', bytes) : bytes.toString('utf8');
+}
+
+export function outcomeOf(code: number): Outcome {
+  const outcome = OUTCOMES[code];
+  if (outcome === undefined) throw new RangeError(`unknown outcome code ${code}`);
+  return outcome;
+}
+
+export function principalKindOf(code: number): PrincipalKind {
+  const kind = PRINCIPAL_KINDS[code];
+  if (kind === undefined) throw new RangeError(`unknown principal kind code ${code}`);
+  return kind;
+}

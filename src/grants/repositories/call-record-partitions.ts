@@ -1,0 +1,119 @@
+import type { Database } from '../../db/database';
+import { uuidOf } from './call-record-codec';
+
+/**
+ * The days of the call trail (`call_records`' partitions, `call_records_YYYYMMDD`, each one UTC
+ * day of `requested_at`) and its holds: the SQL the maintenance job and the admin command run.
+ * Part of the trail's repository (call-records.ts holds the rows' SQL).
+ */
+
+export interface TrailDay {
+  /** `YYYY-MM-DD`, the UTC day the partition holds. */
+  day: string;
+  table: string;
+  bytes: number;
+}
+
+const DAY_TABLE = /^call_records_(\d{4})(\d{2})(\d{2})$/;
+/** Waiting longer than this for a lock on the trail would stall checks: give up, retry next tick. */
+const LOCK_TIMEOUT = '1s';
+
+export function dayTable(day: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new RangeError(`not a day: ${day}`);
+  return `call_records_${day.replaceAll('-', '')}`;
+}
+
+export function nextDay(day: string): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+}
+
+/** Every day partition (oldest first) with its size, and the size of the default partition. */
+export async function trailDays(db: Database): Promise<{ days: TrailDay[]; defaultBytes: number; heldBytes: number }> {
+  const { rows } = await db.raw<{ rows: Array<{ name: string; bytes: string }> }>(
+    `select c.relname as name, pg_total_relation_size(c.oid) as bytes
+       from pg_inherits i join pg_class c on c.oid = i.inhrelid
+      where i.inhparent = 'call_records'::regclass`,
+  );
+  const days: TrailDay[] = [];
+  let defaultBytes = 0;
+  for (const row of rows) {
+    const match = DAY_TABLE.exec(row.name);
+    if (match) days.push({ day: `${match[1]}-${match[2]}-${match[3]}`, table: row.name, bytes: Number(row.bytes) });
+    else defaultBytes += Number(row.bytes);
+  }
+  const held = await db.raw<{ rows: Array<{ bytes: string }> }>(`select pg_total_relation_size('held_call_records') as bytes`);
+  return { days: days.sort((a, b) => a.day.localeCompare(b.day)), defaultBytes, heldBytes: Number(held.rows[0]?.bytes ?? 0) };
+}
+
+/**
+ * Makes a day's partition. Rows of that day already in the default partition (the clock ran ahead
+ * of the days made) move into it in the same transaction, so attaching it never fails on them.
+ */
+export async function createTrailDay(db: Database, day: string): Promise<void> {
+  const table = dayTable(day);
+  const range = [`${day} 00:00:00+00`, `${nextDay(day)} 00:00:00+00`];
+  await db.transaction(async (trx) => {
+    await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
+    if ((await trx.raw<{ rows: unknown[] }>('select 1 from pg_class where relname = ?', [table])).rows.length > 0) return;
+    await trx.raw('create table ?? (like call_records including defaults including constraints)', [table]);
+    const stray = 'from call_records_default where requested_at >= ?::timestamptz and requested_at < ?::timestamptz';
+    await trx.raw(`insert into ?? select * ${stray}`, [table, ...range]);
+    await trx.raw(`delete ${stray}`, range);
+    await trx.raw(`alter table call_records attach partition ?? for values from ('${range[0]}') to ('${range[1]}')`, [table]);
+  });
+}
+
+/**
+ * Drops a day whole: O(1), no dead rows, no vacuum. The rows of held grants are copied aside into
+ * `held_call_records` first, in the same transaction, so a held row is never in both or neither.
+ */
+export async function dropTrailDay(db: Database, day: string, heldGrantIds: readonly string[]): Promise<void> {
+  const table = dayTable(day);
+  await db.transaction(async (trx) => {
+    await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
+    if (heldGrantIds.length > 0) {
+      await trx.raw(`insert into held_call_records select * from ?? where grant_id = any(?::uuid[]) on conflict (id) do nothing`, [
+        table,
+        heldGrantIds.map((id) => uuidOf('grant', id)),
+      ]);
+    }
+    await trx.raw('drop table ??', [table]);
+  });
+}
+
+/** The root of the grant's tree, or undefined for no such grant. */
+export async function rootOfGrant(db: Database, grantId: string): Promise<string | undefined> {
+  const row = await db('grants').where('id', grantId).first<{ root_id: string } | undefined>('root_id');
+  return row?.root_id;
+}
+
+export async function holdTree(db: Database, rootId: string, at: Date): Promise<void> {
+  await db('call_record_holds').insert({ root_grant_id: rootId, held_at: at }).onConflict('root_grant_id').ignore();
+}
+
+/**
+ * Ends a hold: the tree's copied rows go too (they are past retention, kept only for the hold).
+ * A small delete of what was held, never of the trail itself. Answers how many rows went.
+ */
+export async function releaseTree(db: Database, rootId: string): Promise<number> {
+  return db.transaction(async (trx) => {
+    const grants: Array<{ id: string }> = await trx('grants').where('root_id', rootId).select('id');
+    await trx('call_record_holds').where('root_grant_id', rootId).delete();
+    if (grants.length === 0) return 0;
+    const { rowCount } = await trx.raw<{ rowCount: number }>('delete from held_call_records where grant_id = any(?::uuid[])', [
+      grants.map((g) => uuidOf('grant', g.id)),
+    ]);
+    return rowCount;
+  });
+}
+
+/** Every grant of every held tree, the ones made after the hold included. */
+export async function heldGrantIds(db: Database): Promise<string[]> {
+  const rows: Array<{ id: string }> = await db('call_record_holds as h').join('grants as g', 'g.root_id', 'h.root_grant_id').select('g.id');
+  return rows.map((row) => row.id);
+}
+
+export async function heldRowCount(db: Database): Promise<number> {
+  const [row] = (await db('held_call_records').count({ n: '*' })) as Array<{ n: string }>;
+  return Number(row?.n ?? 0);
+}
