@@ -74,6 +74,7 @@ export async function checkInputFor(db, leafId, agentId, brokerId) {
     },
     chain,
     facts,
+    { stamp: '0', labels: {}, calls: {} },
   );
 }
 

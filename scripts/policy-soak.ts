@@ -126,6 +126,7 @@ function brokerCheckInputs(count: number): Array<DecisionInput<typeof decisions.
       },
       members: { [podId]: i % 11 === 0 ? [] : members.slice(0, 2) },
       runtime: { desired_state: i % 19 === 0 ? ('stopped' as const) : ('running' as const) },
+      session: { labels: {}, calls: {} },
     };
   });
 }

@@ -146,7 +146,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const services: Services = {
     grants,
     broker: createBrokerService({
-      ...createBrokerComponents(db, redis, treeWindows, config.BROKER_FACT_MAX_AGE_MS),
+      ...createBrokerComponents(db, redis, treeWindows, config.BROKER_FACT_MAX_AGE_MS, config.SESSION_LABEL_TTL_MS),
       db,
       policy,
       log,

@@ -94,6 +94,8 @@ const environmentSchema = z
       }, 'an IANA time zone such as Europe/Berlin'),
     // Backstop for cross-replica invalidation: cached broker facts are reloaded at least this often.
     BROKER_FACT_MAX_AGE_MS: int(0, 3_600_000).default(60_000),
+    // How long a session label lives on its grant tree after an allowed call first carried it.
+    SESSION_LABEL_TTL_MS: int(1000, 30 * 86_400_000).default(86_400_000),
     // A change that forbids calls answers 2xx only once every replica is told (see src/cache/invalidation.ts).
     INVALIDATION_CONFIRM_TIMEOUT_MS: int(100, 30_000).default(1000),
     INVALIDATION_RELAY_INTERVAL_MS: int(50, 60_000).default(250),

@@ -41,23 +41,37 @@ precedence := [
 # METADATA
 # title: decision
 # description: |
-#   `{allow, reasons, reason, org}`: reasons are the core deny reasons, those of
-#   enforced org rules, and `approval_required` when one of them asks for approval; `org` holds
-#   the org findings (lib.org), shadow ones included.
+#   `{allow, reasons, reason, org, labels, explanation?}`: reasons are the core deny reasons,
+#   those of enforced org rules, and `approval_required` when one of them asks for approval; `org`
+#   holds the org findings (lib.org), shadow ones included; `labels` what enforced org rules label
+#   an allowed call with (kept on the tree by the budget script), `shadow_labels` those of shadow
+#   packages (logged, never kept); a refusal explains its reason (explanations.rego).
 # entrypoint: true
 default decision := {"allow": false, "reasons": ["not_found"], "reason": "not_found"}
 
-decision := {
-	"allow": count(reasons) == 0,
-	"reasons": sort(reasons),
-	"reason": reason,
-	"org": org_findings,
-	"consumes_approval": approved,
-} if {
+decision := object.union(
+	{
+		"allow": count(reasons) == 0,
+		"reasons": sort(reasons),
+		"reason": reason,
+		"org": org_findings,
+		"consumes_approval": approved,
+		"labels": kept_labels,
+		"shadow_labels": session_labels.shadow,
+	},
+	explained,
+) if {
 	ownership.owned_by(input.chain[0], input.broker_id)
 }
 
 org_findings := org.decision_findings("broker.check")
+
+session_labels := org.decision_labels("broker.check")
+
+# Only an allowed call labels its tree.
+default kept_labels := []
+
+kept_labels := session_labels.enforced if count(reasons) == 0
 
 reason := "allowed" if count(reasons) == 0
 

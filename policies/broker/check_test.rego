@@ -30,7 +30,10 @@ base := {
 
 test_allows_a_usable_chain if {
 	d := check.decision with input as object.union(base, {})
-	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings, "consumes_approval": false}
+	d == {
+		"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings,
+		"consumes_approval": false, "labels": [], "shadow_labels": [],
+	}
 }
 
 test_another_broker_learns_nothing if {
@@ -187,7 +190,10 @@ test_an_org_rule_that_is_off_is_not_read if {
 	d := check.decision with input as base
 		with data.org_settings.modes as with_org_rule("off")
 		with data.org.broker.check.team_rule.deny as org_deny
-	d == {"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings, "consumes_approval": false}
+	d == {
+		"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings,
+		"consumes_approval": false, "labels": [], "shadow_labels": [],
+	}
 }
 
 test_an_org_rule_may_require_approval if {

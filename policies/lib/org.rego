@@ -17,6 +17,16 @@ modes := data.org_settings.modes
 
 mode(decision, name) := object.get(modes, [decision, name], "off")
 
+default rules := {}
+
+# By decision and package: the `rule` id and `unlock` of its METADATA `custom`, as the build wrote them.
+rules := data.org_settings.rules
+
+# METADATA
+# scope: document
+# description: What a package's METADATA says of its denials (`{rule?, unlock?}`), or nothing.
+rule_settings(decision, name) := object.get(rules, [decision, name], {})
+
 # METADATA
 # scope: document
 # description: The findings of the org packages of one decision (`broker.check`, ...), by their modes.
@@ -35,6 +45,24 @@ approvals(decision) := {name: items |
 	mode != "off"
 	path := split(decision, ".")
 	items := data.org[path[0]][path[1]][name].require_approval
+}
+
+# METADATA
+# scope: document
+# description: |
+#   The labels the org packages of one decision put on an allowed call (`labels contains
+#   "private_data"`), sorted: `enforced` ones are kept on the grant's tree, `shadow` ones are
+#   only logged.
+decision_labels(decision) := {
+	"enforced": sort(labels_of(decision, "enforce")),
+	"shadow": sort(labels_of(decision, "shadow")),
+}
+
+labels_of(decision, wanted) := {label |
+	some name, mode in modes[decision]
+	mode == wanted
+	path := split(decision, ".")
+	some label in data.org[path[0]][path[1]][name].labels
 }
 
 # METADATA

@@ -2,6 +2,7 @@ import jsonPointer from 'jsonpointer';
 import type { approvalFact } from '../approvals/requests';
 import type { ToolResourcePointers } from '../connections/facts';
 import type { LocalTime } from '../kernel/local-time';
+import type { TreeSession } from '../budget/sliding-window';
 import type { Chain } from './chain';
 import { NO_PRINCIPAL_FACTS, type MutableFacts } from './tree-facts';
 import type { CallPrincipal } from '../kernel/principals';
@@ -38,7 +39,7 @@ export interface CallFacts {
  * replaces them with a mask (the resource read from them is kept), and the call record keeps
  * their digest.
  */
-export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts, kept?: TreeInputMembers) {
+export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts, session: TreeSession, kept?: TreeInputMembers) {
   const { principal, source } = call.subject;
   const access = Object.hasOwn(facts.connection.tools, call.tool) ? facts.connection.tools[call.tool] : undefined;
   const pointers = access && Object.hasOwn(facts.toolResources, call.tool) ? facts.toolResources[call.tool] : undefined;
@@ -55,6 +56,7 @@ export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts, k
     principal_source: source,
     trust_asserted_principal: call.trustAssertedPrincipal,
     ...(kept ? kept.of(chain, facts, principal) : buildTreeFacts(chain, facts, principal)),
+    session: { labels: session.labels, calls: session.calls },
   };
 }
 

@@ -1,4 +1,5 @@
 import { ToolName } from '../connections/schemas';
+import { Explanation } from '../kernel/decisions/explanation';
 import { idParam, z } from '../kernel/schema';
 
 export const CheckBody = z
@@ -35,6 +36,13 @@ export const CheckResult = z
     approval: z.object({ id: z.string(), expiresAt: z.string() }).optional(),
     message: z.string().optional().openapi({ description: "With an org rule's reason: the rule's message" }),
     retryAfterMs: z.number().int().optional().openapi({ description: 'With budget_exhausted: when the first unit frees' }),
+    explanation: z
+      .strictObject(Explanation.shape)
+      .openapi('DenialExplanation', {
+        description:
+          'With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object.',
+      })
+      .optional(),
     budget: z.object({
       remaining: z.number().int().openapi({ description: 'Calls left now, the least over the whole chain' }),
       resetMs: z.number().int().openapi({ description: 'When the oldest counted call of that level leaves the window' }),

@@ -1,7 +1,7 @@
 import type { BrokerComponents, BrokerDeps } from './deps';
 import type { RedisClient } from '../budget/redis-client';
 import { TreeWindowsRebuilder, type TreeWindowsSource } from '../budget/rebuild';
-import { SlidingWindowBudget } from '../budget/sliding-window';
+import { DEFAULT_SESSION_SHAPE, DEFAULT_WINDOW_SHAPE, SlidingWindowBudget, UNKNOWN_SESSION } from '../budget/sliding-window';
 import type { Database } from '../db/database';
 import { brokerCheckCredentials } from './authenticator';
 import { VerifiedBrokerTokens } from './verified-tokens';
@@ -21,13 +21,16 @@ export function createBrokerComponents(
   redis: RedisClient,
   treeWindows: TreeWindowsSource,
   factMaxAgeMs: number,
+  labelTtlMs = DEFAULT_SESSION_SHAPE.labelTtlMs,
 ): BrokerComponents {
-  const budget = new SlidingWindowBudget(redis);
+  const budget = new SlidingWindowBudget(redis, DEFAULT_WINDOW_SHAPE, { ...DEFAULT_SESSION_SHAPE, labelTtlMs });
   const windows = new TreeWindowsRebuilder(treeWindows, budget);
-  const versionOf = async (rootId: string) => (await budget.treeVersion(rootId)) ?? (await windows.rebuild(rootId));
+  // A tree Redis lost is rebuilt first; its session is then read by the first charge.
+  const stateOf = async (rootId: string) =>
+    (await budget.treeState(rootId)) ?? { version: await windows.rebuild(rootId), session: UNKNOWN_SESSION };
   return {
     chains: new ChainCache(db),
-    trees: new TreeFactsCache(versionOf, factMaxAgeMs),
+    trees: new TreeFactsCache(stateOf, factMaxAgeMs),
     budget,
     windows,
     trail: new CallTrailWriter(db),

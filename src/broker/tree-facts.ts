@@ -1,4 +1,5 @@
 import { LruCache } from '../cache/lru';
+import { UNKNOWN_SESSION, type TreeSession } from '../budget/sliding-window';
 import type { ToolResourcePointers } from '../connections/facts';
 import type { ConnectionFact } from '../grants/facts';
 import type { CallPrincipal } from '../kernel/principals';
@@ -68,6 +69,8 @@ export class TreeSnapshot {
   constructor(
     readonly version: string,
     readonly loadedAt: number,
+    /** The tree's session as the budget script last returned it (every charge renews it). */
+    public session: TreeSession = UNKNOWN_SESSION,
   ) {}
 
   /** What this tree's version already vouches for; a subject past its token's expiry is not. */
@@ -114,9 +117,12 @@ function bounded<T extends { size: number; clear(): void }>(memory: T): T {
 export class TreeFactsCache {
   private readonly trees: LruCache<string, TreeSnapshot>;
 
-  /** `versionOf` reads a tree's version in Redis, rebuilding its windows first if Redis lost it. */
+  /**
+   * `stateOf` reads a tree's version and session in Redis, rebuilding its windows first if Redis
+   * lost it.
+   */
   constructor(
-    private readonly versionOf: (rootId: string) => Promise<string>,
+    private readonly stateOf: (rootId: string) => Promise<{ version: string; session: TreeSession }>,
     private readonly maxAgeMs: number,
     capacity = 10_000,
   ) {
@@ -130,12 +136,13 @@ export class TreeFactsCache {
   async snapshotOf(rootId: string, now: number): Promise<TreeSnapshot> {
     const snapshot = this.trees.get(rootId);
     if (snapshot && now - snapshot.loadedAt <= this.maxAgeMs) return snapshot;
-    return this.renew(rootId, await this.versionOf(rootId), now);
+    const state = await this.stateOf(rootId);
+    return this.renew(rootId, state.version, now, state.session);
   }
 
   /** Starts a fresh snapshot under a version the budget script just reported. */
-  renew(rootId: string, version: string, now: number): TreeSnapshot {
-    const snapshot = new TreeSnapshot(version, now);
+  renew(rootId: string, version: string, now: number, session?: TreeSession): TreeSnapshot {
+    const snapshot = new TreeSnapshot(version, now, session);
     this.trees.set(rootId, snapshot);
     return snapshot;
   }

@@ -10,3 +10,18 @@ export function treeVersionKey(rootId: string): string {
 export function windowKey(rootId: string, grantId: string): string {
   return `{${rootId}}:win:${grantId}`;
 }
+
+/** The tree's session labels: label -> first seen, and `_v`, their stamp. */
+export function treeLabelsKey(rootId: string): string {
+  return `{${rootId}}:labels`;
+}
+
+/** The tree's allowed calls per tool, by bucket: `<tool>|<bucket start>` -> count. */
+export function treeCallsKey(rootId: string): string {
+  return `{${rootId}}:calls`;
+}
+
+/** Every key of a tree's session, which goes with the tree. */
+export function treeSessionKeys(rootId: string): string[] {
+  return [treeLabelsKey(rootId), treeCallsKey(rootId)];
+}

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RedisClient } from './redis-client';
 import { DependencyUnavailableError } from '../kernel/dependency';
-import { treeVersionKey, windowKey } from './keys';
+import { treeCallsKey, treeLabelsKey, treeVersionKey, windowKey } from './keys';
 
 export interface BudgetLevel {
   grantId: string;
@@ -10,8 +10,39 @@ export interface BudgetLevel {
   windowMs: number;
 }
 
+/**
+ * What a grant tree's earlier allowed calls left, as the budget script last returned it: the
+ * labels org rules put on them (each with the Redis time it was first seen) and the calls per
+ * tool in the root's window. `stamp` names the set of labels: a charge decided on another stamp
+ * is refused (`session`) and decided again.
+ */
+export interface TreeSession {
+  stamp: string;
+  labels: Record<string, number>;
+  calls: Record<string, number>;
+}
+
+/** A session no script has returned yet: its stamp matches none, so the first charge reads it. */
+export const UNKNOWN_SESSION: TreeSession = Object.freeze({ stamp: '', labels: {}, calls: {} });
+
+/** How a tree's session is kept (SESSION_LABEL_TTL_MS; the caps are fixed). */
+export interface SessionShape {
+  labelTtlMs: number;
+  /** The most distinct live labels a tree holds: past it, a call that would add one is refused. */
+  maxLabels: number;
+  /** The calls per tool count in buckets of the root's window / this. */
+  callBuckets: number;
+}
+
+export const DEFAULT_SESSION_SHAPE: SessionShape = { labelTtlMs: 24 * 3_600_000, maxLabels: 32, callBuckets: 24 };
+
 export interface BudgetRequest {
   rootId: string;
+  /**
+   * The stamp of the labels the decision saw, the tool and what an allowed call adds; absent for
+   * a budget alone (no decision read the session: nothing is checked or recorded of it).
+   */
+  session?: { stamp: string; tool: string; labels: readonly string[] };
   /** The grant first, its root last. */
   levels: readonly BudgetLevel[];
   /** Version the caller's cached facts were loaded under ('' when it has none yet). */
@@ -24,10 +55,17 @@ export interface BudgetRequest {
 
 export type BudgetAnswer =
   | { kind: 'missing' }
-  | { kind: 'stale'; version: string }
-  | { kind: 'allowed'; remaining: number; resetMs: number; atMs: number }
-  | { kind: 'exhausted'; retryAfterMs: number; resetMs: number }
-  | { kind: 'probed'; remaining: number; resetMs: number };
+  | ({ session: TreeSession } & (
+      | { kind: 'stale'; version: string }
+      /** The tree's labels changed since the decision: nothing taken, decide again. */
+      | { kind: 'session' }
+      /** The call would take the tree past its labels cap: nothing taken. */
+      | { kind: 'label_limit' }
+      | { kind: 'allowed'; remaining: number; resetMs: number; atMs: number }
+      /** `fullLevels`: the indices in the chain (the grant first) of the full windows. */
+      | { kind: 'exhausted'; retryAfterMs: number; resetMs: number; fullLevels: number[] }
+      | { kind: 'probed'; remaining: number; resetMs: number }
+    ));
 
 /** A grant's window as the trail rebuilds it: [time, how many calls at that time] still counting. */
 export interface RestoredWindow extends BudgetLevel {
@@ -74,6 +112,7 @@ export class SlidingWindowBudget {
   constructor(
     private readonly redis: RedisClient,
     private readonly shape: WindowShape = DEFAULT_WINDOW_SHAPE,
+    readonly sessionShape: SessionShape = DEFAULT_SESSION_SHAPE,
   ) {
     const commands = {} as Record<keyof typeof SCRIPTS, ScriptCommand>;
     for (const [name, lua] of Object.entries(SCRIPTS) as Array<[keyof typeof SCRIPTS, string]>) {
@@ -89,22 +128,58 @@ export class SlidingWindowBudget {
   }
 
   async run(request: BudgetRequest): Promise<BudgetAnswer> {
-    const keys = [treeVersionKey(request.rootId), ...request.levels.map((l) => windowKey(request.rootId, l.grantId))];
-    const args: Array<string | number> = [request.expectedVersion, request.mode, request.atMs ?? ''];
+    const { rootId } = request;
+    const session = request.session ?? { stamp: '*', tool: '', labels: [] };
+    const keys = [
+      treeVersionKey(rootId),
+      ...request.levels.map((l) => windowKey(rootId, l.grantId)),
+      treeLabelsKey(rootId),
+      treeCallsKey(rootId),
+    ];
+    const rootWindowMs = request.levels[request.levels.length - 1]!.windowMs;
+    const { labelTtlMs, maxLabels } = this.sessionShape;
+    const args: Array<string | number> = [
+      request.expectedVersion,
+      request.mode,
+      request.atMs ?? '',
+      session.stamp,
+      session.tool,
+      labelTtlMs,
+      this.callBucketMsOf(rootWindowMs),
+      maxLabels,
+      session.labels.length,
+      ...session.labels,
+    ];
     for (const level of request.levels) args.push(level.calls, level.windowMs, this.bucketMsOf(level));
     return parseReply(await this.call('grantBudgetWindow', keys, args));
   }
 
+  /** The bucket length of a tree's calls per tool: a share of the root's window. */
+  callBucketMsOf(rootWindowMs: number): number {
+    return Math.max(1, Math.ceil(rootWindowMs / this.sessionShape.callBuckets));
+  }
+
   /**
-   * The tree's version, read before any of its facts are loaded (so they are at least as fresh);
-   * null when Redis has lost the tree, whose windows must then be rebuilt from the call trail.
+   * The tree's version, read before any of its facts are loaded (so they are at least as fresh),
+   * and its session as Redis holds it, in one round trip; null when Redis has lost the tree,
+   * whose windows must then be rebuilt from the call trail. The session read here may still
+   * hold what the script would drop (an expired label, a bucket out of the window): more than
+   * the truth, which the first charge corrects.
    */
-  async treeVersion(rootId: string): Promise<string | null> {
+  async treeState(rootId: string): Promise<{ version: string; session: TreeSession } | null> {
+    let replies: Array<[Error | null, unknown]> | null;
     try {
-      return await this.redis.get(treeVersionKey(rootId));
+      replies = await this.redis.pipeline().get(treeVersionKey(rootId)).hgetall(treeLabelsKey(rootId)).hgetall(treeCallsKey(rootId)).exec();
     } catch (error) {
       throw new DependencyUnavailableError(`tree version not read: ${(error as Error).message}`);
     }
+    const failed = replies?.find(([error]) => error);
+    if (!replies || failed) throw new DependencyUnavailableError(`tree version not read: ${failed?.[0]?.message ?? 'no reply'}`);
+    const version = replies[0]![1] as string | null;
+    if (version === null) return null;
+    const labels = replies[1]![1] as Record<string, string>;
+    const calls = replies[2]![1] as Record<string, string>;
+    return { version, session: sessionOfHashes(labels, calls) };
   }
 
   /** Gives back the unit a call took at every level at `atMs` (its record could not be written). */
@@ -161,21 +236,49 @@ function bucketCounts(counted: RestoredWindow['counted'], bucketMs: number): num
   return [...counts].flat();
 }
 
+/** The session from the hashes themselves (see treeState). */
+function sessionOfHashes(labels: Record<string, string>, calls: Record<string, string>): TreeSession {
+  const session: TreeSession = { stamp: labels._v ?? '0', labels: {}, calls: {} };
+  for (const [label, at] of Object.entries(labels)) if (label !== '_v') session.labels[label] = Number(at);
+  for (const [field, n] of Object.entries(calls)) {
+    const tool = field.slice(0, field.lastIndexOf('|'));
+    session.calls[tool] = (session.calls[tool] ?? 0) + Number(n);
+  }
+  return session;
+}
+
+/** The session a script reply ends with: the stamp, label/time pairs, tool/count pairs. */
+function sessionOfReply(stamp: unknown, labels: unknown, calls: unknown): TreeSession {
+  const session: TreeSession = { stamp: String(stamp), labels: {}, calls: {} };
+  const pairs = (flat: unknown, into: Record<string, number>) => {
+    const list = Array.isArray(flat) ? (flat as unknown[]) : [];
+    for (let i = 0; i + 1 < list.length; i += 2) into[String(list[i])] = Number(list[i + 1]);
+  };
+  pairs(labels, session.labels);
+  pairs(calls, session.calls);
+  return session;
+}
+
 function parseReply(reply: unknown): BudgetAnswer {
   if (!Array.isArray(reply)) throw new DependencyUnavailableError('budget script gave no list');
-  const [kind, first, second, third] = reply as [string, unknown, unknown, unknown];
+  const [kind, first, second, third, stamp, labels, calls] = reply as unknown[];
   const number = (value: unknown) => Math.max(0, Number(value));
+  if (kind === 'missing') return { kind };
+  const session = sessionOfReply(stamp, labels, calls);
   switch (kind) {
-    case 'missing':
-      return { kind };
     case 'stale':
-      return { kind, version: String(first) };
+      return { kind, version: String(first), session };
+    case 'session':
+    case 'label_limit':
+      return { kind, session };
     case 'allowed':
-      return { kind, remaining: number(first), resetMs: number(second), atMs: Number(third) };
+      return { kind, remaining: number(first), resetMs: number(second), atMs: Number(third), session };
     case 'probed':
-      return { kind, remaining: number(first), resetMs: number(second) };
-    case 'exhausted':
-      return { kind, retryAfterMs: Math.max(1, number(first)), resetMs: number(second) };
+      return { kind, remaining: number(first), resetMs: number(second), session };
+    case 'exhausted': {
+      const fullLevels = Array.isArray(third) ? (third as unknown[]).map(Number) : [];
+      return { kind, retryAfterMs: Math.max(1, number(first)), resetMs: number(second), fullLevels, session };
+    }
     default:
       throw new DependencyUnavailableError(`budget script gave an unknown reply ${String(kind)}`);
   }

@@ -89,7 +89,7 @@ describe('sliding-window budget script', () => {
     const { rootId, version, spend } = await tree();
     await redis.set(treeVersionKey(rootId), 'someone-changed-it');
     const answer = await budget.run({ rootId, levels: [level('grt_s', 1)], expectedVersion: version, mode: 'consume' });
-    expect(answer).toEqual({ kind: 'stale', version: 'someone-changed-it' });
+    expect(answer).toEqual({ kind: 'stale', version: 'someone-changed-it', session: { stamp: '0', labels: {}, calls: {} } });
     await redis.set(treeVersionKey(rootId), version);
     expect((await spend([level('grt_s', 1)])).kind).toBe('allowed');
   });

@@ -160,6 +160,7 @@ function policyReason(pattern: string, value: string): string {
     chain: [link],
     connection: { id: 'con_1', owner_id: 'alice', kind: 'code_hosting_app', status: 'connected', tools: { 'repos.read_file': 'read' } },
     members: { pod_1: ['agt_1'] },
+    session: { labels: {}, calls: {} },
   });
   expect(['allowed', 'resource_not_allowed', 'resource_invalid']).toContain(decision.reason);
   return String(decision.reason);

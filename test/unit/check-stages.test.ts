@@ -50,6 +50,7 @@ function resolved(overrides: Partial<Resolved> = {}): Resolved {
     snapshot: new TreeSnapshot('v1', 1000),
     subject: { principal: agent, source: 'subject_token' },
     facts: NO_PRINCIPAL_FACTS,
+    session: { stamp: 's1', labels: {}, calls: {} },
     ...overrides,
   };
 }
@@ -114,6 +115,7 @@ describe('decide (pure)', () => {
       decisionId: 'd-1',
       principal: agent,
       spendsApproval: true,
+      labels: [],
     });
     expect(decide(deps({ allow: false, reasons: ['approval_required'], reason: 'approval_required' }), resolved()).kind).toBe('ask');
     expect(decide(deps({ allow: false, reasons: ['revoked'], reason: 'revoked' }), resolved())).toMatchObject({
@@ -124,15 +126,16 @@ describe('decide (pure)', () => {
 });
 
 describe('charge (the first side effect)', () => {
+  const quiet = { stamp: 's1', labels: {}, calls: {} };
   function budget(answer: BudgetAnswer) {
     const runs: BudgetRequest[] = [];
     return { runs, budget: { run: async (r: BudgetRequest) => (runs.push(r), answer) } };
   }
-  const allow: Verdict = { kind: 'allow', decisionId: 'd', principal: agent, spendsApproval: false };
+  const allow: Verdict = { kind: 'allow', decisionId: 'd', principal: agent, spendsApproval: false, labels: [] };
   const deny: Verdict = { kind: 'deny', decisionId: 'd', principal: agent, reason: 'revoked' };
 
   it('consumes for an allow and only probes otherwise, under the snapshot’s version', async () => {
-    const fake = budget({ kind: 'allowed', remaining: 4, resetMs: 10, atMs: 99 });
+    const fake = budget({ kind: 'allowed', remaining: 4, resetMs: 10, atMs: 99, session: quiet });
     const deps = { ...fake, db: unexpected('the database'), windows: { rebuild: unexpected('a rebuild') } } as unknown as ChargeDeps;
     expect(await charge(deps, resolved(), allow)).toEqual({ kind: 'taken', atMs: 99, remaining: 4, resetMs: 10 });
     await charge(deps, resolved(), deny);
@@ -143,8 +146,8 @@ describe('charge (the first side effect)', () => {
   });
 
   it('reports stale facts with the version to resolve again under', async () => {
-    const deps = { ...budget({ kind: 'stale', version: 'v2' }), db: unexpected('the database') } as unknown as ChargeDeps;
-    expect(await charge(deps, resolved(), allow)).toEqual({ kind: 'stale', treeVersion: 'v2' });
+    const deps = { ...budget({ kind: 'stale', version: 'v2', session: quiet }), db: unexpected('the database') } as unknown as ChargeDeps;
+    expect(await charge(deps, resolved(), allow)).toEqual({ kind: 'stale', treeVersion: 'v2', session: quiet });
   });
 });
 
@@ -160,7 +163,7 @@ describe('settle (the answer and its record)', () => {
     } as unknown as SettleDeps;
     return { refunds, settleDeps };
   }
-  const allow: Verdict = { kind: 'allow', decisionId: 'd-9', principal: agent, spendsApproval: false };
+  const allow: Verdict = { kind: 'allow', decisionId: 'd-9', principal: agent, spendsApproval: false, labels: [] };
 
   it('writes the record before it answers, naming the decision that allowed the call', async () => {
     const rows: NewCallRecord[] = [];

@@ -794,12 +794,33 @@ export interface components {
             message?: string;
             /** @description With budget_exhausted: when the first unit frees */
             retryAfterMs?: number;
+            explanation?: components["schemas"]["DenialExplanation"];
             budget: {
                 /** @description Calls left now, the least over the whole chain */
                 remaining: number;
                 /** @description When the oldest counted call of that level leaves the window */
                 resetMs: number;
             };
+        };
+        /** @description With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object. */
+        DenialExplanation: {
+            /** @description the id of the Rego rule that refused: `broker.check.<reason>`, or an org rule’s own */
+            rule: string;
+            /** @description the depth in the tree of the grant that refused (0 is the root); the one nearest the root when several do */
+            level: number;
+            /** @description the grant at that level */
+            grantId: string;
+            /** @description what the level constrains: `tools`, `write_mode`, `repositories`, `refs`, `paths`, `audience`, … */
+            dimension?: string;
+            /** @description the call's value the level refused */
+            value?: string;
+            /** @description what the level allows in that dimension */
+            allowed?: string[];
+            /**
+             * @description what would change the answer
+             * @enum {string}
+             */
+            unlock: "attenuate_from_parent" | "ask_connection_owner" | "request_approval" | "wait" | "none";
         };
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {

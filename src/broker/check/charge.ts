@@ -9,7 +9,9 @@ export type ChargeDeps = Pick<BrokerDeps, 'db' | 'budget' | 'windows'>;
 /**
  * The third stage, the first with a side effect: one budget script over the whole chain, which
  * also confirms that the facts were read under the tree's current version (else `stale`: resolve
- * again). An allowed call takes one unit at every level; anything else only looks.
+ * again) and the decision under the tree's current labels (else `relabelled`: decide again). An
+ * allowed call takes one unit at every level and leaves its labels and its tool's count on the
+ * tree; anything else only looks. Every answer brings the tree's session for its next check.
  *
  * A call allowed by an approval takes the approval before the unit, in a transaction that the
  * call's record later commits with: of concurrent re-sends one holds it and the others find it
@@ -27,14 +29,21 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
       levels: budgetLevels(call.chain),
       expectedVersion: call.snapshot.version,
       mode: verdict.kind === 'allow' && claimed ? 'consume' : 'probe',
+      session: { stamp: call.session.stamp, tool: call.request.tool, labels: verdict.kind === 'allow' ? verdict.labels : [] },
     });
     if (unitOfWork && answer.kind !== 'allowed') await unitOfWork.rollback();
+    // What the tree's next check on this replica decides on.
+    if (answer.kind !== 'missing') call.snapshot.session = answer.session;
     switch (answer.kind) {
       case 'missing':
         // Redis lost the tree: its windows are rebuilt from the call trail, then resolved again.
         return { kind: 'stale', treeVersion: await deps.windows.rebuild(rootId) };
       case 'stale':
-        return { kind: 'stale', treeVersion: answer.version };
+        return { kind: 'stale', treeVersion: answer.version, session: answer.session };
+      case 'session':
+        return { kind: 'relabelled', session: answer.session };
+      case 'label_limit':
+        return { kind: 'label_limit', resetMs: 0 };
       case 'allowed':
         return {
           kind: 'taken',
@@ -43,10 +52,12 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
           resetMs: answer.resetMs,
           ...(unitOfWork ? { claim: { approvalId: approvalId!, unitOfWork } } : {}),
         };
-      case 'probed':
-        return claimed ? answer : { ...answer, kind: 'approval_used' };
+      case 'probed': {
+        const probed = { remaining: answer.remaining, resetMs: answer.resetMs };
+        return claimed ? { kind: 'probed', ...probed } : { kind: 'approval_used', ...probed };
+      }
       case 'exhausted':
-        return answer;
+        return { kind: 'exhausted', retryAfterMs: answer.retryAfterMs, resetMs: answer.resetMs, fullLevels: answer.fullLevels };
     }
   } catch (error) {
     if (unitOfWork && !unitOfWork.isCompleted()) await unitOfWork.rollback().catch(() => undefined);

@@ -26,6 +26,7 @@ export function decide(deps: DecideDeps, call: Resolved): Verdict {
     },
     call.chain,
     call.facts,
+    call.session,
     deps.treeInputs,
   );
   const decision = deps.policy.evaluate(decisions.brokerCheck, input);
@@ -38,9 +39,11 @@ export function decide(deps: DecideDeps, call: Resolved): Verdict {
   // broker/check refuses a call without a principal (subject_token_invalid): never reached.
   if (!principal) throw new Error('broker/check went on without a verified principal');
 
-  const { decisionId } = decision;
-  if (decision.allow) return { kind: 'allow', decisionId, principal, spendsApproval: decision.consumes_approval === true };
-  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal };
+  const { decisionId, explanation } = decision;
+  if (decision.allow) {
+    return { kind: 'allow', decisionId, principal, spendsApproval: decision.consumes_approval === true, labels: decision.labels ?? [] };
+  }
+  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal, explanation };
   const message = decision.org?.denials.find((finding) => finding.reason === decision.reason)?.message;
-  return { kind: 'deny', decisionId, principal, reason: String(decision.reason), ...(message ? { message } : {}) };
+  return { kind: 'deny', decisionId, principal, reason: String(decision.reason), ...(message ? { message } : {}), explanation };
 }

@@ -29,9 +29,14 @@ export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: Che
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
       const verdict = tracer.span('decide', () => decide(deps, resolved));
       const charged = await tracer.span('charge', () => charge(deps, resolved, verdict));
+      if (charged.kind === 'relabelled') {
+        // Another call labelled the tree since: the same facts, decided again on its labels.
+        resolved = { ...resolved, session: charged.session };
+        continue;
+      }
       if (charged.kind !== 'stale') return tracer.span('settle', () => settle(deps, resolved, verdict, charged));
       if (attempt < MAX_ATTEMPTS) {
-        const retry = { previous: resolved, treeVersion: charged.treeVersion };
+        const retry = { previous: resolved, treeVersion: charged.treeVersion, session: charged.session };
         resolved = await tracer.span('resolve', () => resolve(deps, broker, request, retry));
       }
     }

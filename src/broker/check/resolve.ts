@@ -8,6 +8,7 @@ import { verifyBroker, type CheckingBroker } from '../authenticator';
 import type { BrokerDeps } from '../deps';
 import { readTreeFacts, runtimeTokenExpiry } from '../repository';
 import { NO_PRINCIPAL_FACTS, type RememberedSubject } from '../tree-facts';
+import { UNKNOWN_SESSION, type TreeSession } from '../../budget/sliding-window';
 import type { CallSubject, CheckRequest, Resolved, Start } from './stages';
 
 export type ResolveDeps = Pick<BrokerDeps, 'db' | 'clock' | 'chains' | 'trees' | 'brokerTokens' | 'resolveCredential'>;
@@ -26,7 +27,7 @@ export async function resolve(
   deps: ResolveDeps,
   broker: CheckingBroker,
   request: CheckRequest,
-  retry?: { previous: Resolved; treeVersion: string },
+  retry?: { previous: Resolved; treeVersion: string; session?: TreeSession },
 ): Promise<Resolved> {
   // Made once per check, whatever the attempts: the record's id and time, the digest it keeps.
   const requestedAtMs = deps.clock.now();
@@ -44,7 +45,7 @@ export async function resolve(
     if (broker.remembered) await verifyBroker(deps, broker.tokenHash);
     if (!chain) throw new ApiError('not_found', 'no such grant');
     const nobody = { principal: null, source: 'subject_token' } as const;
-    return { ...start, nowMs: deps.clock.now(), chain, subject: nobody, facts: NO_PRINCIPAL_FACTS };
+    return { ...start, nowMs: deps.clock.now(), chain, subject: nobody, facts: NO_PRINCIPAL_FACTS, session: UNKNOWN_SESSION };
   }
   const approval = retry ? retry.previous.approval : request.approvalId ? await approvalFact(deps.db, request.approvalId) : undefined;
 
@@ -55,7 +56,7 @@ export async function resolve(
     subjectTokenHash: request.principal ? null : hashToken(request.subjectToken ?? ''),
     grantId: chain[0]!.id,
   };
-  const snapshot = retry ? deps.trees.renew(rootId, retry.treeVersion, nowMs) : await deps.trees.snapshotOf(rootId, nowMs);
+  const snapshot = retry ? deps.trees.renew(rootId, retry.treeVersion, nowMs, retry.session) : await deps.trees.snapshotOf(rootId, nowMs);
   const recalled = snapshot.recall(keys, request.principal, nowMs);
 
   if (!recalled.brokerConfirmed && broker.remembered) await verifyBroker(deps, broker.tokenHash);
@@ -70,7 +71,7 @@ export async function resolve(
     facts ??= subject.principal ? await readTreeFacts(deps.db, { chain, principal: subject.principal, podIds }) : NO_PRINCIPAL_FACTS;
     snapshot.remember(keys, { subject: verified, principal: subject.principal, facts, podCount: podIds.length });
   }
-  return { ...start, nowMs, chain, snapshot, subject, facts, approval };
+  return { ...start, nowMs, chain, snapshot, subject, facts, approval, session: snapshot.session };
 }
 
 /**

@@ -4,9 +4,10 @@ import { insertCallRecord, type NewCallRecord } from '../../grants/trail';
 import type { BrokerDeps } from '../deps';
 import { brokerDecisions } from '../metrics';
 import { budgetLevels } from './charge';
+import { decisions, type DecisionInput } from '../../kernel/decisions/catalogue';
 import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';
 
-export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs'>;
+export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy'>;
 
 /**
  * The last stage: the answer, and the call record it waits for. No record, no answer: the broker
@@ -16,7 +17,7 @@ export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'a
  * here: a unit taken for a call whose record could not be written.
  */
 export async function settle(deps: SettleDeps, call: Resolved, verdict: Verdict, charged: Settled): Promise<CheckAnswer> {
-  let answer = answerOf(call, verdict, charged);
+  let answer = answerOf(deps, call, verdict, charged);
   const record = recordOf(call, verdict, answer);
   try {
     if (charged.kind === 'taken' && charged.claim) {
@@ -48,24 +49,41 @@ export async function settle(deps: SettleDeps, call: Resolved, verdict: Verdict,
   return answer;
 }
 
-function answerOf(call: Resolved, verdict: Verdict, charged: Settled): CheckAnswer {
+function answerOf(deps: SettleDeps, call: Resolved, verdict: Verdict, charged: Settled): CheckAnswer {
   const { callId } = call;
   const budget = { remaining: 'remaining' in charged ? charged.remaining : 0, resetMs: charged.resetMs };
+  const explained = (explanation: CheckAnswer['explanation']) => (explanation ? { explanation } : {});
   switch (charged.kind) {
     case 'taken':
       return { decision: 'allow', callId, reason: 'allowed', budget };
-    case 'exhausted':
-      return { decision: 'deny', callId, reason: 'budget_exhausted', retryAfterMs: charged.retryAfterMs, budget };
+    case 'exhausted': {
+      const explanation = chargeRefusal(deps, call, 'budget_exhausted', charged.fullLevels);
+      return { decision: 'deny', callId, reason: 'budget_exhausted', retryAfterMs: charged.retryAfterMs, budget, explanation };
+    }
     case 'approval_used':
-      return { decision: 'deny', callId, reason: 'approval_used', budget };
+      return { decision: 'deny', callId, reason: 'approval_used', budget, explanation: chargeRefusal(deps, call, 'approval_used') };
+    case 'label_limit': {
+      const explanation = chargeRefusal(deps, call, 'session_label_limit');
+      return { decision: 'deny', callId, reason: 'session_label_limit', budget, explanation };
+    }
     case 'probed':
-      if (verdict.kind === 'ask') return { decision: 'deny', callId, reason: 'approval_required', budget };
+      if (verdict.kind === 'ask')
+        return { decision: 'deny', callId, reason: 'approval_required', budget, ...explained(verdict.explanation) };
       if (verdict.kind === 'deny') {
-        return { decision: 'deny', callId, reason: verdict.reason, ...(verdict.message ? { message: verdict.message } : {}), budget };
+        const message = verdict.message ? { message: verdict.message } : {};
+        return { decision: 'deny', callId, reason: verdict.reason, ...message, budget, ...explained(verdict.explanation) };
       }
       throw new Error('an allowed call was only probed');
   }
 }
+
+/** A refusal of the budget script, explained by the policy (broker/charge) like any other. */
+function chargeRefusal(deps: SettleDeps, call: Resolved, reason: ChargeRefusal, fullLevels: number[] = []) {
+  const chain = call.chain.map((grant) => ({ id: grant.id }));
+  return deps.policy.evaluate(decisions.brokerCharge, { reason, chain, full_levels: fullLevels }).explanation;
+}
+
+type ChargeRefusal = DecisionInput<typeof decisions.brokerCharge>['reason'];
 
 /** The call's record as the answer says; an allowed call names the decision that allowed it. */
 function recordOf(call: Resolved, verdict: Verdict, answer: CheckAnswer): NewCallRecord {

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { TreeSession } from '../../budget/sliding-window';
+import type { Explanation } from '../../kernel/decisions/explanation';
 import type { approvalFact } from '../../approvals/requests';
 import type { CallPrincipal } from '../../kernel/principals';
 import type { CheckingBroker } from '../authenticator';
@@ -29,6 +31,8 @@ export interface CheckAnswer {
   approval?: { id: string; expiresAt: string };
   /** The message of the org rule whose reason this is. */
   message?: string;
+  /** A refusal (or an approval asked for): why, at which level of the chain, what would change it. */
+  explanation?: Explanation;
   retryAfterMs?: number;
   budget: { remaining: number; resetMs: number };
 }
@@ -55,13 +59,16 @@ export interface Resolved extends Start {
   subject: CallSubject;
   facts: MutableFacts;
   approval?: ApprovalFact;
+  /** The tree's session the decision reads (labels and calls per tool, across replicas). */
+  session: TreeSession;
 }
 
 /** What broker/check decided about the call (a refusal of the request itself is thrown instead). */
 export type Verdict =
-  | { kind: 'allow'; decisionId: string; principal: CallPrincipal; spendsApproval: boolean }
-  | { kind: 'deny'; decisionId: string; principal: CallPrincipal; reason: string; message?: string }
-  | { kind: 'ask'; decisionId: string; principal: CallPrincipal };
+  /** `labels`: what enforced org rules label the call with, kept on the tree if it is charged. */
+  | { kind: 'allow'; decisionId: string; principal: CallPrincipal; spendsApproval: boolean; labels: readonly string[] }
+  | { kind: 'deny'; decisionId: string; principal: CallPrincipal; reason: string; message?: string; explanation?: Explanation }
+  | { kind: 'ask'; decisionId: string; principal: CallPrincipal; explanation?: Explanation };
 
 /** An approval taken for this call, in a transaction the call's record commits with. */
 export interface ApprovalClaim {
@@ -69,13 +76,20 @@ export interface ApprovalClaim {
   unitOfWork: Knex.Transaction;
 }
 
-/** What the charge stage did: took a unit, found none, only looked, or found the facts stale. */
+/**
+ * What the charge stage did: took a unit, found none, only looked, found the facts stale (resolve
+ * again) or the tree's labels changed since the decision (decide again on `session`).
+ */
 export type Charged =
-  | { kind: 'stale'; treeVersion: string }
+  | { kind: 'stale'; treeVersion: string; session?: TreeSession }
+  | { kind: 'relabelled'; session: TreeSession }
   | { kind: 'taken'; atMs: number; remaining: number; resetMs: number; claim?: ApprovalClaim }
-  | { kind: 'exhausted'; retryAfterMs: number; resetMs: number }
+  /** `fullLevels`: indices in the chain (the grant first) of the full windows. */
+  | { kind: 'exhausted'; retryAfterMs: number; resetMs: number; fullLevels: number[] }
+  /** The call would take the tree past its labels cap: nothing taken. */
+  | { kind: 'label_limit'; resetMs: number }
   | { kind: 'probed'; remaining: number; resetMs: number }
   /** Another re-send used the approval first: nothing taken. */
   | { kind: 'approval_used'; remaining: number; resetMs: number };
 
-export type Settled = Exclude<Charged, { kind: 'stale' }>;
+export type Settled = Exclude<Charged, { kind: 'stale' } | { kind: 'relabelled' }>;

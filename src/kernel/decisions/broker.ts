@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineDecision, verdict } from './define';
 import { ChainLink, ConnectionFact, Millis } from './facts';
+import { Explanation, SessionLabel } from './explanation';
 import { OrgOutput } from './org';
 
 const ResourcePointers = z.strictObject({
@@ -10,6 +11,23 @@ const ResourcePointers = z.strictObject({
 });
 
 export const CallPrincipalFact = z.strictObject({ kind: z.enum(['user', 'agent']), id: z.string() });
+
+/**
+ * What the grant's tree remembers across its checks, on every replica: the labels enforced org
+ * rules put on its allowed calls, and its allowed calls per tool. As of the tree's last charge:
+ * the budget script returns it with every answer, and refuses a charge decided on another set of
+ * labels than the tree holds.
+ */
+export const SessionFact = z
+  .strictObject({
+    labels: z
+      .record(SessionLabel, Millis)
+      .describe('by label: when an allowed call of the tree first carried it (Redis time); gone SESSION_LABEL_TTL_MS later'),
+    calls: z
+      .record(z.string(), z.number().int().min(0))
+      .describe("by tool: the tree's allowed calls within the root grant's budget window (counted up to 1,000 a tool)"),
+  })
+  .describe("the grant tree's session: what its earlier allowed calls left");
 
 export const brokerCheck = defineDecision(
   'broker.check',
@@ -62,12 +80,27 @@ export const brokerCheck = defineDecision(
       .strictObject({ desired_state: z.enum(['running', 'stopped']) })
       .optional()
       .describe('agent principals only'),
+    session: SessionFact,
   }),
   verdict({
     reason: z.string().describe('the one reason the broker reports: `allowed`, or the first deny reason by precedence'),
     org: OrgOutput,
     consumes_approval: z.boolean().optional().describe('the call is allowed by the approval it brings, which is used up by it'),
+    labels: z.array(SessionLabel).optional().describe("an allowed call's labels from enforced org rules: kept on the grant's tree"),
+    shadow_labels: z.array(SessionLabel).optional().describe('the labels of org packages in shadow mode: logged, never kept'),
+    explanation: Explanation.optional().describe('a refusal: why, at which level, and what would change it'),
   }),
+);
+
+export const brokerCharge = defineDecision(
+  'broker.charge',
+  'A call the policy allowed and the budget script then refused (a full window, an approval used first, the labels cap): explained by the policy all the same.',
+  z.strictObject({
+    reason: z.enum(['budget_exhausted', 'approval_used', 'session_label_limit']),
+    chain: z.array(z.strictObject({ id: z.string() })).describe('the grant first, its root last'),
+    full_levels: z.array(z.number().int().min(0)).describe('budget_exhausted: the indices in `chain` of the levels whose window is full'),
+  }),
+  verdict({ explanation: Explanation }),
 );
 
 export const brokerOutcome = defineDecision(

@@ -1,11 +1,12 @@
 import { approvalsDecide } from './approvals';
-import { brokerCheck, brokerOutcome } from './broker';
+import { brokerCharge, brokerCheck, brokerOutcome } from './broker';
 import { connectionsAccess, podsAccess, runtimeAccess } from './access';
 import type { DecisionDefinition } from './define';
 import { grantsAttenuate, grantsCreate, grantsList, grantsRead, grantsRevoke } from './grants';
 
 export * from './define';
 export * from './facts';
+export * from './explanation';
 export * from './org';
 
 /**
@@ -15,6 +16,7 @@ export * from './org';
  */
 export const decisions = {
   approvalsDecide,
+  brokerCharge,
   brokerCheck,
   brokerOutcome,
   connectionsAccess,

@@ -36,6 +36,7 @@ export const CORE_CALL_REASONS = [
   'principal_not_in_audience',
   'runtime_stopped',
   'budget_exhausted',
+  'session_label_limit',
   'approval_required',
 ] as const;
 
