@@ -27,6 +27,9 @@ import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
 import { expireApprovalsOfGrants } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
+import { ApprovalArgsVault } from './approvals/args-vault';
+import { startArgsSweep } from './approvals/args-sweep';
+import { decodeKey, KeyRing } from './credentials/sealed-box';
 import { DecisionLog } from './policy/decision-log';
 import { pemBlocks } from './policy/bundles/verify';
 import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
@@ -143,6 +146,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
   });
+  // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
+  const keyRing = sealingKeys(config);
+  const approvalArgs = new ApprovalArgsVault(keyRing, policy);
   const services: Services = {
     grants,
     broker: createBrokerService({
@@ -156,8 +162,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
+      approvalArgs,
     }),
-    approvals: createApprovalsService({ db, policy, clock }),
+    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
@@ -165,6 +172,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
+  const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
 
   const routes = allRoutes(services, credentialAuthenticators(resolveCredential));
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
@@ -183,6 +191,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   async function close(): Promise<void> {
     policy.close();
     retention.stop();
+    approvalArgsSweep.stop();
     invalidation.close();
     await services.broker.settle();
     // Decisions made until now are written, and uploaded if the collector answers in time.
@@ -193,8 +202,17 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   }
 
   /** The infrastructure itself, for operators' commands and tests. */
-  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps };
+  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps, approvalArgsSweep, keyRing };
   return { app, metricsApp, services, infrastructure, close };
+}
+
+/** APPROVAL_ARGS_KEY seals; it and APPROVAL_ARGS_PREVIOUS_KEYS open (config.ts checked their shape). */
+function sealingKeys(config: Config): KeyRing {
+  const previous = (config.APPROVAL_ARGS_PREVIOUS_KEYS ?? '').split(',').filter((key) => key.trim() !== '');
+  return new KeyRing(
+    decodeKey(config.APPROVAL_ARGS_KEY)!,
+    previous.map((key) => decodeKey(key)!),
+  );
 }
 
 /** The `labels.version` of decision events: what package.json says this build is. */

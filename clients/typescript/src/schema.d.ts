@@ -832,6 +832,14 @@ export interface components {
              */
             decidedAt: string | null;
             note: string | null;
+            /** @description The call's arguments as kept for its deciders (present only for them): the org's mask rules applied (a masked value reads `**REDACTED**`); null once the approval has left `pending`, when too large to keep, or when unreadable. */
+            args?: {
+                [key: string]: unknown;
+            } | "**REDACTED**" | null;
+            /** @description The arguments were over 64 KiB of canonical JSON and were not kept (deciders only). */
+            argsTooLarge?: boolean;
+            /** @description The arguments were kept but no configured key opens them (rotated away): `args` is null (deciders only). */
+            argsUnreadable?: boolean;
         };
         ApprovalDecision: {
             note?: string;

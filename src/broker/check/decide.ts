@@ -40,7 +40,7 @@ export function decide(deps: DecideDeps, call: Resolved): Verdict {
 
   const { decisionId } = decision;
   if (decision.allow) return { kind: 'allow', decisionId, principal, spendsApproval: decision.consumes_approval === true };
-  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal };
+  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal, checkInput: input };
   const message = decision.org?.denials.find((finding) => finding.reason === decision.reason)?.message;
   return { kind: 'deny', decisionId, principal, reason: String(decision.reason), ...(message ? { message } : {}) };
 }

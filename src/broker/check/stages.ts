@@ -61,7 +61,8 @@ export interface Resolved extends Start {
 export type Verdict =
   | { kind: 'allow'; decisionId: string; principal: CallPrincipal; spendsApproval: boolean }
   | { kind: 'deny'; decisionId: string; principal: CallPrincipal; reason: string; message?: string }
-  | { kind: 'ask'; decisionId: string; principal: CallPrincipal };
+  /** `checkInput`: what the policy's mask rule judges when the approval keeps the arguments. */
+  | { kind: 'ask'; decisionId: string; principal: CallPrincipal; checkInput: object };
 
 /** An approval taken for this call, in a transaction the call's record commits with. */
 export interface ApprovalClaim {
