@@ -15,7 +15,10 @@ import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
 import { callsInWindows } from './grants/repositories/call-records';
 import { createGrantsService } from './grants/service';
-import { createApp } from './http/app';
+import { createApp, type HttpApp } from './http/app';
+import { ConsoleLinks } from './console/console-links';
+import { createConsoleHandler } from './console/handler';
+import { loadConsoleFiles } from './console/static-files';
 import { API_DECISIONS } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
@@ -179,14 +182,38 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;
   const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
-  const app = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
-    ...appOptions,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
-  });
   const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
   if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
     log.warn('/metrics is open to anyone who reaches the API port: set METRICS_TOKEN or METRICS_PORT');
   }
+
+  // The web console, ahead of the API on the same port (src/console/).
+  const consoleLinks = new ConsoleLinks(redis);
+  const consoleHandler = createConsoleHandler({
+    files: loadConsoleFiles(config.CONSOLE_DIR),
+    links: consoleLinks,
+    log: log.child({ component: 'console' }),
+    settings: {
+      oidc: config.OIDC_ISSUER && config.OIDC_CLIENT_ID ? { issuer: config.OIDC_ISSUER, clientId: config.OIDC_CLIENT_ID } : undefined,
+      // One-time links sign in with the development secret the API verifies; never in production.
+      linkSessions:
+        config.NODE_ENV !== 'production' && !config.JWT_JWKS_URI
+          ? { secret: config.JWT_SECRET, ttlSeconds: CONSOLE_SESSION_SECONDS }
+          : undefined,
+    },
+  });
+  const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
+    ...appOptions,
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
+  });
+  const app: HttpApp = {
+    callback() {
+      const api = apiApp.callback();
+      return (req, res) => {
+        if (!consoleHandler(req, res)) api(req, res);
+      };
+    },
+  };
 
   async function close(): Promise<void> {
     policy.close();
@@ -202,7 +229,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   }
 
   /** The infrastructure itself, for operators' commands and tests. */
-  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps, approvalArgsSweep, keyRing };
+  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps, approvalArgsSweep, keyRing, consoleLinks };
   return { app, metricsApp, services, infrastructure, close };
 }
 
@@ -214,6 +241,9 @@ function sealingKeys(config: Config): KeyRing {
     previous.map((key) => decodeKey(key)!),
   );
 }
+
+/** How long a console session that a one-time link started lasts (development). */
+const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
 
 /** The `labels.version` of decision events: what package.json says this build is. */
 const SERVICE_VERSION: string = packageJson.version;

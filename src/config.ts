@@ -50,6 +50,11 @@ const environmentSchema = z
     JWT_JWKS_URI: urlOf('https:', 'http:').optional(),
     JWT_ISSUER: z.string().optional(),
     JWT_AUDIENCE: z.string().optional(),
+    // The console's sign-in: OpenID Connect (authorization code with PKCE) at this issuer, with
+    // this public client; the API then verifies its ID tokens through JWT_JWKS_URI.
+    OIDC_ISSUER: urlOf('https:', 'http:').optional(),
+    OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
+    CONSOLE_DIR: z.string().default('build/console'),
     POLICY_WASM_PATH: z.string().default('build/policy/policy.wasm'),
     POLICY_WATCH: bool.default(true),
     // An OPA bundle instead of the bare module: a file, or a bundle server polled with ETag.
@@ -153,6 +158,16 @@ const environmentSchema = z
     }
     if (env.POLICY_BUNDLE_PATH && env.POLICY_BUNDLE_URL) {
       ctx.addIssue({ code: 'custom', path: ['POLICY_BUNDLE_URL'], message: 'set POLICY_BUNDLE_PATH or POLICY_BUNDLE_URL, not both' });
+    }
+    if (Boolean(env.OIDC_ISSUER) !== Boolean(env.OIDC_CLIENT_ID)) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_CLIENT_ID'], message: 'set OIDC_ISSUER and OIDC_CLIENT_ID together' });
+    }
+    if (env.OIDC_ISSUER && !env.JWT_JWKS_URI) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_JWKS_URI'],
+        message: "the console's ID tokens are verified with the issuer's keys: set JWT_JWKS_URI (and JWT_ISSUER, JWT_AUDIENCE)",
+      });
     }
     const bundled = Boolean(env.POLICY_BUNDLE_PATH || env.POLICY_BUNDLE_URL);
     // Issue 11: signatures are mandatory in production, so the unsigned bare module is refused there.
