@@ -15,7 +15,10 @@ import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
 import { callsInWindows } from './grants/repositories/call-records';
 import { createGrantsService } from './grants/service';
-import { createApp } from './http/app';
+import { createApp, type HttpApp } from './http/app';
+import { ConsoleLinks } from './console/console-links';
+import { createConsoleHandler } from './console/handler';
+import { loadConsoleFiles } from './console/static-files';
 import { API_DECISIONS } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
@@ -27,6 +30,9 @@ import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
 import { expireApprovalsOfGrants } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
+import { ApprovalArgsVault } from './approvals/args-vault';
+import { startArgsSweep } from './approvals/args-sweep';
+import { decodeKey, KeyRing } from './credentials/sealed-box';
 import { DecisionLog } from './policy/decision-log';
 import { pemBlocks } from './policy/bundles/verify';
 import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
@@ -143,6 +149,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
   });
+  // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
+  const keyRing = sealingKeys(config);
+  const approvalArgs = new ApprovalArgsVault(keyRing, policy);
   const services: Services = {
     grants,
     broker: createBrokerService({
@@ -156,8 +165,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
+      approvalArgs,
     }),
-    approvals: createApprovalsService({ db, policy, clock }),
+    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
@@ -165,24 +175,50 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
+  const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
 
   const routes = allRoutes(services, credentialAuthenticators(resolveCredential));
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;
   const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
-  const app = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
-    ...appOptions,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
-  });
   const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
   if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
     log.warn('/metrics is open to anyone who reaches the API port: set METRICS_TOKEN or METRICS_PORT');
   }
 
+  // The web console, ahead of the API on the same port (src/console/).
+  const consoleLinks = new ConsoleLinks(redis);
+  const consoleHandler = createConsoleHandler({
+    files: loadConsoleFiles(config.CONSOLE_DIR),
+    links: consoleLinks,
+    log: log.child({ component: 'console' }),
+    settings: {
+      oidc: config.OIDC_ISSUER && config.OIDC_CLIENT_ID ? { issuer: config.OIDC_ISSUER, clientId: config.OIDC_CLIENT_ID } : undefined,
+      // One-time links sign in with the development secret the API verifies; never in production.
+      linkSessions:
+        config.NODE_ENV !== 'production' && !config.JWT_JWKS_URI
+          ? { secret: config.JWT_SECRET, ttlSeconds: CONSOLE_SESSION_SECONDS }
+          : undefined,
+    },
+  });
+  const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
+    ...appOptions,
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
+  });
+  const app: HttpApp = {
+    callback() {
+      const api = apiApp.callback();
+      return (req, res) => {
+        if (!consoleHandler(req, res)) api(req, res);
+      };
+    },
+  };
+
   async function close(): Promise<void> {
     policy.close();
     retention.stop();
+    approvalArgsSweep.stop();
     invalidation.close();
     await services.broker.settle();
     // Decisions made until now are written, and uploaded if the collector answers in time.
@@ -193,9 +229,21 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   }
 
   /** The infrastructure itself, for operators' commands and tests. */
-  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps };
+  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps, approvalArgsSweep, keyRing, consoleLinks };
   return { app, metricsApp, services, infrastructure, close };
 }
+
+/** APPROVAL_ARGS_KEY seals; it and APPROVAL_ARGS_PREVIOUS_KEYS open (config.ts checked their shape). */
+function sealingKeys(config: Config): KeyRing {
+  const previous = (config.APPROVAL_ARGS_PREVIOUS_KEYS ?? '').split(',').filter((key) => key.trim() !== '');
+  return new KeyRing(
+    decodeKey(config.APPROVAL_ARGS_KEY)!,
+    previous.map((key) => decodeKey(key)!),
+  );
+}
+
+/** How long a console session that a one-time link started lasts (development). */
+const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
 
 /** The `labels.version` of decision events: what package.json says this build is. */
 const SERVICE_VERSION: string = packageJson.version;

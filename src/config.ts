@@ -1,7 +1,20 @@
 import { z } from 'zod';
+import { decodeKey } from './credentials/sealed-box';
 
 /** The development JWT secret: fine on a laptop, refused when NODE_ENV=production. */
 export const DEVELOPMENT_JWT_SECRET = 'dev-only-jwt-secret-do-not-use-in-production';
+
+/**
+ * The development key that seals a pending approval's arguments and webhook secrets: a fixed,
+ * published value (so a restarted development service still reads what it sealed), refused in
+ * production, where APPROVAL_ARGS_KEY is required.
+ */
+export const DEVELOPMENT_APPROVAL_ARGS_KEY = 'ZGV2LW9ubHktYXBwcm92YWwtYXJncy1rZXktLW5vLXA=';
+
+/** Base64 of exactly 32 bytes (`openssl rand -base64 32`). */
+const sealingKey = z
+  .string()
+  .refine((value) => decodeKey(value) !== undefined, 'must be base64 of exactly 32 bytes (openssl rand -base64 32)');
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -37,6 +50,11 @@ const environmentSchema = z
     JWT_JWKS_URI: urlOf('https:', 'http:').optional(),
     JWT_ISSUER: z.string().optional(),
     JWT_AUDIENCE: z.string().optional(),
+    // The console's sign-in: OpenID Connect (authorization code with PKCE) at this issuer, with
+    // this public client; the API then verifies its ID tokens through JWT_JWKS_URI.
+    OIDC_ISSUER: urlOf('https:', 'http:').optional(),
+    OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
+    CONSOLE_DIR: z.string().default('build/console'),
     POLICY_WASM_PATH: z.string().default('build/policy/policy.wasm'),
     POLICY_WATCH: bool.default(true),
     // An OPA bundle instead of the bare module: a file, or a bundle server polled with ETag.
@@ -80,6 +98,20 @@ const environmentSchema = z
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
     // How long a human has to decide a call waiting for approval.
     APPROVAL_TTL_MS: int(10_000, 7 * 86_400_000).default(900_000),
+    // Seals a pending approval's arguments and webhook secrets (AES-256-GCM); required in production.
+    APPROVAL_ARGS_KEY: sealingKey.default(DEVELOPMENT_APPROVAL_ARGS_KEY),
+    // Keys that only open what they sealed before a rotation, comma-separated.
+    APPROVAL_ARGS_PREVIOUS_KEYS: z
+      .string()
+      .refine(
+        (value) => value.split(',').every((key) => decodeKey(key) !== undefined),
+        'a comma-separated list of base64 keys of exactly 32 bytes',
+      )
+      .optional(),
+    // The service's public base URL (the console's links in webhook payloads); the listening address otherwise.
+    PUBLIC_URL: urlOf('https:', 'http:').optional(),
+    // Webhook targets on loopback, link-local or private addresses are refused unless this says otherwise.
+    WEBHOOK_ALLOW_PRIVATE: bool.default(false),
     // The zone in which org rules read the time of a call (broker check input `local_time`).
     POLICY_TIME_ZONE: z
       .string()
@@ -119,8 +151,25 @@ const environmentSchema = z
         message: 'the development secret is refused in production: set JWT_SECRET or JWT_JWKS_URI',
       });
     }
+    if (env.NODE_ENV === 'production' && env.APPROVAL_ARGS_KEY === DEVELOPMENT_APPROVAL_ARGS_KEY) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['APPROVAL_ARGS_KEY'],
+        message: 'production seals approval arguments with a key of its own: set APPROVAL_ARGS_KEY (openssl rand -base64 32)',
+      });
+    }
     if (env.POLICY_BUNDLE_PATH && env.POLICY_BUNDLE_URL) {
       ctx.addIssue({ code: 'custom', path: ['POLICY_BUNDLE_URL'], message: 'set POLICY_BUNDLE_PATH or POLICY_BUNDLE_URL, not both' });
+    }
+    if (Boolean(env.OIDC_ISSUER) !== Boolean(env.OIDC_CLIENT_ID)) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_CLIENT_ID'], message: 'set OIDC_ISSUER and OIDC_CLIENT_ID together' });
+    }
+    if (env.OIDC_ISSUER && !env.JWT_JWKS_URI) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_JWKS_URI'],
+        message: "the console's ID tokens are verified with the issuer's keys: set JWT_JWKS_URI (and JWT_ISSUER, JWT_AUDIENCE)",
+      });
     }
     const bundled = Boolean(env.POLICY_BUNDLE_PATH || env.POLICY_BUNDLE_URL);
     // Issue 11: signatures are mandatory in production, so the unsigned bare module is refused there.

@@ -5,7 +5,10 @@
 #   owner of its grant, or an owner or admin of the grant's target pod; anyone else learns nothing
 #   (`not_found`). Nobody decides their own call (`self_approval`); an approval is decided once,
 #   before it expires, while its grant is still active. `list` is whether the approval belongs in
-#   the caller's list of what they may decide (GET /api/approvals).
+#   the caller's list of what they may decide (GET /api/approvals). `read_args` is whether the
+#   caller reads the call's arguments while the approval is pending: whoever may decide it (the
+#   same deciders, never the call's own principal), whatever its state (they read as null once
+#   it has left `pending`).
 #   Input: policies/schemas/approvals/decide.json.
 # schemas:
 #   - input: schema.approvals.decide

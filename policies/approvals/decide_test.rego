@@ -36,6 +36,18 @@ test_nobody_approves_their_own_call if {
 	decide.decision.allow with input as object.union(req, {"action": "read"})
 }
 
+test_the_deciders_read_the_arguments_and_nobody_else if {
+	reading := object.union(base, {"action": "read_args"})
+	decide.decision.allow with input as reading
+	decide.decision.allow with input as object.union(reading, {"caller": {"kind": "human", "id": "carol"}, "caller_role": "admin"})
+
+	# Decided or expired: still a decider (the arguments read as null then).
+	decide.decision.allow with input as object.union(reading, {"approval": {"state": "approved"}})
+	decide.decision.reasons == ["not_found"] with input as object.union(as_caller("bob", "member"), {"action": "read_args"})
+	own := object.union(as_caller("carol", "admin"), {"action": "read_args", "approval": {"principal": {"kind": "user", "id": "carol"}}})
+	decide.decision.reasons == ["self_approval"] with input as own
+}
+
 test_an_approval_is_decided_once_and_before_it_expires if {
 	decide.decision.reasons == ["approval_already_decided"] with input as object.union(base, {"approval": {"state": "approved"}})
 	decide.decision.reasons == ["approval_expired"] with input as object.union(base, {"approval": {"expires_at_ms": now}})

@@ -4,6 +4,7 @@ import { loadConfig } from '../config';
 import { createLogger } from '../kernel/log';
 import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
+import { consoleLink } from './console-link';
 import { demoCurlLines, seedDemoWorld } from './demo';
 import { evaluatePolicyFile, UsageError } from './policy-eval';
 import { policyImpact } from './policy-impact';
@@ -12,6 +13,9 @@ const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
   broker revoke --id BROKER_ID  revoke every token of a broker
   demo [--json]                 seed a demo world; prints credentials and example curl lines
+  console-link --as owner|member | --user USER_ID
+                                print a one-time sign-in link to the console (10 min, single use;
+                                development: the service must verify HS256 tokens)
   policy eval --entrypoint broker/check/decision --input FILE [--module PATH]
                                 evaluate the built policy module (POLICY_WASM_PATH) on an input
   policy impact --bundle CANDIDATE --log FILE
@@ -31,6 +35,8 @@ async function main(argv: string[]): Promise<number> {
       module: { type: 'string' },
       bundle: { type: 'string' },
       log: { type: 'string' },
+      as: { type: 'string' },
+      user: { type: 'string' },
     },
   });
   const config = loadConfig();
@@ -85,8 +91,14 @@ async function main(argv: string[]): Promise<number> {
       console.log(JSON.stringify({ revoked }));
       return 0;
     }
+    if (command === 'console-link') {
+      const link = await consoleLink(service.infrastructure.consoleLinks, config, { as: values.as, user: values.user });
+      console.log(link);
+      return 0;
+    }
     if (command === 'demo') {
       const world = await seedDemoWorld(service.services, service.infrastructure.db, config);
+      await service.infrastructure.consoleLinks.rememberDemoUsers({ owner: world.owner.userId, member: world.member.userId });
       if (values.json) {
         console.log(JSON.stringify(world));
       } else {
@@ -105,6 +117,10 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
+    if (error instanceof UsageError) {
+      console.error(error.message);
+      process.exit(2);
+    }
     console.error(error instanceof Error ? error.message : error);
     process.exit(1);
   },

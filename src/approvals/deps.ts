@@ -1,10 +1,13 @@
 import type { Clock } from '../kernel/clock';
 import type { Database } from '../db/database';
 import type { PolicyEngine } from '../policy/engine';
+import type { ApprovalArgsVault } from './args-vault';
 
 /** What the approvals domain uses, and nothing more. */
 export interface ApprovalsDeps {
   db: Database;
   policy: PolicyEngine;
   clock: Clock;
+  /** Opens a pending approval's kept arguments for its deciders. */
+  argsVault: ApprovalArgsVault;
 }

@@ -1,4 +1,5 @@
 import { iso } from '../kernel/schema';
+import type { ArgsView } from './args-vault';
 import type { ApprovalRow } from './repository';
 
 export type ApprovalState = 'pending' | 'approved' | 'denied' | 'expired' | 'used';
@@ -10,7 +11,7 @@ export function stateOf(row: ApprovalRow, now: number): ApprovalState {
 }
 
 /** The approval record: bound to grant, call, tool, principal and argument digest. */
-export function presentApproval(row: ApprovalRow, now: number) {
+export function presentApproval(row: ApprovalRow, now: number, argsView?: ArgsView) {
   return {
     id: row.id,
     grantId: row.grant_id,
@@ -24,5 +25,8 @@ export function presentApproval(row: ApprovalRow, now: number) {
     decidedBy: row.decided_by,
     decidedAt: iso(row.decided_at),
     note: row.note,
+    // Only for whoever may decide it (approvals/decide, action `read_args`); for anyone else the
+    // members are absent, not null.
+    ...(argsView ?? {}),
   };
 }

@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import type { KeptArgsColumns } from './args-vault';
 
 type Queryable = Database | Knex.Transaction;
 
 export type StoredApprovalState = 'pending' | 'approved' | 'denied' | 'used';
 
-export interface ApprovalRow {
+export interface ApprovalRow extends KeptArgsColumns {
   id: string;
   grant_id: string;
   call_id: string;
@@ -21,6 +22,12 @@ export interface ApprovalRow {
   note: string | null;
   used_by_call_id: string | null;
 }
+
+/**
+ * The columns that erase the kept arguments: every statement that moves an approval out of
+ * `pending` sets them, so no ciphertext outlives the state it was kept for.
+ */
+const ERASED_ARGS = { args_sealed: null, args_key_id: null } as const;
 
 export async function insertApproval(db: Queryable, row: Omit<ApprovalRow, 'decided_by' | 'decided_at' | 'note' | 'used_by_call_id'>) {
   await db('approvals').insert(row);
@@ -38,7 +45,7 @@ export async function useApproval(db: Queryable, id: string, callId: string, now
   const updated = await db('approvals')
     .where({ id, state: 'approved' })
     .andWhere('expires_at', '>', now)
-    .update({ state: 'used', used_by_call_id: callId });
+    .update({ state: 'used', used_by_call_id: callId, ...ERASED_ARGS });
   return updated === 1;
 }
 
@@ -51,7 +58,7 @@ export async function decideApproval(
   const [row] = await trx<ApprovalRow>('approvals')
     .where({ id, state: 'pending' })
     .andWhere('expires_at', '>', decision.at)
-    .update({ state: decision.state, decided_by: decision.decidedBy, decided_at: decision.at, note: decision.note })
+    .update({ state: decision.state, decided_by: decision.decidedBy, decided_at: decision.at, note: decision.note, ...ERASED_ARGS })
     .returning('*');
   return row;
 }
@@ -68,8 +75,21 @@ export async function decideApproval(
 export async function expireApprovalsOfGrants(trx: Knex.Transaction, grantIds: readonly string[], revokedAt: Date): Promise<void> {
   if (grantIds.length === 0) return;
   const open = () => trx('approvals').whereIn('grant_id', grantIds).andWhere('expires_at', '>', revokedAt);
-  await open().where('state', 'pending').update({ expires_at: revokedAt, decided_at: revokedAt, note: 'grant revoked' });
+  await open()
+    .where('state', 'pending')
+    .update({ expires_at: revokedAt, decided_at: revokedAt, note: 'grant revoked', ...ERASED_ARGS });
   await open().where('state', 'approved').update({ expires_at: revokedAt });
+}
+
+/**
+ * Erases the kept arguments of approvals that expired by the clock (`expired` is never stored, so
+ * no statement moves them out of `pending`): those of `ids` when given (what a read is about to
+ * show), else up to `batchSize` of any. Answers how many it erased.
+ */
+export function eraseExpiredArgs(db: Queryable, now: Date, scope: { ids: readonly string[] } | { batchSize: number }): Promise<number> {
+  const expired = () => db('approvals').select('id').whereNotNull('args_sealed').andWhere('expires_at', '<=', now);
+  const ids = 'ids' in scope ? expired().whereIn('id', scope.ids) : expired().limit(scope.batchSize);
+  return db('approvals').whereIn('id', ids).andWhere('expires_at', '<=', now).update(ERASED_ARGS);
 }
 
 /**

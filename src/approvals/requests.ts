@@ -3,6 +3,7 @@ import type { Database } from '../db/database';
 import { emitEvent } from '../events/outbox';
 import { newId } from '../kernel/ids';
 import { iso } from '../kernel/schema';
+import type { ApprovalArgsVault } from './args-vault';
 import { approvalsByOutcome } from './metrics';
 import { findApproval, insertApproval, useApproval } from './repository';
 
@@ -21,13 +22,21 @@ export interface ApprovalRequest {
   ttlMs: number;
   /** The earliest expiry of the grant's chain: an approval never outlives the grant it is for. */
   grantExpiresAtMs: number;
+  /** The call's arguments, kept sealed for the deciders while the approval is pending. */
+  args: Record<string, unknown>;
+  /** The broker check's input: what the policy's mask rule judges. */
+  checkInput: object;
 }
 
 /**
  * Creates the pending approval in the caller's unit of work (the call's record commits with it);
  * an agent principal hears of it (`approval.requested`) through the outbox, in the same unit.
  */
-export async function requestApproval(trx: Knex.Transaction, request: ApprovalRequest): Promise<{ id: string; expiresAt: string }> {
+export async function requestApproval(
+  trx: Knex.Transaction,
+  request: ApprovalRequest,
+  vault: ApprovalArgsVault,
+): Promise<{ id: string; expiresAt: string }> {
   const id = newId('approval');
   // A human deciding after the grant has expired would decide nothing (the grant is no longer
   // usable), so the approval expires with it rather than show `pending` until its own TTL.
@@ -43,6 +52,7 @@ export async function requestApproval(trx: Knex.Transaction, request: ApprovalRe
     state: 'pending',
     requested_at: request.requestedAt,
     expires_at: expiresAt,
+    ...vault.seal(id, request.argsDigest, request.args, request.checkInput),
   });
   if (request.principal.kind === 'agent') {
     await emitEvent(trx, {

@@ -14,6 +14,22 @@ export const ApprovalSchema = z
     decidedBy: z.string().nullable(),
     decidedAt: timestamp.nullable(),
     note: z.string().nullable(),
+    args: z
+      .union([z.record(z.string(), z.unknown()), z.literal('**REDACTED**')])
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "The call's arguments as kept for its deciders (present only for them): the org's mask rules applied (a masked value reads " +
+          '`**REDACTED**`); null once the approval has left `pending`, when too large to keep, or when unreadable.',
+      }),
+    argsTooLarge: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'The arguments were over 64 KiB of canonical JSON and were not kept (deciders only).' }),
+    argsUnreadable: z.boolean().optional().openapi({
+      description: 'The arguments were kept but no configured key opens them (rotated away): `args` is null (deciders only).',
+    }),
   })
   .openapi('Approval', {
     description:

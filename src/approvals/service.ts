@@ -7,10 +7,10 @@ import { brokerOfGrant, currentMemberIds, loadGrantFacts, policyFacts } from '..
 import { enforce } from '../policy/enforce';
 import type { ApprovalsDeps } from './deps';
 import { approvalsByOutcome, approvalTimeToDecision } from './metrics';
-import { presentApproval } from './presenters';
-import { decidableCandidates, decideApproval, findApproval, roleIn, type ApprovalRow } from './repository';
+import { presentApproval, stateOf } from './presenters';
+import { decidableCandidates, decideApproval, eraseExpiredArgs, findApproval, roleIn, type ApprovalRow } from './repository';
 
-type Action = 'read' | 'list' | 'approve' | 'deny';
+type Action = 'read' | 'list' | 'approve' | 'deny' | 'read_args';
 
 /**
  * The human side of approvals. Every read and decision is approvals/decide's call;
@@ -24,39 +24,54 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     if (!facts) return undefined;
     const podId = facts.grant.target_pod_id;
     const [members, role] = await Promise.all([currentMemberIds(deps.db, podId), roleIn(deps.db, podId, principal.userId)]);
-    const decision = deps.policy.evaluate(decisions.approvalsDecide, {
-      action,
-      now_ms: deps.clock.now(),
-      caller: { kind: 'human', id: principal.userId },
-      ...(role ? { caller_role: role } : {}),
-      approval: {
-        principal: { kind: row.principal_kind, id: row.principal_id },
-        state: row.state,
-        expires_at_ms: row.expires_at.getTime(),
-      },
-      grant: policyFacts(facts, members),
-    });
-    return { facts, decision };
+    const evaluate = (asked: Action) =>
+      deps.policy.evaluate(decisions.approvalsDecide, {
+        action: asked,
+        now_ms: deps.clock.now(),
+        caller: { kind: 'human', id: principal.userId },
+        ...(role ? { caller_role: role } : {}),
+        approval: {
+          principal: { kind: row.principal_kind, id: row.principal_id },
+          state: row.state,
+          expires_at_ms: row.expires_at.getTime(),
+        },
+        grant: policyFacts(facts, members),
+      });
+    const decision = evaluate(action);
+    /** Whether this caller reads the call's arguments: whoever may decide it now. */
+    const readsArgs = () => decision.allow && evaluate('read_args').allow;
+    return { facts, decision, readsArgs };
+  }
+
+  /**
+   * The approval as this caller sees it: with the call's arguments for a decider (null once it
+   * has left `pending`), without them for anyone else. Arguments of an approval that expired by
+   * the clock are erased first, whoever reads it.
+   */
+  async function view(row: ApprovalRow, now: number, readsArgs: () => boolean) {
+    const pending = stateOf(row, now) === 'pending';
+    if (!pending && row.args_sealed) await eraseExpiredArgs(deps.db, new Date(now), { ids: [row.id] });
+    return presentApproval(row, now, readsArgs() ? deps.argsVault.open(row, pending) : undefined);
   }
 
   async function judge(principal: HumanPrincipal, row: ApprovalRow, action: Exclude<Action, 'list'>) {
     const answer = await ask(principal, row, action);
     if (!answer) throw new ApiError('not_found');
     enforce(answer.decision);
-    return answer.facts;
+    return answer;
   }
 
   async function get(principal: HumanPrincipal, id: string) {
     const row = await findApproval(deps.db, id);
     if (!row) throw new ApiError('not_found');
-    await judge(principal, row, 'read');
-    return presentApproval(row, deps.clock.now());
+    const { readsArgs } = await judge(principal, row, 'read');
+    return view(row, deps.clock.now(), readsArgs);
   }
 
   async function decide(principal: HumanPrincipal, id: string, state: 'approved' | 'denied', note: string | undefined) {
     const row = await findApproval(deps.db, id);
     if (!row) throw new ApiError('not_found');
-    const facts = await judge(principal, row, state === 'approved' ? 'approve' : 'deny');
+    const { facts } = await judge(principal, row, state === 'approved' ? 'approve' : 'deny');
     const at = new Date(deps.clock.now());
     const decided = await deps.db.transaction(async (trx) => {
       const updated = await decideApproval(trx, id, { state, decidedBy: principal.userId, note: note ?? null, at });
@@ -74,7 +89,8 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     });
     approvalsByOutcome.labels(state).inc();
     approvalTimeToDecision.labels(state).observe((at.getTime() - row.requested_at.getTime()) / 1000);
-    return presentApproval(decided, deps.clock.now());
+    // Decided, it keeps no arguments: the decider sees them as null.
+    return presentApproval(decided, deps.clock.now(), deps.argsVault.open(decided, false));
   }
 
   async function list(
@@ -87,13 +103,14 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     const page = rows.slice(0, query.limit);
     // What the caller may decide (approvals/decide, action `list`): not their own calls, and
     // nothing still pending on a grant that can no longer be used.
-    const visible: ApprovalRow[] = [];
+    const items = [];
     for (const row of page) {
-      if ((await ask(principal, row, 'list'))?.decision.allow) visible.push(row);
+      const answer = await ask(principal, row, 'list');
+      if (answer?.decision.allow) items.push(await view(row, now, answer.readsArgs));
     }
     const last = page.at(-1);
     return {
-      items: visible.map((row) => presentApproval(row, now)),
+      items,
       nextCursor: rows.length > query.limit && last ? encodeCursor(last.requested_at, last.id) : null,
     };
   }

@@ -12,6 +12,7 @@ import type { TreeWindowsRebuilder } from '../budget/rebuild';
 import type { TreeFactsCache } from './tree-facts';
 import type { TreeInputMembers } from './policy-input';
 import type { VerifiedBrokerTokens } from './verified-tokens';
+import type { ApprovalArgsVault } from '../approvals/args-vault';
 
 /** The per-replica state of the broker check: caches, the budget script, the trail writer. */
 export interface BrokerComponents {
@@ -38,6 +39,8 @@ export interface BrokerDeps extends BrokerComponents {
   trustAssertedPrincipal: boolean;
   /** APPROVAL_TTL_MS: how long a human has to decide a call that waits for approval. */
   approvalTtlMs: number;
+  /** Keeps a pending approval's arguments, masked and sealed, for its deciders. */
+  approvalArgs: ApprovalArgsVault;
   /** Times the check's stages (TRACE_STAGES), or does nothing. */
   tracer: Tracer;
   /** now in POLICY_TIME_ZONE, for org rules about working hours. */

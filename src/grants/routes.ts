@@ -7,6 +7,7 @@ import {
   CreateGrantBody,
   GrantParams,
   GrantSchema,
+  GrantUsageSchema,
   ListCallsQuery,
   ListGrantsQuery,
   PodParams,
@@ -97,6 +98,20 @@ export function grantRoutes(grants: GrantsService, auth: CredentialAuthenticator
         success: { status: 200, description: 'Call records, newest first', schema: page(CallRecordSchema) },
       },
       async ({ principal, params, query }) => ({ body: await grants.calls(principal, params.grantId, query) }),
+    ),
+    defineRoute(
+      {
+        method: 'get',
+        path: '/api/grants/:grantId/usage',
+        operationId: 'getGrantUsage',
+        tag,
+        summary: "A grant's budget used and remaining now, and how many grants a revocation would take with it",
+        description: 'Whoever may read the grant (else 404).',
+        auth: reader,
+        params: GrantParams,
+        success: { status: 200, description: 'Use and subtree', schema: GrantUsageSchema },
+      },
+      async ({ principal, params }) => ({ body: await grants.usage(principal, params.grantId) }),
     ),
     defineRoute(
       {

@@ -139,3 +139,20 @@ export const PodParams = z.strictObject({ podId: idParam('pod_01jd00000000000000
 
 export const ListGrantsQuery = z.strictObject({ status: GrantStatus.optional(), limit: listLimit(), cursor });
 export const ListCallsQuery = z.strictObject({ limit: listLimit(), cursor });
+
+export const GrantUsageSchema = z
+  .object({
+    grantId: z.string(),
+    calls: z.number().int().openapi({ description: 'The budget: calls per window' }),
+    windowMs: z.number().int(),
+    since: timestamp.openapi({ description: 'Where the window starts now' }),
+    used: z.number().int().openapi({ description: 'Allowed calls since `since` through the grant or any grant below it' }),
+    remaining: z.number().int(),
+    descendants: z.number().int().openapi({ description: 'Grants below this one, whatever their state' }),
+    liveDescendants: z.number().int().openapi({ description: 'Grants below this one that a revocation of it would revoke now' }),
+  })
+  .openapi('GrantUsage', {
+    description:
+      "A grant's budget use now, counted from the call trail as the service rebuilds its windows (a budget over 1,000 calls is " +
+      'kept in buckets, so the service may admit by up to one bucket more or less), and the size of its subtree.',
+  });

@@ -1,6 +1,7 @@
 import type { GrantsDeps } from './deps';
 import { attenuateGrant } from './attenuate';
 import { createGrant } from './create';
+import { readGrantUsage } from './usage';
 import { listGrantCalls, listPodGrants, readGrant } from './read';
 import { revokeGrant } from './revoke';
 
@@ -11,6 +12,7 @@ export function createGrantsService(deps: GrantsDeps) {
     read: readGrant.bind(null, deps),
     listOfPod: listPodGrants.bind(null, deps),
     calls: listGrantCalls.bind(null, deps),
+    usage: readGrantUsage.bind(null, deps),
     attenuate: attenuateGrant.bind(null, deps),
     revoke: revokeGrant.bind(null, deps),
   };

@@ -151,6 +151,18 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   \`approval.decided\` \`{approvalId, grantId, callId, state, tool}\`; an approval ended by a revoke
   sends none (the agent gets \`grant.revoked\`). \`approvals_total\` counts requested, approved,
   denied and used; \`approval_time_to_decision_seconds\` times each decision.
+- Approval arguments: \`args\`, \`argsTooLarge\` and \`argsUnreadable\` are members of an approval
+  only for whoever may decide it (approvals/decide, action \`read_args\`: the deciders, never the
+  call's own principal), whatever its state; for others, and on the broker's long poll, they are
+  absent. \`args\` is the arguments with each value the policy's \`system.log.mask\` names under
+  \`/input/args\` (the rule asked about the broker/check decision that asked for the approval, with
+  its arguments) replaced by \`"**REDACTED**"\`, an erase and an upsert alike (a rule naming
+  \`/input/args\` itself makes \`args\` that string); a mask rule that fails makes the check a 503
+  rather than keep anything unmasked. \`args\` is null once the approval is not \`pending\`,
+  when the canonical JSON was over 64 KiB (\`argsTooLarge: true\`, kept as history), or when no
+  configured key opens the ciphertext (\`argsUnreadable: true\`). A decision, a use and a revoke
+  erase the ciphertext in their own statement; an expiry, which no statement marks, is erased by the
+  first read of the approval after it and by a sweep every 5 s on every replica.
 - Org policies: packages \`org.<decision>.<name>\` for broker.check, grants.create and
   grants.attenuate. A package's mode (\`enforce\`, \`shadow\`, \`off\`) comes from its METADATA
   \`custom.mode\` (enforce when unset) or from \`ORG_POLICY_MODES\` (\`<decision>.<name>=<mode>,…\`),

@@ -124,6 +124,24 @@ export class PolicyEngine {
     };
   }
 
+  /**
+   * What the loaded policy's system.log.mask names for a decision `path` on `input` (the same
+   * rule the decision log applies, asked here about a value the service keeps rather than logs):
+   * [] when the policy has no mask rule. A mask rule that fails is the policy being unavailable:
+   * the caller keeps nothing rather than something unmasked.
+   */
+  maskOf(path: string, input: object): MaskOp[] {
+    const mask = this.currentMask();
+    if (!mask) return [];
+    const event = { decision_id: randomUUID(), path, input, result: {}, timestamp: new Date().toISOString() } as unknown as DecisionEvent;
+    try {
+      return mask(event);
+    } catch (error) {
+      this.log.error({ err: { message: (error as Error).message }, path }, 'mask rule evaluation failed');
+      throw new PolicyUnavailableError('the mask rule could not be evaluated');
+    }
+  }
+
   /** The last refused load since the last successful one, if any. */
   get lastFailure(): LoadFailure | undefined {
     return this.failure;

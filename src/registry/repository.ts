@@ -32,6 +32,12 @@ export function findAgentByName(db: Queryable, podId: string, name: string): Pro
   return db<AgentRow>('agents').where({ pod_id: podId, name }).first();
 }
 
+/** A page of a pod's agents by name, after `afterName`. */
+export function listAgentsOfPod(db: Queryable, podId: string, limit: number, afterName?: string): Promise<AgentRow[]> {
+  const query = db<AgentRow>('agents').where({ pod_id: podId }).orderBy('name').limit(limit);
+  return afterName === undefined ? query : query.where('name', '>', afterName);
+}
+
 export function findAgentById(db: Queryable, agentId: string): Promise<AgentRow | undefined> {
   return db<AgentRow>('agents').where({ id: agentId }).first();
 }

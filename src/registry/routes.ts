@@ -9,6 +9,7 @@ import {
   CreatedRuntimeTokenSchema,
   CreateRuntimeTokenBody,
   InstallAgentBody,
+  ListAgentsQuery,
   PodParams,
   RuntimeTokenSchema,
   TokenParams,
@@ -37,6 +38,24 @@ export function registryRoutes(registry: RegistryService, auth: CredentialAuthen
       async ({ principal, params, body }) => ({
         body: presentAgent(await registry.install(principal, params.podId, body)),
       }),
+    ),
+    defineRoute(
+      {
+        method: 'get',
+        path: base,
+        operationId: 'listAgents',
+        tag,
+        summary: "List a pod's installed agents by name, with each runtime's state (pod members)",
+        description: 'What `GET …/agents/:name` shows, for every agent of the pod; a non-member gets 404.',
+        auth: human,
+        params: PodParams,
+        query: ListAgentsQuery,
+        success: { status: 200, description: 'Agents, by name', schema: page(AgentSchema) },
+      },
+      async ({ principal, params, query }) => {
+        const listed = await registry.list(principal, params.podId, query);
+        return { body: { items: listed.items.map(presentAgent), nextCursor: listed.nextCursor } };
+      },
     ),
     defineRoute(
       {

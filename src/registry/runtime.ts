@@ -3,7 +3,8 @@ import type { RegistryDeps } from './deps';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { emitEvent } from '../events/outbox';
-import { lockAgent, recordPoll, setDesiredState, updateAgentRecord, type AgentRow } from './repository';
+import { authorizePodAction } from '../pods/access';
+import { listAgentsOfPod, lockAgent, recordPoll, setDesiredState, updateAgentRecord, type AgentRow } from './repository';
 import { agentForAction } from './installs';
 
 /** The agent row again, locked: it may have been uninstalled since the permission check. */
@@ -15,6 +16,19 @@ async function lockInstalled(trx: Knex.Transaction, agent: AgentRow): Promise<Ag
 
 export async function readAgent(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {
   return agentForAction(deps, caller, podId, name, 'agents.read');
+}
+
+/** The pod's installed agents, by name: what a pod member may read of each one (`agents.read`). */
+export async function listAgents(
+  deps: RegistryDeps,
+  caller: HumanPrincipal,
+  podId: string,
+  page: { limit: number; cursor?: string },
+): Promise<{ items: AgentRow[]; nextCursor: string | null }> {
+  await authorizePodAction(deps, caller, podId, 'agents.read');
+  const rows = await listAgentsOfPod(deps.db, podId, page.limit + 1, page.cursor);
+  const items = rows.slice(0, page.limit);
+  return { items, nextCursor: rows.length > page.limit ? items[items.length - 1]!.name : null };
 }
 
 export async function readRuntime(deps: RegistryDeps, caller: HumanPrincipal, podId: string, name: string): Promise<AgentRow> {

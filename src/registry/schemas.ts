@@ -1,4 +1,4 @@
-import { idParam, timestamp, z } from '../kernel/schema';
+import { idParam, listLimit, timestamp, z } from '../kernel/schema';
 
 export const AgentName = z
   .string()
@@ -80,3 +80,8 @@ export const CreateRuntimeTokenBody = z
 export const PodParams = z.strictObject({ podId: idParam('pod_01jd0000000000000000000000') });
 export const AgentParams = PodParams.extend({ name: z.string().min(1).max(63) });
 export const TokenParams = AgentParams.extend({ tokenId: idParam('rtk_01jd0000000000000000000000') });
+
+export const ListAgentsQuery = z.strictObject({
+  limit: listLimit(),
+  cursor: AgentName.optional().openapi({ description: 'nextCursor of the previous page (the last name it listed)' }),
+});

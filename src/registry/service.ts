@@ -1,6 +1,6 @@
 import type { RegistryDeps } from './deps';
 import { createRuntimeToken, installAgent, listTokens, removeToken, uninstallAgent } from './installs';
-import { readAgent, readRuntime, startRuntime, stopRuntime, updateAgent } from './runtime';
+import { listAgents, readAgent, readRuntime, startRuntime, stopRuntime, updateAgent } from './runtime';
 
 /** Installed agents of a pod: record, runtime tokens, runtime start/stop. */
 export function createRegistryService(deps: RegistryDeps) {
@@ -8,6 +8,7 @@ export function createRegistryService(deps: RegistryDeps) {
     install: installAgent.bind(null, deps),
     uninstall: uninstallAgent.bind(null, deps),
     read: readAgent.bind(null, deps),
+    list: listAgents.bind(null, deps),
     update: updateAgent.bind(null, deps),
     tokens: listTokens.bind(null, deps),
     createToken: createRuntimeToken.bind(null, deps),

@@ -8,6 +8,8 @@ module.exports = async () => {
   process.env.DATABASE_URL = `${base}${name}`;
   process.env.REDIS_KEY_PREFIX = `gbtest:${name}:`;
   process.env.NODE_ENV = 'test';
+  // Production refuses the development sealing key: the production replicas tests start use this one.
+  process.env.APPROVAL_ARGS_KEY ??= randomBytes(32).toString('base64');
   const { createDatabase, ensureDatabaseExists, migrateToLatest } = require('../../dist/src/db/database');
   await ensureDatabaseExists(process.env.DATABASE_URL);
   const db = createDatabase(process.env.DATABASE_URL, 2);

@@ -82,6 +82,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/grants/{grantId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A grant's budget used and remaining now, and how many grants a revocation would take with it
+         * @description Whoever may read the grant (else 404).
+         */
+        get: operations["getGrantUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/grants/{grantId}/attenuate": {
         parameters: {
             query?: never;
@@ -360,7 +380,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a pod's installed agents by name, with each runtime's state (pod members)
+         * @description What `GET …/agents/:name` shows, for every agent of the pod; a non-member gets 404.
+         */
+        get: operations["listAgents"];
         put?: never;
         /** Install an agent in a pod: creates its seat (`agt_…`), a pod member of kind agent */
         post: operations["installAgent"];
@@ -765,6 +789,26 @@ export interface components {
             /** @example sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 */
             argsDigest: string;
         };
+        /** @description A grant's budget use now, counted from the call trail as the service rebuilds its windows (a budget over 1,000 calls is kept in buckets, so the service may admit by up to one bucket more or less), and the size of its subtree. */
+        GrantUsage: {
+            grantId: string;
+            /** @description The budget: calls per window */
+            calls: number;
+            windowMs: number;
+            /**
+             * Format: date-time
+             * @description Where the window starts now
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            since: string;
+            /** @description Allowed calls since `since` through the grant or any grant below it */
+            used: number;
+            remaining: number;
+            /** @description Grants below this one, whatever their state */
+            descendants: number;
+            /** @description Grants below this one that a revocation of it would revoke now */
+            liveDescendants: number;
+        };
         /** @description Every omitted field inherits the parent (`resources` dimension by dimension). tools ⊆, audience ⊆, writeMode ≤, calls ≤, windowMs ≥, expiresAt ≤, every resource pattern covered by one of the parent's; a pod target may narrow to a seat of that pod in the parent audience. */
         AttenuateGrant: {
             target?: components["schemas"]["GrantTarget"];
@@ -853,6 +897,14 @@ export interface components {
              */
             decidedAt: string | null;
             note: string | null;
+            /** @description The call's arguments as kept for its deciders (present only for them): the org's mask rules applied (a masked value reads `**REDACTED**`); null once the approval has left `pending`, when too large to keep, or when unreadable. */
+            args?: {
+                [key: string]: unknown;
+            } | "**REDACTED**" | null;
+            /** @description The arguments were over 64 KiB of canonical JSON and were not kept (deciders only). */
+            argsTooLarge?: boolean;
+            /** @description The arguments were kept but no configured key opens them (rotated away): `args` is null (deciders only). */
+            argsUnreadable?: boolean;
         };
         ApprovalDecision: {
             note?: string;
@@ -1561,6 +1613,109 @@ export interface operations {
                         items: components["schemas"]["CallRecord"][];
                         nextCursor: string | null;
                     };
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getGrantUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                grantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Use and subtree */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantUsage"];
                 };
             };
             /** @description `invalid_request`: The request is malformed */
@@ -3101,6 +3256,117 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAgents: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..200 */
+                limit?: number;
+                /** @description nextCursor of the previous page (the last name it listed) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                podId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Agents, by name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Agent"][];
+                        nextCursor: string | null;
+                    };
+                };
             };
             /** @description `invalid_request`: The request is malformed */
             400: {

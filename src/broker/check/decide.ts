@@ -43,7 +43,7 @@ export function decide(deps: DecideDeps, call: Resolved): Verdict {
   if (decision.allow) {
     return { kind: 'allow', decisionId, principal, spendsApproval: decision.consumes_approval === true, labels: decision.labels ?? [] };
   }
-  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal, explanation };
+  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal, explanation, checkInput: input };
   const message = decision.org?.denials.find((finding) => finding.reason === decision.reason)?.message;
   return { kind: 'deny', decisionId, principal, reason: String(decision.reason), ...(message ? { message } : {}), explanation };
 }

@@ -7,7 +7,7 @@ import { budgetLevels } from './charge';
 import { decisions, type DecisionInput } from '../../kernel/decisions/catalogue';
 import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';
 
-export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy'>;
+export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy' | 'approvalArgs'>;
 
 /**
  * The last stage: the answer, and the call record it waits for. No record, no answer: the broker
@@ -27,7 +27,7 @@ export async function settle(deps: SettleDeps, call: Resolved, verdict: Verdict,
     } else if (answer.reason === 'approval_required') {
       const request = approvalRequestOf(deps, call, verdict);
       answer = await deps.db.transaction(async (trx) => {
-        const asked = await requestApproval(trx, request);
+        const asked = await requestApproval(trx, request, deps.approvalArgs);
         await insertCallRecord(trx, { ...record, outcome: 'awaiting_approval', approval_id: asked.id });
         return { ...answer, decision: 'approval_required' as const, approvalId: asked.id, approval: asked };
       });
@@ -112,5 +112,7 @@ function approvalRequestOf(deps: SettleDeps, call: Resolved, verdict: Verdict) {
     requestedAt: call.requestedAt,
     ttlMs: deps.approvalTtlMs,
     grantExpiresAtMs: Math.min(...call.chain.map((link) => link.expires_at_ms)),
+    args: call.request.args,
+    checkInput: verdict.kind === 'ask' ? verdict.checkInput : {},
   };
 }

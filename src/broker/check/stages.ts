@@ -68,7 +68,8 @@ export type Verdict =
   /** `labels`: what enforced org rules label the call with, kept on the tree if it is charged. */
   | { kind: 'allow'; decisionId: string; principal: CallPrincipal; spendsApproval: boolean; labels: readonly string[] }
   | { kind: 'deny'; decisionId: string; principal: CallPrincipal; reason: string; message?: string; explanation?: Explanation }
-  | { kind: 'ask'; decisionId: string; principal: CallPrincipal; explanation?: Explanation };
+  /** `checkInput`: what the policy's mask rule judges when the approval keeps the arguments. */
+  | { kind: 'ask'; decisionId: string; principal: CallPrincipal; explanation?: Explanation; checkInput: object };
 
 /** An approval taken for this call, in a transaction the call's record commits with. */
 export interface ApprovalClaim {

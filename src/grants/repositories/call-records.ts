@@ -292,3 +292,34 @@ export async function callsInWindows(
   ]);
   return result.rows.map((row) => ({ levelId: row.level_id, atMs: Number(row.at_ms), n: Number(row.n) }));
 }
+
+/**
+ * Below one grant, in one read: how many grants hang under it (all, and those a revocation would
+ * still revoke: not revoked, not expired), and how many allowed calls (`pending`, `succeeded`,
+ * `failed`) the grant or any grant below it made since `sinceMs`. That count is the grant's budget
+ * use: an allowed call takes one unit at its grant and at every ancestor, which is how the budget
+ * windows are rebuilt from the trail too (src/budget/rebuild.ts).
+ */
+export async function subtreeUsage(
+  db: Queryable,
+  grantId: string,
+  sinceMs: number,
+  nowMs: number,
+): Promise<{ descendants: number; liveDescendants: number; used: number }> {
+  const result = await db.raw<{ rows: Array<{ descendants: string; live: string; used: string }> }>(
+    `with recursive subtree as (
+       select id, revoked_at, expires_at from grants where id = ?
+       union all
+       select g.id, g.revoked_at, g.expires_at from grants g join subtree s on g.parent_id = s.id
+     )
+     select (select count(*) - 1 from subtree) as descendants,
+            (select count(*) from subtree where id <> ? and revoked_at is null and expires_at > to_timestamp(? / 1000.0)) as live,
+            (select count(*) from call_records c
+              where c.grant_id in (select id from subtree)
+                and c.requested_at > to_timestamp(? / 1000.0)
+                and c.outcome in ('pending', 'succeeded', 'failed')) as used`,
+    [grantId, grantId, nowMs, sinceMs],
+  );
+  const row = result.rows[0]!;
+  return { descendants: Number(row.descendants), liveDescendants: Number(row.live), used: Number(row.used) };
+}

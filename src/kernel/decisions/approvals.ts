@@ -7,7 +7,9 @@ export const approvalsDecide = defineDecision(
   'approvals.decide',
   'Reading, listing, approving or denying an approval of one call: its grant’s connection owner or an owner or admin of the target pod, never the call’s own principal.',
   z.strictObject({
-    action: z.enum(['read', 'list', 'approve', 'deny']),
+    action: z
+      .enum(['read', 'list', 'approve', 'deny', 'read_args'])
+      .describe('`read_args`: whether the caller reads the arguments of the call (its deciders do)'),
     now_ms: Millis,
     caller: z.strictObject({ kind: z.literal('human'), id: z.string() }),
     caller_role: z.string().optional().describe("the caller's role in the grant's target pod; absent: not a member"),

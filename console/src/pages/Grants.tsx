@@ -1,0 +1,216 @@
+import { useState } from 'react';
+import type { Grant } from '@grant-broker/client';
+import type { Api } from '../session';
+import { Link } from '../parts/Link';
+import { Pager } from '../parts/Pager';
+import { describeError, Empty, Failed, Loading } from '../parts/states';
+import { Time } from '../parts/time';
+import { useLoad } from '../parts/useLoad';
+
+/** 5,000 grants are 100 pages of this: each page is one list request and one usage read per row shown. */
+const PAGE = 50;
+
+/** The page's grants in tree order: each root (or grant whose parent is on another page) and then its children. */
+function treeOrder(grants: Grant[]): Grant[] {
+  const byParent = new Map<string, Grant[]>();
+  const onPage = new Set(grants.map((g) => g.id));
+  for (const grant of grants) {
+    if (grant.parentId && onPage.has(grant.parentId)) byParent.set(grant.parentId, [...(byParent.get(grant.parentId) ?? []), grant]);
+  }
+  const ordered: Grant[] = [];
+  const visit = (grant: Grant) => {
+    ordered.push(grant);
+    for (const child of byParent.get(grant.id) ?? []) visit(child);
+  };
+  for (const grant of grants) if (!grant.parentId || !onPage.has(grant.parentId)) visit(grant);
+  return ordered;
+}
+
+function resourcesText(grant: Grant): string {
+  const r = grant.resources as Record<string, string[] | undefined> | null | undefined;
+  if (!r) return 'any';
+  const parts = Object.entries(r)
+    .filter(([, patterns]) => patterns && patterns.length > 0)
+    .map(([dimension, patterns]) => `${dimension}: ${patterns!.join(', ')}`);
+  return parts.length ? parts.join('; ') : 'any';
+}
+
+function Budget({ api, grant }: { api: Api; grant: Grant }) {
+  const { result } = useLoad(
+    () => api.unwrap(api.api.GET('/api/grants/{grantId}/usage', { params: { path: { grantId: grant.id } } })),
+    [api, grant.id, grant.status],
+  );
+  if (result.state !== 'ready') return <span className="quiet">{result.state === 'loading' ? '…' : 'unknown'}</span>;
+  const { used, remaining, calls } = result.data;
+  return (
+    <span>
+      {used} used, {remaining} left <span className="quiet">of {calls}</span>
+      <meter min={0} max={calls} value={used} aria-label={`Budget used of ${grant.id}`} />
+    </span>
+  );
+}
+
+function RevokeButton({ api, grant, onRevoked }: { api: Api; grant: Grant; onRevoked: (text: string) => void }) {
+  const [asking, setAsking] = useState<number | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const ask = async () => {
+    setError(null);
+    try {
+      const usage = await api.unwrap(api.api.GET('/api/grants/{grantId}/usage', { params: { path: { grantId: grant.id } } }));
+      setAsking(usage.liveDescendants);
+    } catch (caught) {
+      setError(describeError(caught));
+    }
+  };
+  const revoke = async () => {
+    setBusy(true);
+    try {
+      await api.unwrap(api.api.POST('/api/grants/{grantId}/revoke', { params: { path: { grantId: grant.id } } }));
+      onRevoked(`Revoked ${grant.id} and ${asking ?? 0} descendant grant${asking === 1 ? '' : 's'}.`);
+      setAsking(null);
+    } catch (caught) {
+      setError(describeError(caught));
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (asking === null) {
+    return (
+      <>
+        <button type="button" className="danger small" onClick={() => void ask()} aria-label={`Revoke ${grant.id}`}>
+          Revoke
+        </button>
+        {error && (
+          <span role="alert" className="error">
+            {' '}
+            {error}
+          </span>
+        )}
+      </>
+    );
+  }
+  return (
+    <div role="alertdialog" aria-labelledby={`confirm-${grant.id}`} className="confirm">
+      <p id={`confirm-${grant.id}`}>
+        Revoke {grant.id} and its {asking} descendant grant{asking === 1 ? '' : 's'}?
+      </p>
+      <button type="button" className="danger small" disabled={busy} onClick={() => void revoke()} autoFocus>
+        Confirm revoke
+      </button>{' '}
+      <button type="button" className="small" onClick={() => setAsking(null)}>
+        Cancel
+      </button>
+      {error && (
+        <span role="alert" className="error">
+          {' '}
+          {error}
+        </span>
+      )}
+    </div>
+  );
+}
+
+export function GrantsPage({ api, podId }: { api: Api; podId: string }) {
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [status, setStatus] = useState<'' | 'active' | 'revoked' | 'expired'>('active');
+  const [message, setMessage] = useState('');
+  const cursor = cursors[cursors.length - 1];
+  const { result, reload, refresh } = useLoad(
+    () =>
+      api.unwrap(
+        api.api.GET('/api/pods/{podId}/grants', {
+          params: { path: { podId }, query: { limit: PAGE, ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) } },
+        }),
+      ),
+    [api, podId, cursor, status],
+  );
+  return (
+    <section aria-labelledby="grants-title">
+      <h1 id="grants-title">Grants</h1>
+      <div className="toolbar">
+        <label>
+          Show{' '}
+          <select
+            value={status}
+            onChange={(event) => {
+              setStatus(event.target.value as typeof status);
+              setCursors([]);
+            }}
+          >
+            <option value="active">active grants</option>
+            <option value="revoked">revoked grants</option>
+            <option value="expired">expired grants</option>
+            <option value="">every grant</option>
+          </select>
+        </label>
+      </div>
+      <p className="sr-status" role="status" aria-live="polite">
+        {message}
+      </p>
+      {result.state === 'loading' && <Loading what="grants" />}
+      {result.state === 'failed' && <Failed error={result.error} retry={reload} />}
+      {result.state === 'ready' && result.data.items.length === 0 && (
+        <Empty>
+          <p>No {status || ''} grant in this pod.</p>
+        </Empty>
+      )}
+      {result.state === 'ready' && result.data.items.length > 0 && (
+        <div className="table-wrap">
+          <table className="grants">
+            <caption className="sr-only">Grants of the pod, as trees, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Grant</th>
+                <th scope="col">Tools</th>
+                <th scope="col">Resources</th>
+                <th scope="col">Write mode</th>
+                <th scope="col">Budget now</th>
+                <th scope="col">Expires</th>
+                <th scope="col">State</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {treeOrder(result.data.items).map((grant) => (
+                <tr key={grant.id} data-depth={grant.depth} title={grant.parentId ? `under ${grant.parentId}` : 'a root grant'}>
+                  <th scope="row" className={`depth-${Math.min(grant.depth, 6)}`}>
+                    {grant.depth > 0 && <span aria-hidden="true">└ </span>}
+                    <Link to={`/grants/${encodeURIComponent(grant.id)}/calls`}>{grant.id}</Link>
+                  </th>
+                  <td>{grant.tools.join(', ')}</td>
+                  <td>{resourcesText(grant)}</td>
+                  <td>{grant.writeMode}</td>
+                  <td>
+                    <Budget api={api} grant={grant} />
+                  </td>
+                  <td>
+                    <Time iso={grant.expiresAt} />
+                  </td>
+                  <td>
+                    <span className={`badge ${grant.status}`}>{grant.status}</span>
+                  </td>
+                  <td>
+                    {grant.status === 'active' && (
+                      <RevokeButton
+                        api={api}
+                        grant={grant}
+                        onRevoked={(text) => {
+                          setMessage(text);
+                          refresh();
+                        }}
+                      />
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {result.state === 'ready' && <Pager cursors={cursors} next={result.data.nextCursor} onPage={setCursors} label="Grant pages" />}
+    </section>
+  );
+}

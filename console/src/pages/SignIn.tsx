@@ -1,0 +1,72 @@
+import { useEffect, useState } from 'react';
+import { finishSignIn, startSignIn } from '../oidc';
+import { redeemLink, saveSession, type ConsoleConfig, type Session } from '../session';
+import { describeError } from '../parts/states';
+
+/** /console/sign-in (a one-time link's code in the fragment, or the OpenID Connect button) and /console/callback. */
+export function SignInPage({
+  config,
+  callback,
+  onSignedIn,
+}: {
+  config: ConsoleConfig;
+  callback: boolean;
+  onSignedIn: (session: Session) => void;
+}) {
+  const [error, setError] = useState<string | null>(null);
+  const [working, setWorking] = useState(false);
+
+  useEffect(() => {
+    const code = new URLSearchParams(window.location.hash.slice(1)).get('code');
+    let trade: Promise<Session> | null = null;
+    if (callback && config.oidc) trade = finishSignIn(config.oidc, new URL(window.location.href));
+    else if (code) trade = redeemLink(code);
+    if (!trade) return;
+    // The code is spent either way: take it out of the address bar and the history.
+    window.history.replaceState(null, '', '/console/sign-in');
+    setWorking(true);
+    trade.then(
+      (session) => {
+        saveSession(session);
+        onSignedIn(session);
+      },
+      (caught: unknown) => {
+        setWorking(false);
+        setError(describeError(caught));
+      },
+    );
+    // Runs once per page load: a code is single-use.
+  }, []);
+
+  return (
+    <section className="sign-in" aria-labelledby="sign-in-title">
+      <h1 id="sign-in-title">Sign in</h1>
+      {working && (
+        <p role="status" aria-live="polite">
+          Signing you in…
+        </p>
+      )}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {config.oidc && (
+        <button
+          type="button"
+          className="primary"
+          disabled={working}
+          onClick={() => startSignIn(config.oidc!).catch((caught: unknown) => setError(describeError(caught)))}
+        >
+          Sign in with your identity provider
+        </button>
+      )}
+      {config.links && (
+        <p className="hint">
+          Development: open a link printed by <code>npm run admin -- console-link --as owner</code> (one use, ten minutes).
+        </p>
+      )}
+      {!config.oidc && !config.links && <p>No sign-in is configured: set OIDC_ISSUER and OIDC_CLIENT_ID.</p>}
+    </section>
+  );
+}
