@@ -96,7 +96,8 @@ function refusalFor(error: unknown, key: string, context: CallContext): CallTool
     context.approvals.delete(key);
     return refusal(`The call was allowed but ${error.message}.`, { reason: error.reason });
   }
-  if (error instanceof ApiProblem && error.status < 500) return refusal(`The grant broker refused the call: ${error.code}.`, { reason: error.code });
+  if (error instanceof ApiProblem && error.status < 500)
+    return refusal(`The grant broker refused the call: ${error.code}.`, { reason: error.code });
   // Fail closed: with no answer from the grant broker, no call is made.
   return refusal('The grant broker could not be reached; the call was not made. Try again later.', { reason: 'broker_unavailable' });
 }

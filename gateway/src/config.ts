@@ -47,7 +47,11 @@ export const GatewayConfig = z.strictObject({
       for (const [name, mapping] of Object.entries(tools)) {
         const first = seen.get(mapping.grantTool);
         if (first !== undefined)
-          context.addIssue({ code: 'custom', path: [name, 'grantTool'], message: `"${mapping.grantTool}" is already the grant tool of "${first}"` });
+          context.addIssue({
+            code: 'custom',
+            path: [name, 'grantTool'],
+            message: `"${mapping.grantTool}" is already the grant tool of "${first}"`,
+          });
         else seen.set(mapping.grantTool, name);
       }
     }),
@@ -104,12 +108,20 @@ function fieldName(path: readonly PropertyKey[]): string {
   if (path.length === 0) return '(the whole file)';
   return path
     .map((key, index) =>
-      typeof key === 'number' ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(String(key)) ? `${index ? '.' : ''}${String(key)}` : `[${JSON.stringify(String(key))}]`,
+      typeof key === 'number'
+        ? `[${key}]`
+        : /^[A-Za-z_$][\w$]*$/.test(String(key))
+          ? `${index ? '.' : ''}${String(key)}`
+          : `[${JSON.stringify(String(key))}]`,
     )
     .join('');
 }
 
 /** The `tools` of `POST /api/connections` for the connection this gateway checks against. */
 export function connectionTools(config: GatewayConfig) {
-  return Object.values(config.tools).map(({ grantTool, access, resource }) => ({ name: grantTool, access, ...(resource ? { resource } : {}) }));
+  return Object.values(config.tools).map(({ grantTool, access, resource }) => ({
+    name: grantTool,
+    access,
+    ...(resource ? { resource } : {}),
+  }));
 }

@@ -87,13 +87,16 @@ export class HttpListener {
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '').split('?')[0];
     if (path !== '/mcp') return problem(response, 404, 'not_found', 'the MCP endpoint is /mcp');
-    if (!['POST', 'GET', 'DELETE'].includes(request.method ?? '')) return problem(response, 405, 'method_not_allowed', 'POST, GET or DELETE');
-    if (!this.hostAllowed(request)) return problem(response, 403, 'host_not_allowed', 'this gateway answers only to a loopback Host and Origin');
+    if (!['POST', 'GET', 'DELETE'].includes(request.method ?? ''))
+      return problem(response, 405, 'method_not_allowed', 'POST, GET or DELETE');
+    if (!this.hostAllowed(request))
+      return problem(response, 403, 'host_not_allowed', 'this gateway answers only to a loopback Host and Origin');
 
     const token = /^Bearer ([\x21-\x7e]{1,8192})$/.exec(request.headers.authorization ?? '')?.[1];
     if (!token) return unauthorized(response, 'send the agent\'s token as "Authorization: Bearer <token>"');
     const grantId = request.headers['grant-id'];
-    if (typeof grantId !== 'string' || !GRANT_ID.test(grantId)) return problem(response, 400, 'grant_id_required', 'send the grant as header Grant-Id');
+    if (typeof grantId !== 'string' || !GRANT_ID.test(grantId))
+      return problem(response, 400, 'grant_id_required', 'send the grant as header Grant-Id');
     const verdict = await this.authenticator.verify(token, grantId);
     if (verdict !== 'ok') return refuse(response, verdict);
 
@@ -108,7 +111,8 @@ export class HttpListener {
     }
     if (request.method !== 'POST') return jsonRpcError(response, 400, 'Bad Request: Mcp-Session-Id header is required');
     if (this.sessions.size >= this.maxSessions) this.closeIdle(Date.now());
-    if (this.sessions.size >= this.maxSessions) return problem(response, 503, 'too_many_sessions', 'the gateway holds as many sessions as it may');
+    if (this.sessions.size >= this.maxSessions)
+      return problem(response, 503, 'too_many_sessions', 'the gateway holds as many sessions as it may');
     return this.openSession(owner, grantId, token, request, response);
   }
 

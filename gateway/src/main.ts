@@ -33,6 +33,8 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`mcp-gateway: ${error instanceof ConfigError ? `invalid config ${error.message}` : error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(
+    `mcp-gateway: ${error instanceof ConfigError ? `invalid config ${error.message}` : error instanceof Error ? error.message : String(error)}\n`,
+  );
   process.exit(1);
 });

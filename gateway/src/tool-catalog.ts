@@ -71,7 +71,9 @@ export class ToolCatalog {
     try {
       return this.ajv.getValidator(withoutMetaSchema(tool.inputSchema) as JsonSchemaType);
     } catch (error) {
-      process.stderr.write(`mcp-gateway: tool ${tool.name} is not offered: its input schema does not compile (${(error as Error).message})\n`);
+      process.stderr.write(
+        `mcp-gateway: tool ${tool.name} is not offered: its input schema does not compile (${(error as Error).message})\n`,
+      );
       return undefined;
     }
   }

@@ -79,7 +79,10 @@ async function agentStory(connect: (grantId: string) => Promise<Client>, connect
 
   // A write under `approve` waits for a human; once approved, the same call goes through once.
   const asked = await call(agent, 'get-annotated-message', { messageType: 'success' });
-  expect(asked).toMatchObject({ isError: true, structuredContent: { reason: 'approval_required', approvalId: expect.stringMatching(/^apr_/) } });
+  expect(asked).toMatchObject({
+    isError: true,
+    structuredContent: { reason: 'approval_required', approvalId: expect.stringMatching(/^apr_/) },
+  });
   const approvalId = (asked.structuredContent as { approvalId: string }).approvalId;
   const pending = await call(agent, 'get-annotated-message', { messageType: 'success' });
   expect(pending).toMatchObject({ isError: true, structuredContent: { reason: 'approval_pending' } });

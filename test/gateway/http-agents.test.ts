@@ -102,9 +102,15 @@ it("refuses another agent's session id, and an unknown one, as not found", async
   const hijack = await post({ Authorization: `Bearer ${colleague.token}`, 'Grant-Id': grantId, 'Mcp-Session-Id': sessionId }, listTools);
   expect(hijack.status).toBe(404);
   const otherGrant = await grantOn(world, connectionId, { tools: ['everything.echo'] });
-  const crossGrant = await post({ Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': otherGrant, 'Mcp-Session-Id': sessionId }, listTools);
+  const crossGrant = await post(
+    { Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': otherGrant, 'Mcp-Session-Id': sessionId },
+    listTools,
+  );
   expect(crossGrant.status).toBe(404);
-  const unknown = await post({ Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': grantId, 'Mcp-Session-Id': 'no-such-session' }, listTools);
+  const unknown = await post(
+    { Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': grantId, 'Mcp-Session-Id': 'no-such-session' },
+    listTools,
+  );
   expect(unknown.status).toBe(404);
   // The owner's own session still works.
   expect(names((await agent.listTools()).tools)).toEqual(['echo']);

@@ -16,7 +16,11 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (message.method === 'initialize')
     return send({
       id: message.id,
-      result: { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'broken', version: '1' } },
+      result: {
+        protocolVersion: message.params.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: 'broken', version: '1' },
+      },
     });
   if (message.method === 'tools/list') return send({ id: message.id, result: { tools } });
   if (message.method !== 'tools/call') return message.id === undefined ? undefined : send({ id: message.id, result: {} });

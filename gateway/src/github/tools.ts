@@ -61,4 +61,3 @@ export const toolNamed = (name: string) => TOOLS.find((tool) => tool.name === na
 /** The gateway's `tools` for this connector: each tool under its own name as the grant's tool. */
 export const githubToolMappings = () =>
   Object.fromEntries(TOOLS.map(({ name, access, resource }) => [name, { grantTool: name, access, resource }]));
-

@@ -5,7 +5,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { UpstreamFailure, type Upstream } from './upstream';
 
-export type McpServerAddress = { command: string; args?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
+export type McpServerAddress =
+  { command: string; args?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
 
 /**
  * An MCP server as the upstream, reached with the SDK's own client over stdio (the gateway starts
@@ -119,14 +120,18 @@ export class McpUpstream implements Upstream {
 function failureOf(error: unknown, timeoutMs: number): UpstreamFailure {
   if (error instanceof UpstreamFailure) return error;
   if (error instanceof McpError) {
-    if (error.code === (ErrorCode.RequestTimeout as number)) return new UpstreamFailure('upstream_timeout', `the upstream did not answer within ${timeoutMs} ms`);
-    if (error.code === (ErrorCode.ConnectionClosed as number)) return new UpstreamFailure('upstream_closed', 'the upstream closed the connection during the call');
+    if (error.code === (ErrorCode.RequestTimeout as number))
+      return new UpstreamFailure('upstream_timeout', `the upstream did not answer within ${timeoutMs} ms`);
+    if (error.code === (ErrorCode.ConnectionClosed as number))
+      return new UpstreamFailure('upstream_closed', 'the upstream closed the connection during the call');
     // A protocol error the upstream sent back (unknown tool, invalid params…): its own words, which
     // name no argument values the gateway would add.
     return new UpstreamFailure('upstream_error', `the upstream answered an error (${error.code})`);
   }
   // The SDK's schema check of the answer, or a transport failure.
-  if (error instanceof Error && error.name === 'ZodError') return new UpstreamFailure('upstream_invalid_answer', "the upstream's answer was not a tool result");
+  // zod's error (the SDK's check of the answer's shape) carries `issues`; its text is not repeated.
+  if (error instanceof Error && Array.isArray((error as { issues?: unknown }).issues))
+    return new UpstreamFailure('upstream_invalid_answer', "the upstream's answer was not a tool result");
   return new UpstreamFailure('upstream_error', `the upstream call failed: ${messageOf(error)}`);
 }
 

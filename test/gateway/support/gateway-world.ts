@@ -47,7 +47,12 @@ export async function connectionFor(world: GatewayWorld, config: GatewayConfig):
   const created = await world.service.http
     .post('/api/connections')
     .set(world.owner.auth)
-    .send({ kind: 'code_hosting_app', brokerId: world.brokerId, externalInstallationId: `gw-${Date.now()}`, tools: connectionTools(config) })
+    .send({
+      kind: 'code_hosting_app',
+      brokerId: world.brokerId,
+      externalInstallationId: `gw-${Date.now()}`,
+      tools: connectionTools(config),
+    })
     .expect(201);
   return created.body.id as string;
 }
