@@ -7,6 +7,8 @@ import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
 import type { Config } from './config';
 import { createConnectionsService } from './connections/service';
+import { bindingOf } from './github-apps/bindings';
+import { InstallationTokens } from './github-apps/installation-tokens';
 import { credentialAuthenticators, credentialResolver } from './credentials/authenticators';
 import { createHumanJwtVerifier } from './credentials/human-jwt';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
@@ -143,6 +145,11 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
   });
+  const tokens = new InstallationTokens(config.githubApps, clock, {
+    timeoutMs: config.GITHUB_TOKEN_TIMEOUT_MS,
+    maxBytes: config.GITHUB_RESPONSE_MAX_BYTES,
+  });
+  const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
   const services: Services = {
     grants,
     broker: createBrokerService({
@@ -156,12 +163,13 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
+      tokens,
     }),
     approvals: createApprovalsService({ db, policy, clock }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
-    connections: createConnectionsService({ db, policy, invalidation, clock }),
+    connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));

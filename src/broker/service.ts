@@ -1,4 +1,5 @@
 import type { BrokerComponents, BrokerDeps } from './deps';
+import { LruCache } from '../cache/lru';
 import type { RedisClient } from '../budget/redis-client';
 import { TreeWindowsRebuilder, type TreeWindowsSource } from '../budget/rebuild';
 import { SlidingWindowBudget } from '../budget/sliding-window';
@@ -33,6 +34,7 @@ export function createBrokerComponents(
     trail: new CallTrailWriter(db),
     treeInputs: new TreeInputMembers(),
     brokerTokens: new VerifiedBrokerTokens(factMaxAgeMs),
+    credentialSources: new LruCache(10_000),
   };
 }
 

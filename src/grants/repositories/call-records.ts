@@ -23,11 +23,14 @@ export interface CallRecordRow {
   requested_at: Date;
   completed_at: Date | null;
   duration_ms: number | null;
+  /** The first 8 bytes of the SHA-256 of the token minted for the call, and when it expires. */
+  credential_fingerprint?: Buffer | null;
+  credential_expires_at?: Date | null;
   /** Joined in call trail listings: who approved the call, when an approval allowed it. */
   approval_decided_by?: string | null;
 }
 
-type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms';
+type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
 
 /** A row of call_records as a check writes it. */
 export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
@@ -47,6 +50,8 @@ const COLUMNS = [
   'requested_at',
   'completed_at',
   'duration_ms',
+  'credential_fingerprint',
+  'credential_expires_at',
 ] as const satisfies ReadonlyArray<keyof NewCallRecord>;
 
 /**
@@ -56,10 +61,11 @@ const COLUMNS = [
  * unnamed statement parsed and planned again, for every batch: the trail is one write per check).
  */
 const INSERT_ROWS = {
-  name: 'call_records_insert_v1',
+  name: 'call_records_insert_v2',
   text: `insert into call_records (${COLUMNS.join(', ')})
 select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                     $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::integer[])`,
+                     $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::integer[], $14::bytea[],
+                     $15::timestamptz[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
@@ -112,11 +118,19 @@ export async function completeCallRecord(
   return updated as CallRecordRow | undefined;
 }
 
-export function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
+/** A grant's call records after a position, newest first; with `credential`, only the calls that received that token. */
+export function callRecordsAfter(
+  db: Queryable,
+  grantId: string,
+  after: ListPosition | null,
+  size: number,
+  credential?: Buffer,
+): Promise<CallRecordRow[]> {
   const query = db<CallRecordRow>('call_records as r')
     .leftJoin('approvals as a', 'a.id', 'r.approval_id')
     .where({ 'r.grant_id': grantId })
     .select('r.*', 'a.decided_by as approval_decided_by');
+  if (credential) query.where('r.credential_fingerprint', credential);
   if (after) query.whereRaw('(r.requested_at, r.id) < (?, ?)', [after.at, after.id]);
   return query
     .orderBy([
