@@ -25,7 +25,7 @@ COPY clients clients
 COPY policies policies
 COPY scripts scripts
 COPY tools/opa/capabilities.json tools/opa/capabilities.json
-RUN npm run build:ts
+RUN npm run build:clients && npm run build:ts
 # The API reference (/api/docs), rendered from the OpenAPI document with its script inlined.
 RUN npm run build:docs
 # Production loads only a signed bundle (src/config.ts). The private key is mounted for this one
@@ -54,9 +54,11 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
 COPY --from=build /app/build/policy build/policy
 COPY --from=build /app/build/api-docs.html build/api-docs.html
-# The SDK's entry point: the compiled grantctl and MCP broker require it by its package name
-# (`node dist/clients/grantctl/src/main.js …` in the container).
-COPY clients/typescript/index.js clients/typescript/index.js
+# The SDK and grantctl, each built to its own dist: the MCP broker requires the SDK by its package
+# name, and `node clients/grantctl/bin/grantctl.js …` runs grantctl in the container.
+COPY --from=build /app/clients/typescript/dist clients/typescript/dist
+COPY --from=build /app/clients/grantctl/dist clients/grantctl/dist
+COPY clients/grantctl/bin clients/grantctl/bin
 USER node
 EXPOSE 8080
 CMD ["node", "dist/src/main.js"]

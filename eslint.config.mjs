@@ -7,7 +7,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'build/', 'coverage/', 'node_modules/', 'tools/', '.tools/'] },
+  { ignores: ['dist/', 'clients/*/dist/', 'build/', 'coverage/', 'node_modules/', 'tools/', '.tools/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -54,6 +54,17 @@ export default tseslint.config(
   {
     files: ['console/vite.config.mts'],
     languageOptions: { globals: { ...globals.node } },
+  },
+  {
+    // The SDK and grantctl are installed from their tarballs, without the repository: each imports
+    // only its own files and the packages it declares, never the service's sources by path.
+    files: ['clients/*/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../../*', '../*/**/src/*'], message: 'A client package may not import from outside its own folder.' }] },
+      ],
+    },
   },
   {
     files: ['**/*.{js,mjs,cjs}'],

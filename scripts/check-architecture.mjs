@@ -170,7 +170,7 @@ function readmeGraph() {
   const block = readme.split('Who imports whom')[1]?.split('```')[1];
   if (!block) return null;
   const graph = new Map();
-  for (const match of block.matchAll(/(\(top\)|[a-z]+)\s*→\s*(.+?)(?=\s{2,}(?:\(top\)|[a-z]+)\s*→|\n|$)/g)) {
+  for (const match of block.matchAll(/(\(top\)|[a-z][a-z-]*)\s*→\s*(.+?)(?=\s{2,}(?:\(top\)|[a-z][a-z-]*)\s*→|\n|$)/g)) {
     graph.set(match[1], new Set(match[2].split(',').map((name) => name.trim())));
   }
   return graph;

@@ -7,6 +7,8 @@ import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
 import type { Config } from './config';
 import { createConnectionsService } from './connections/service';
+import { bindingOf } from './github-apps/bindings';
+import { InstallationTokens } from './github-apps/installation-tokens';
 import { credentialAuthenticators, credentialResolver } from './credentials/authenticators';
 import { createHumanJwtVerifier } from './credentials/human-jwt';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
@@ -152,6 +154,11 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);
   const approvalArgs = new ApprovalArgsVault(keyRing, policy);
+  const tokens = new InstallationTokens(config.githubApps, clock, {
+    timeoutMs: config.GITHUB_TOKEN_TIMEOUT_MS,
+    maxBytes: config.GITHUB_RESPONSE_MAX_BYTES,
+  });
+  const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
   const services: Services = {
     grants,
     broker: createBrokerService({
@@ -166,12 +173,13 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
       approvalArgs,
+      tokens,
     }),
     approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
-    connections: createConnectionsService({ db, policy, invalidation, clock }),
+    connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));

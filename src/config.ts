@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { decodeKey } from './credentials/sealed-box';
+import { gitHubAppsSetting, resolveGitHubApps, type GitHubApps } from './github-apps/settings';
 
 /** The development JWT secret: fine on a laptop, refused when NODE_ENV=production. */
 export const DEVELOPMENT_JWT_SECRET = 'dev-only-jwt-secret-do-not-use-in-production';
@@ -142,6 +143,12 @@ const environmentSchema = z
     // The bench's table of where a check's time goes, written to stderr at exit (src/operations/stage-timings.ts).
     TRACE_STAGES: bool.default(false),
     SPEEDUPS: z.enum(['on', 'off']).default('on'),
+    // GitHub Apps that connections mint per-call installation tokens through (JSON, by name; the
+    // private keys are read from the variable or file each names, never from this text).
+    GITHUB_APPS: gitHubAppsSetting,
+    // One token request to GitHub: how long it may take and how large its answer may be.
+    GITHUB_TOKEN_TIMEOUT_MS: int(100, 60_000).default(5_000),
+    GITHUB_RESPONSE_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(256 * 1024),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && !env.JWT_JWKS_URI && env.JWT_SECRET === DEVELOPMENT_JWT_SECRET) {
@@ -191,7 +198,10 @@ const environmentSchema = z
     }
   });
 
-export type Config = z.infer<typeof environmentSchema>;
+export type Config = z.infer<typeof environmentSchema> & {
+  /** GITHUB_APPS with each app's private key read and checked. */
+  githubApps: GitHubApps;
+};
 
 export class ConfigError extends Error {}
 
@@ -203,5 +213,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
-  return parsed.data;
+  const { apps, problems } = resolveGitHubApps(parsed.data.GITHUB_APPS, env);
+  if (problems.length > 0) {
+    throw new ConfigError(`invalid configuration:\n${problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}`);
+  }
+  return { ...parsed.data, githubApps: apps };
 }

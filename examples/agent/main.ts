@@ -8,8 +8,8 @@
  * `--once`: handle what is pending, wait for kept calls to be answered, then exit.
  */
 import { createClient } from '@grant-broker/client';
-import { CodeHostConnector } from '../mcp-broker/connector';
-import { toolNamed } from '../mcp-broker/tools';
+import { CodeHostConnector } from '../../gateway/src/github/connector';
+import { toolNamed } from '../../gateway/src/github/tools';
 import { ApprovalWaits, type CallAnswer, type CallTool, type ToolCall } from './approvals';
 import { brokeredCalls } from './calls';
 import { RuntimeClient } from './client';

@@ -1,11 +1,11 @@
 /**
- * The MCP broker over stdio: an MCP client (an agent's host) starts it as a process. Configuration
- * comes from the environment; tokens are read from it and never printed. stdout carries the MCP
- * protocol, so anything this process says goes to stderr.
+ * The reference MCP broker: the gateway (gateway/) in front of its built-in GitHub connector, for
+ * one agent over stdio. Configuration comes from the environment; tokens are read from it and never
+ * printed. stdout carries the MCP protocol, so anything this process says goes to stderr.
  */
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CodeHostConnector } from './connector';
-import { createMcpBroker } from './server';
+import { parseConfig } from '../../gateway/src/config';
+import { createGatewayCore, serveStdio } from '../../gateway/src/gateway';
+import { githubToolMappings } from '../../gateway/src/github/tools';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -14,14 +14,15 @@ function required(name: string): string {
 }
 
 async function main(): Promise<void> {
-  const server = createMcpBroker({
+  required('CONNECTOR_TOKEN');
+  const config = parseConfig({
     brokerUrl: process.env.GRANT_BROKER_URL ?? 'http://127.0.0.1:8080',
-    brokerToken: required('BROKER_TOKEN'),
-    grantId: required('GRANT_ID'),
-    subjectToken: required('AGENT_TOKEN'),
-    connector: new CodeHostConnector(required('CONNECTOR_URL'), required('CONNECTOR_TOKEN')),
+    brokerTokenEnv: 'BROKER_TOKEN',
+    upstream: { builtin: 'github', apiUrl: required('CONNECTOR_URL'), tokenEnv: 'CONNECTOR_TOKEN' },
+    tools: githubToolMappings(),
   });
-  await server.connect(new StdioServerTransport());
+  const core = createGatewayCore(config);
+  await serveStdio(core, { grantId: required('GRANT_ID'), agentToken: required('AGENT_TOKEN') });
 }
 
 main().catch((error: unknown) => {

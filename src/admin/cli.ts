@@ -5,6 +5,8 @@ import { createLogger } from '../kernel/log';
 import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
 import { consoleLink } from './console-link';
+import { bindInstallation } from '../github-apps/bindings';
+import { ApiError } from '../kernel/errors';
 import { demoCurlLines, seedDemoWorld } from './demo';
 import { evaluatePolicyFile, UsageError } from './policy-eval';
 import { policyImpact } from './policy-impact';
@@ -12,6 +14,9 @@ import { policyImpact } from './policy-impact';
 const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
   broker revoke --id BROKER_ID  revoke every token of a broker
+  github-app bind --app NAME --installation ID --owner USER_ID
+                                bind an installation of a GITHUB_APPS app to the one user who
+                                may connect it (its connections then mint per-call tokens)
   demo [--json]                 seed a demo world; prints credentials and example curl lines
   console-link --as owner|member | --user USER_ID
                                 print a one-time sign-in link to the console (10 min, single use;
@@ -37,6 +42,9 @@ async function main(argv: string[]): Promise<number> {
       log: { type: 'string' },
       as: { type: 'string' },
       user: { type: 'string' },
+      app: { type: 'string' },
+      installation: { type: 'string' },
+      owner: { type: 'string' },
     },
   });
   const config = loadConfig();
@@ -95,6 +103,25 @@ async function main(argv: string[]): Promise<number> {
       const link = await consoleLink(service.infrastructure.consoleLinks, config, { as: values.as, user: values.user });
       console.log(link);
       return 0;
+    }
+    if (command === 'github-app' && sub === 'bind' && values.app && values.installation && values.owner) {
+      if (!/^[1-9][0-9]{0,19}$/.test(values.installation)) {
+        console.error("--installation is GitHub's installation id, in digits");
+        return 2;
+      }
+      try {
+        const { db, policy } = service.infrastructure;
+        const bound = await bindInstallation(
+          { db, policy, apps: config.githubApps },
+          { app: values.app, externalInstallationId: values.installation, ownerId: values.owner },
+        );
+        console.log(JSON.stringify(bound));
+        return 0;
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        console.error(`${error.code}: ${error.message}`);
+        return 1;
+      }
     }
     if (command === 'demo') {
       const world = await seedDemoWorld(service.services, service.infrastructure.db, config);

@@ -13,6 +13,8 @@ import type { TreeFactsCache } from './tree-facts';
 import type { TreeInputMembers } from './policy-input';
 import type { VerifiedBrokerTokens } from './verified-tokens';
 import type { ApprovalArgsVault } from '../approvals/args-vault';
+import type { LruCache } from '../cache/lru';
+import type { MintedCredential, MintRequest } from '../github-apps/installation-tokens';
 
 /** The per-replica state of the broker check: caches, the budget script, the trail writer. */
 export interface BrokerComponents {
@@ -25,6 +27,8 @@ export interface BrokerComponents {
   /** The input members of each tree's facts, built once per facts object. */
   treeInputs: TreeInputMembers;
   brokerTokens: VerifiedBrokerTokens;
+  /** Where each (connection, tool)'s credential comes from; null: nowhere. None of it ever changes. */
+  credentialSources: LruCache<string, { app: string; installationId: string; permissions: Record<string, string> | null } | null>;
 }
 
 /** What the broker check and call outcomes use, and nothing more. */
@@ -43,6 +47,8 @@ export interface BrokerDeps extends BrokerComponents {
   approvalArgs: ApprovalArgsVault;
   /** Times the check's stages (TRACE_STAGES), or does nothing. */
   tracer: Tracer;
+  /** Installation tokens of the GitHub Apps of GITHUB_APPS, minted and reused. */
+  tokens: { mint(request: MintRequest): Promise<MintedCredential> };
   /** now in POLICY_TIME_ZONE, for org rules about working hours. */
   localTime: (nowMs: number) => LocalTime;
 }

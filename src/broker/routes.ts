@@ -22,11 +22,14 @@ export function brokerRoutes(broker: BrokerService, auth: CredentialAuthenticato
           'broker credential (401/403), the body (400), the grant: only the grant’s own broker may ask (anything else: ' +
           '404), then the principal from the forwarded `subjectToken` (401 `subject_token_invalid` when it does not ' +
           'verify; an asserted `principal` is refused with 403 unless the deployment sets ' +
-          'BROKER_TRUST_ASSERTED_PRINCIPAL), then the policy and the budget. Redis or Postgres unavailable: 503, never an allow.',
+          'BROKER_TRUST_ASSERTED_PRINCIPAL), then the policy and the budget. Redis or Postgres unavailable: 503, never an allow. ' +
+          'With `credential: true`: 422 `credential_unavailable` when the connection names no GitHub App, the tool declares no ' +
+          'permissions or an allowed call names no repository; 503 `credential_unavailable` when GitHub refuses or does not ' +
+          'answer in time (the call is recorded as denied with that reason and takes no budget unit).',
         auth: broker.credentials,
         body: CheckBody,
         success: { status: 200, description: 'The decision', schema: CheckResult },
-        errors: ['not_found', 'subject_token_invalid', 'principal_assertion_refused'],
+        errors: ['not_found', 'subject_token_invalid', 'principal_assertion_refused', 'credential_unavailable'],
         direct: true,
       },
       async ({ body, principal }) => {

@@ -19,6 +19,15 @@ export const CheckBody = z
     args: z.record(z.string(), z.unknown()).openapi({
       description: 'The tool arguments: only their RFC 8785 digest is kept; never stored, logged or returned',
     }),
+    credential: z
+      .boolean()
+      .optional()
+      .openapi({
+        description:
+          "On allow, also mint a GitHub App installation token for exactly the call's repository and the tool's permissions " +
+          "(the connection's app). 422 `credential_unavailable` on a connection or tool that cannot have one; 503 when GitHub " +
+          'refuses or does not answer in time (the call is then recorded as denied and takes no budget unit)',
+      }),
   })
   .refine((body) => (body.subjectToken === undefined) !== (body.principal === undefined), {
     message: 'send exactly one of subjectToken and principal',
@@ -47,6 +56,20 @@ export const CheckResult = z
       remaining: z.number().int().openapi({ description: 'Calls left now, the least over the whole chain' }),
       resetMs: z.number().int().openapi({ description: 'When the oldest counted call of that level leaves the window' }),
     }),
+    credential: z
+      .object({
+        token: z
+          .string()
+          .openapi({ description: 'The installation access token: send it as `Authorization: Bearer` to GitHub for this call' }),
+        expiresAt: z.string().openapi({ description: 'When GitHub expires it (more than 5 minutes from now)' }),
+        repositories: z.array(z.string()).openapi({ description: 'The one repository (owner/name) it reaches' }),
+        permissions: z.record(z.string(), z.string()).openapi({ description: "The installation permissions it carries (GitHub's names)" }),
+      })
+      .optional()
+      .openapi('MintedCredential', {
+        description:
+          'With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint.',
+      }),
   })
   .openapi('BrokerCheckResult');
 

@@ -1,4 +1,5 @@
 import type { BrokerComponents, BrokerDeps } from './deps';
+import { LruCache } from '../cache/lru';
 import type { RedisClient } from '../budget/redis-client';
 import { TreeWindowsRebuilder, type TreeWindowsSource } from '../budget/rebuild';
 import { DEFAULT_SESSION_SHAPE, DEFAULT_WINDOW_SHAPE, SlidingWindowBudget, UNKNOWN_SESSION } from '../budget/sliding-window';
@@ -36,6 +37,7 @@ export function createBrokerComponents(
     trail: new CallTrailWriter(db),
     treeInputs: new TreeInputMembers(),
     brokerTokens: new VerifiedBrokerTokens(factMaxAgeMs),
+    credentialSources: new LruCache(10_000),
   };
 }
 

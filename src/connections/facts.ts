@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
 import type { ConnectionFact } from '../kernel/decisions/catalogue';
-import { connectionsWithTools } from './repository';
+import { connectionsWithTools, toolCredentialSource } from './repository';
 
 export type { ToolResourcePointers } from './repository';
 
@@ -33,4 +33,17 @@ export async function grantableConnection(
 ): Promise<{ fact: ConnectionFact; installationId: string; brokerId: string } | undefined> {
   const [row] = await connectionsWithTools(db, [id]);
   return row && { fact: toConnectionFact(row, row.tools), installationId: row.installation_id, brokerId: row.broker_id };
+}
+
+/**
+ * Where a token for one tool's calls comes from: the connection's app and installation, and the
+ * permissions the tool declares. None of it changes after the connection is made.
+ */
+export async function credentialSourceOf(
+  db: Queryable,
+  connectionId: string,
+  tool: string,
+): Promise<{ app: string; installationId: string; permissions: Record<string, string> | null } | undefined> {
+  const row = await toolCredentialSource(db, connectionId, tool);
+  return row?.app ? { app: row.app, installationId: row.external_installation_id, permissions: row.permissions } : undefined;
 }

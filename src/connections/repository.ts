@@ -10,6 +10,8 @@ export interface ConnectionRow {
   broker_id: string;
   installation_id: string;
   external_installation_id: string;
+  /** The GitHub App its calls mint tokens through; null for a connection that mints none. */
+  app: string | null;
   status: 'connected' | 'disconnected';
   created_at: Date;
   updated_at: Date;
@@ -25,6 +27,7 @@ export interface ConnectionTool {
   name: string;
   access: 'read' | 'write';
   resource?: ToolResourcePointers;
+  permissions?: Record<string, string>;
 }
 
 export function findConnection(db: Queryable, id: string): Promise<ConnectionRow | undefined> {
@@ -35,9 +38,21 @@ export function listConnectionTools(db: Queryable, connectionId: string): Promis
   return db('connection_tools')
     .where({ connection_id: connectionId })
     .orderBy('name')
-    .select('name', 'access', 'resource')
-    .then((rows: Array<{ name: string; access: 'read' | 'write'; resource: ToolResourcePointers | null }>) =>
-      rows.map(({ resource, ...tool }) => (resource ? { ...tool, resource } : tool)),
+    .select('name', 'access', 'resource', 'permissions')
+    .then(
+      (
+        rows: Array<{
+          name: string;
+          access: 'read' | 'write';
+          resource: ToolResourcePointers | null;
+          permissions: Record<string, string> | null;
+        }>,
+      ) =>
+        rows.map(({ resource, permissions, ...tool }) => ({
+          ...tool,
+          ...(resource ? { resource } : {}),
+          ...(permissions ? { permissions } : {}),
+        })),
     );
 }
 
@@ -65,7 +80,13 @@ export async function insertConnection(
 ): Promise<ConnectionRow> {
   const [inserted] = await trx<ConnectionRow>('connections').insert(row).returning('*');
   await trx('connection_tools').insert(
-    tools.map((tool) => ({ connection_id: row.id, name: tool.name, access: tool.access, resource: tool.resource ?? null })),
+    tools.map((tool) => ({
+      connection_id: row.id,
+      name: tool.name,
+      access: tool.access,
+      resource: tool.resource ?? null,
+      permissions: tool.permissions ?? null,
+    })),
   );
   return inserted as ConnectionRow;
 }
@@ -77,4 +98,16 @@ export async function updateConnectionStatus(db: Queryable, id: string, status: 
 
 export async function brokerExists(db: Queryable, brokerId: string): Promise<boolean> {
   return (await db('brokers').where({ id: brokerId }).first('id')) !== undefined;
+}
+
+/** What a token for one tool's calls is minted from; unknown connection or tool: undefined. */
+export async function toolCredentialSource(
+  db: Queryable,
+  connectionId: string,
+  tool: string,
+): Promise<{ app: string | null; external_installation_id: string; permissions: Record<string, string> | null } | undefined> {
+  return db('connections as c')
+    .join('connection_tools as t', 't.connection_id', 'c.id')
+    .where({ 'c.id': connectionId, 't.name': tool })
+    .first('c.app', 'c.external_installation_id', 't.permissions');
 }

@@ -14,10 +14,14 @@ export function connectionRoutes(connections: ConnectionsService, auth: Credenti
         operationId: 'createConnection',
         tag,
         summary: 'Register a connector installation and its enabled tools; the caller owns it',
-        description: 'Only `kind: code_hosting_app` can back a root grant; other kinds are stored but refused by grant creation.',
+        description:
+          'Only `kind: code_hosting_app` can back a root grant; other kinds are stored but refused by grant creation. With `app`, ' +
+          'the connection mints per-call tokens through that GitHub App (GITHUB_APPS): 422 `unknown_app` for an app the ' +
+          'deployment does not configure, 422 `installation_not_bound` unless the operator bound the installation to the caller.',
         auth: human,
         body: CreateConnectionBody,
         success: { status: 201, description: 'The connection', schema: ConnectionSchema },
+        errors: ['unknown_app', 'installation_not_bound'],
       },
       async ({ principal, body }) => ({ body: await connections.create(principal, body) }),
     ),

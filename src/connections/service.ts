@@ -24,6 +24,8 @@ export interface ConnectionsDeps {
   policy: PolicyEngine;
   invalidation: CacheInvalidation;
   clock: Clock;
+  /** The GitHub Apps of GITHUB_APPS, and who each installation is bound to. */
+  apps: { has(name: string): boolean; bindingOf(app: string, externalInstallationId: string): Promise<{ owner_id: string } | undefined> };
 }
 
 /** Connector installations and their tools, visible to their owner alone. */
@@ -46,6 +48,7 @@ function present(row: ConnectionRow, tools: ConnectionTool[]) {
     brokerId: row.broker_id,
     installationId: row.installation_id,
     externalInstallationId: row.external_installation_id,
+    app: row.app,
     tools,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -67,8 +70,17 @@ async function authorized(deps: ConnectionsDeps, caller: HumanPrincipal, id: str
 export async function createConnection(
   deps: ConnectionsDeps,
   caller: HumanPrincipal,
-  input: { kind: string; brokerId: string; externalInstallationId: string; tools: ConnectionTool[] },
+  input: { kind: string; brokerId: string; externalInstallationId: string; app?: string; tools: ConnectionTool[] },
 ) {
+  const binding = input.app === undefined ? undefined : await deps.apps.bindingOf(input.app, input.externalInstallationId);
+  enforce(
+    deps.policy.evaluate(decisions.connectionsAccess, {
+      action: 'connection.create',
+      caller: { kind: caller.kind, id: caller.userId },
+      ...(input.app === undefined ? {} : { app: { name: input.app, configured: deps.apps.has(input.app) } }),
+      ...(binding ? { binding } : {}),
+    }),
+  );
   if (!(await brokerExists(deps.db, input.brokerId))) {
     throw new ApiError('invalid_request', 'no broker has that id', { errors: [{ path: 'body.brokerId', message: 'unknown broker' }] });
   }
@@ -82,6 +94,7 @@ export async function createConnection(
         broker_id: input.brokerId,
         installation_id: newId('installation'),
         external_installation_id: input.externalInstallationId,
+        app: input.app ?? null,
         status: 'connected',
       },
       input.tools,

@@ -45,5 +45,8 @@ export function presentCallRecord(row: CallRecordRow) {
     completedAt: iso(row.completed_at),
     durationMs: row.duration_ms,
     argsDigest: row.args_digest,
+    credential: row.credential_fingerprint
+      ? { fingerprint: `sha256:${row.credential_fingerprint.toString('hex')}`, expiresAt: iso(row.credential_expires_at!) }
+      : null,
   };
 }

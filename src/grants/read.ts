@@ -59,10 +59,16 @@ export async function listPodGrants(
 }
 
 /** The call trail of a grant, newest first, for whoever may read the grant. */
-export async function listGrantCalls(deps: GrantsDeps, principal: GrantCaller, grantId: string, query: { limit: number; cursor?: string }) {
+export async function listGrantCalls(
+  deps: GrantsDeps,
+  principal: GrantCaller,
+  grantId: string,
+  query: { limit: number; cursor?: string; credential?: string },
+) {
   const after = decodeCursor(query.cursor);
   await readableGrant(deps, principal, grantId);
-  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1);
+  const fingerprint = query.credential === undefined ? undefined : Buffer.from(query.credential.slice('sha256:'.length), 'hex');
+  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, fingerprint);
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return {

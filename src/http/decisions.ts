@@ -201,4 +201,24 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   of event JSON; gauge \`decision_log_buffer_bytes\`), plus the one batch in flight; past either
   bound the oldest are dropped. \`decision_log_dropped_total\` counts drops by \`reason\`:
   \`buffer_full\`, \`event_too_large\`. A check never waits for either.
+- Credentials minted per call: a connection's \`app\` names a GitHub App of \`GITHUB_APPS\`; only the
+  user the operator bound the installation to (\`npm run admin -- github-app bind\`) may create it,
+  and an installation is never rebound to another owner (409 \`installation_bound_to_another_owner\`
+  from the admin command). An app installation id is GitHub's, in digits. A tool's \`permissions\`
+  use GitHub's names and levels; a \`read\` tool may declare only \`read\`. \`credential: true\` on a
+  check answers 422 \`credential_unavailable\` whatever the decision when the connection names no
+  app or the tool declares no permissions, and on allow when \`args\` name no \`owner/name\`
+  repository. The token is minted after the decision and before the budget unit: when GitHub
+  refuses, does not answer within \`GITHUB_TOKEN_TIMEOUT_MS\` or answers more than
+  \`GITHUB_RESPONSE_MAX_BYTES\`, the call is recorded as \`denied\` with reason
+  \`credential_unavailable\` (no fingerprint), no unit is taken, an approval it carried is not spent,
+  and the check answers 503. GitHub's answer must name exactly the call's repository, owner
+  included, and no permission beyond those asked for except \`metadata: read\` (which GitHub adds to
+  every token); anything else is a 503 and the token is dropped. Tokens are reused per (app,
+  installation, repository, permissions) while more than 5 minutes remain, in each replica's
+  memory. A denied call gets no token; a budget-denied one may have caused a mint that the next
+  allowed call reuses.
+- Credential lineage: a call record's \`credential\` is \`{fingerprint, expiresAt}\` (\`sha256:\` and the
+  first 16 hex digits of the token's SHA-256) or null; \`GET /api/grants/:grantId/calls?credential=\`
+  lists within that grant the calls that received the token.
 `.trim();

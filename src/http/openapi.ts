@@ -29,8 +29,10 @@ function openApiPath(path: string): string {
 function errorResponses(route: Route) {
   const byStatus = new Map<number, Set<ProblemCode>>();
   for (const code of errorCodesOf(route)) {
-    const status = PROBLEMS[code].status;
-    byStatus.set(status, (byStatus.get(status) ?? new Set()).add(code));
+    const problem: { status: number; alsoStatus?: number } = PROBLEMS[code];
+    for (const status of problem.alsoStatus ? [problem.status, problem.alsoStatus] : [problem.status]) {
+      byStatus.set(status, (byStatus.get(status) ?? new Set()).add(code));
+    }
   }
   return Object.fromEntries(
     [...byStatus.entries()].map(([status, codes]) => [

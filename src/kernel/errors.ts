@@ -42,13 +42,25 @@ export const PROBLEMS = {
   connection_kind_not_allowed: { status: 422, title: 'Root grants accept only code-hosting app connections' },
   connection_disconnected: { status: 422, title: 'The connection is disconnected' },
   expiry_out_of_range: { status: 422, title: 'expiresAt must be in the future and at most 365 days away' },
+  unknown_app: { status: 422, title: 'No GitHub App of that name is configured' },
+  installation_not_bound: {
+    status: 422,
+    title: 'The app installation is not bound to the caller: an operator binds it to its owner first',
+  },
+  installation_bound_to_another_owner: { status: 409, title: 'The app installation is already bound to another owner' },
+  credential_unavailable: {
+    status: 503,
+    title: 'No credential could be minted for the call; nothing was allowed',
+    // 422 for a connection or tool that cannot have one (no app, no repository, no permissions).
+    alsoStatus: 422,
+  },
   internal_error: { status: 500, title: 'Internal server error' },
   dependency_unavailable: { status: 503, title: 'A dependency is unavailable; nothing was allowed' },
   invalidation_pending: {
     status: 503,
     title: 'The change is committed but not yet confirmed on every replica; repeat the request to confirm it',
   },
-} as const satisfies Record<string, { status: number; title: string }>;
+} as const satisfies Record<string, { status: number; title: string; alsoStatus?: number }>;
 
 export type ProblemCode = keyof typeof PROBLEMS;
 
@@ -65,9 +77,12 @@ export class ApiError extends Error {
     readonly detail?: string,
     readonly extensions: { errors?: FieldError[]; reasons?: string[] } = {},
     readonly headers: Record<string, string> = {},
+    /** The code's other status, for the few codes the table gives two. */
+    status?: number,
   ) {
     super(detail ?? PROBLEMS[code].title);
-    this.status = PROBLEMS[code].status;
+    const problem: { status: number; alsoStatus?: number } = PROBLEMS[code];
+    this.status = status !== undefined && status === problem.alsoStatus ? status : problem.status;
   }
 }
 

@@ -1,8 +1,6 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { grantctl as runGrantctl, type GrantctlRun } from '../support/grantctl';
 import { startService, type TestService } from '../support/service';
@@ -271,7 +269,7 @@ it('exit code 2 with the problem document when the service answers 5xx', async (
   }
 });
 
-describe('npx grantctl from the repository root (the workspace bin; `npm run build:ts` first)', () => {
+describe('npx grantctl from the repository root (the workspace bin; `npm run build` first)', () => {
   const npx = (args: string[], url: string = service.baseUrl) => runGrantctl(args, { url, token: world.owner.token, via: 'npx' });
   // npm may print its own warnings on stderr; grantctl's problem document is the JSON line.
   const problemOf = (stderr: string) => JSON.parse(stderr.split('\n').find((l) => l.startsWith('{')) ?? 'null');
@@ -279,7 +277,7 @@ describe('npx grantctl from the repository root (the workspace bin; `npm run bui
   it('--help lists the commands and exits 0', async () => {
     const help = await npx(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['grants', 'calls', 'approvals', 'agents', 'policy'])
+    for (const command of ['grants', 'calls', 'approvals', 'agents', 'pods', 'connections', 'policy'])
       expect(help.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
   });
 
@@ -303,24 +301,19 @@ describe('npx grantctl from the repository root (the workspace bin; `npm run bui
   });
 });
 
-it('policy eval and policy impact work on files, without a service', async () => {
+it('policy eval evaluates an entrypoint of the built module on a file, without a service', async () => {
   const example = path.resolve(__dirname, '../../examples/policy/broker-check-input.json');
-  const answer = json(await grantctl(['policy', 'eval', '--entrypoint', 'broker/check', '--input', example]));
-  expect(answer).toMatchObject({ entrypoint: 'broker/check/decision', result: { allow: true, reason: 'allowed' } });
-  const unknown = await grantctl(['policy', 'eval', '--entrypoint', 'nope', '--input', example]);
-  expect(unknown.code).toBe(1);
+  const module = path.resolve(__dirname, '../../build/policy/policy.wasm');
+  const answer = json(await grantctl(['policy', 'eval', '--entrypoint', 'broker/check', '--input', example, '--module', module]));
+  expect(answer).toMatchObject({
+    entrypoint: 'broker/check/decision',
+    revision: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    result: { allow: true, reason: 'allowed' },
+  });
+  const unknown = await grantctl(['policy', 'eval', '--entrypoint', 'nope', '--input', example, '--module', module]);
+  expect(unknown).toMatchObject({ code: 1, stdout: '' });
   expect(JSON.parse(unknown.stderr)).toMatchObject({ code: 'usage', detail: expect.stringContaining('broker/check/decision') });
-
-  // The decision events of a denied check, replayed through the built bundle: nothing changes.
-  const log = path.join(mkdtempSync(path.join(tmpdir(), 'grantctl-')), 'decisions.jsonl');
-  const event = { decision_id: 'd1', path: 'broker/check/decision', input: JSON.parse(readFileSync(example, 'utf8')) };
-  writeFileSync(log, `${JSON.stringify({ ...event, result: { allow: true, reason: 'allowed' } })}\n`);
-  const bundle = path.resolve(__dirname, '../../build/policy/bundle.tar.gz');
-  const impact = json(await grantctl(['policy', 'impact', bundle, '--log', log, '--json']));
-  expect(impact).toMatchObject({ replayed: 1, changed: 0, changes: [] });
-  writeFileSync(log, `${JSON.stringify({ ...event, result: { allow: false, reason: 'tool_not_allowed' } })}\n`);
-  const changed = await grantctl(['policy', 'impact', bundle, '--log', log]);
-  expect(changed.code).toBe(0);
-  expect(changed.stdout).toMatch(/1 replayed, 0 skipped, 1 would change/);
-  expect(changed.stdout).toMatch(/broker\/check\/decision\s+deny: tool_not_allowed\s+allow\s+1\s+d1/);
+  const noModule = await grantctl(['policy', 'eval', '--entrypoint', 'broker/check', '--input', example, '--module', '/nonexistent.wasm']);
+  expect(noModule.code).toBe(1);
+  expect(JSON.parse(noModule.stderr)).toMatchObject({ code: 'usage', detail: expect.stringContaining('/nonexistent.wasm') });
 });

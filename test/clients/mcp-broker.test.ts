@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { connectionTools } from '../../examples/mcp-broker/tools';
+import { connectionTools } from '../../gateway/src/github/tools';
 import { startCodeHost, type CodeHost } from '../support/code-host';
 import { grantctl } from '../support/grantctl';
 import { startService, type TestService } from '../support/service';

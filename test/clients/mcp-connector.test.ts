@@ -1,5 +1,5 @@
-import { CodeHostConnector, UnsendableCall } from '../../examples/mcp-broker/connector';
-import { toolNamed } from '../../examples/mcp-broker/tools';
+import { CodeHostConnector, UnsendableCall } from '../../gateway/src/github/connector';
+import { toolNamed } from '../../gateway/src/github/tools';
 
 /**
  * The MCP broker's connector on its own, with a fetch that records what it was asked to send:

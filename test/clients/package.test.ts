@@ -3,9 +3,10 @@ import path from 'node:path';
 import ts from 'typescript';
 
 /**
- * The SDK as a package (`@grant-broker/client`, an npm workspace): plain JavaScript requires it by
- * name once `npm run build` has compiled it, and TypeScript finds its types by name under every
- * module resolution a consumer may use.
+ * The SDK as a workspace package (`@grant-broker/client`): once `npm run build` has built it to its
+ * own dist, plain JavaScript in the repository requires it by name, and TypeScript finds its built
+ * declarations by name under every module resolution a consumer may use. (The packed package,
+ * installed in an empty folder: packed-install.test.ts.)
  */
 const root = path.resolve(__dirname, '../..');
 
@@ -17,7 +18,7 @@ function node(script: string): Promise<{ code: number; stdout: string; stderr: s
   });
 }
 
-it('plain JavaScript requires @grant-broker/client by name (the compiled SDK)', async () => {
+it('plain JavaScript requires @grant-broker/client by name (its own build)', async () => {
   const run = await node(`
     const sdk = require('@grant-broker/client');
     const problem = new sdk.ApiProblem(404, 'not_found', 'no such grant', {});
@@ -33,7 +34,7 @@ it('plain JavaScript requires @grant-broker/client by name (the compiled SDK)', 
   `);
   expect(run).toMatchObject({ code: 0, stderr: '' });
   expect(JSON.parse(run.stdout)).toEqual({
-    resolved: path.join(root, 'clients/typescript/index.js'),
+    resolved: expect.stringMatching(/\/clients\/typescript\/dist\/index\.js$/),
     createClient: 'function',
     helpers: ['withCheck', 'waitForApproval', 'events', 'recordOutcome'],
     problem: [true, 'not_found', false],
@@ -46,12 +47,12 @@ it.each([
   ['node10', ts.ModuleResolutionKind.Node10, ts.ModuleKind.CommonJS],
   ['node16', ts.ModuleResolutionKind.Node16, ts.ModuleKind.Node16],
   ['bundler', ts.ModuleResolutionKind.Bundler, ts.ModuleKind.ESNext],
-])('TypeScript (moduleResolution %s) finds the types of @grant-broker/client by name', (_name, moduleResolution, module) => {
+])('TypeScript (moduleResolution %s) finds the built declarations of @grant-broker/client by name', (_name, moduleResolution, module) => {
   const { resolvedModule } = ts.resolveModuleName(
     '@grant-broker/client',
     path.join(root, 'consumer.ts'),
     { moduleResolution, module },
     ts.sys,
   );
-  expect(resolvedModule?.resolvedFileName).toBe(path.join(root, 'clients/typescript/src/index.ts'));
+  expect(resolvedModule?.resolvedFileName).toMatch(/\/clients\/typescript\/dist\/index\.d\.ts$/);
 });

@@ -29,6 +29,7 @@ describe('POST /api/connections', () => {
       brokerId,
       installationId: expect.stringMatching(/^ins_/),
       externalInstallationId: 'gh-12345',
+      app: null,
       tools: [...TOOLS].sort((a, b) => a.name.localeCompare(b.name)),
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
@@ -70,9 +71,41 @@ describe('POST /api/connections', () => {
     ],
     ['no tools', { tools: [] }],
     ['a status (connections start connected)', { status: 'disconnected' }],
+    // GitHub installation permissions, by the names and levels of GitHub's own description.
+    ['a permission GitHub does not know', { tools: [{ name: 'x', access: 'write', permissions: { root: 'write' } }] }],
+    ['a permission named with another case', { tools: [{ name: 'x', access: 'write', permissions: { Contents: 'read' } }] }],
+    ['a level GitHub does not grant that permission at', { tools: [{ name: 'x', access: 'write', permissions: { workflows: 'read' } }] }],
+    ['a level GitHub does not know', { tools: [{ name: 'x', access: 'write', permissions: { contents: 'owner' } }] }],
+    ['a read tool whose token could write', { tools: [{ name: 'x', access: 'read', permissions: { contents: 'write' } }] }],
+    ['an empty permission set', { tools: [{ name: 'x', access: 'read', permissions: {} }] }],
+    ['a permission key that is an object prototype name', { tools: [{ name: 'x', access: 'read', permissions: { constructor: 'read' } }] }],
+    ['an app installation id that is not digits', { app: 'acme', externalInstallationId: '12/../34' }],
+    ['an app name that is empty', { app: '' }],
   ])('refuses %s (400)', async (_label, overrides) => {
     const owner = human(service, 'owner');
     expectProblem(await service.http.post('/api/connections').set(owner.auth).send(createBody(overrides)), 400, 'invalid_request');
+  });
+
+  it('keeps the permissions a tool declares, and shows them back', async () => {
+    const owner = human(service, 'owner');
+    const tools = [
+      { name: 'a.read', access: 'read', permissions: { contents: 'read', pull_requests: 'read' } },
+      { name: 'b.write', access: 'write', permissions: { issues: 'write', repository_projects: 'admin' } },
+    ];
+    const res = await service.http.post('/api/connections').set(owner.auth).send(createBody({ tools }));
+    expect(res.status).toBe(201);
+    expect(res.body.tools).toEqual(tools);
+    const read = await service.http.get(`/api/connections/${res.body.id}`).set(owner.auth);
+    expect(read.body.tools).toEqual(tools);
+  });
+
+  it('refuses an app that is not configured (422 unknown_app), before looking at the installation', async () => {
+    const owner = human(service, 'owner');
+    const res = await service.http
+      .post('/api/connections')
+      .set(owner.auth)
+      .send(createBody({ app: 'acme', externalInstallationId: '1' }));
+    expectProblem(res, 422, 'unknown_app');
   });
 
   it('refuses an agent token (403 credential_not_accepted)', async () => {

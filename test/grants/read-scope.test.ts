@@ -119,6 +119,7 @@ describe('the call trail', () => {
       principal: { kind: 'agent', id: world.bot.agentId },
       requestedAt: expect.stringMatching(/Z$/),
       completedAt: expect.stringMatching(/Z$/),
+      credential: null,
       durationMs: 12,
       argsDigest: `sha256:${'0'.repeat(64)}`,
     });

@@ -1,3 +1,5 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { inspect } from 'node:util';
 import { ConfigError, DEVELOPMENT_JWT_SECRET, loadConfig } from '../../src/config';
 
 /** Configuration is validated at start with one clear line per bad value (issue 2, item 3). */
@@ -73,5 +75,73 @@ describe('loadConfig', () => {
   it('refuses a short JWT secret and a JWKS URL that is not http(s)', () => {
     expect(refusal({ JWT_SECRET: 'short' })).toMatch(/JWT_SECRET: must be at least 32 characters/);
     expect(refusal({ NODE_ENV: 'production', JWT_JWKS_URI: 'file:///etc/jwks.json' })).toMatch(/^ {2}JWT_JWKS_URI: /m);
+  });
+});
+
+describe('GITHUB_APPS', () => {
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+  it('reads each app with its key from the variable it names; apiUrl defaults to GitHub', () => {
+    const config = loadConfig({ GITHUB_APPS: JSON.stringify({ acme: { appId: 12, privateKeyEnv: 'ACME_KEY' } }), ACME_KEY: rsa });
+    const app = config.githubApps.get('acme')!;
+    expect({ appId: app.appId, apiUrl: app.apiUrl }).toEqual({ appId: '12', apiUrl: 'https://api.github.com' });
+    expect(app.privateKey.pem()).toBe(rsa);
+  });
+
+  it('never shows the private key: not in JSON, not when inspected', () => {
+    const config = loadConfig({
+      GITHUB_APPS: JSON.stringify({ acme: { appId: '12', privateKeyEnv: 'K' } }),
+      K: rsa.replaceAll('\n', '\\n'),
+    });
+    const keyLine = rsa.split('\n')[1]!;
+    expect(JSON.stringify([...config.githubApps.values()])).not.toContain(keyLine);
+    expect(inspect(config, { depth: 10 })).not.toContain(keyLine);
+    expect(config.githubApps.get('acme')!.privateKey.pem()).toBe(rsa);
+  });
+
+  it.each([
+    ['not JSON', { GITHUB_APPS: '{acme' }, /GITHUB_APPS: must be JSON/],
+    [
+      'both key sources',
+      { GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyEnv: 'K', privateKeyFile: '/k' } }) },
+      /exactly one of privateKeyEnv and privateKeyFile/,
+    ],
+    ['no key source', { GITHUB_APPS: JSON.stringify({ a: { appId: 1 } }) }, /exactly one of privateKeyEnv and privateKeyFile/],
+    [
+      'an app id that is not a number',
+      { GITHUB_APPS: JSON.stringify({ a: { appId: '1e3', privateKeyEnv: 'K' } }), K: rsa },
+      /GITHUB_APPS\.a\.appId/,
+    ],
+    ['an unknown field', { GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyEnv: 'K', secret: 'x' } }), K: rsa }, /GITHUB_APPS\.a/],
+    [
+      'an apiUrl that is not http(s)',
+      { GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyEnv: 'K', apiUrl: 'file:///etc' } }), K: rsa },
+      /apiUrl/,
+    ],
+    [
+      'a key variable that is not set',
+      { GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyEnv: 'MISSING' } }) },
+      /privateKeyEnv \(MISSING\) is not set/,
+    ],
+    [
+      'a key file that cannot be read',
+      { GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyFile: '/nonexistent/key.pem' } }) },
+      /cannot be read/,
+    ],
+    [
+      'a key that is not a key',
+      { GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyEnv: 'K' } }), K: 'hunter2' },
+      /does not hold an RSA private key/,
+    ],
+    [
+      'a key that is not RSA',
+      { GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyEnv: 'K' } }), K: ec },
+      /does not hold an RSA private key/,
+    ],
+  ])('refuses %s at start, naming the field', (_label, env, message) => {
+    const text = refusal(env as Record<string, string>);
+    expect(text).toMatch(message);
+    expect(text).not.toContain('hunter2');
   });
 });

@@ -38,15 +38,16 @@ function copiedFromContext(): string[] {
 }
 
 /**
- * A COPY source's files: itself, or every file below it but the node_modules `npm ci` installs. A
- * source this checkout lacks (policy-keys/ is made per deployment) is checked by its path alone.
+ * A COPY source's files: itself, or every file below it but the node_modules `npm ci` installs and
+ * the packages' dist the image's build writes. A source this checkout lacks (policy-keys/ is made
+ * per deployment) is checked by its path alone.
  */
 function filesOf(source: string): string[] {
   const full = path.join(root, source);
   if (!existsSync(full) || !statSync(full).isDirectory()) return [source];
   return readdirSync(path.join(root, source), { recursive: true, encoding: 'utf8' })
     .map((entry) => path.posix.join(source, entry.split(path.sep).join('/')))
-    .filter((file) => !file.split('/').includes('node_modules') && statSync(path.join(root, file)).isFile());
+    .filter((file) => !/(^|\/)(node_modules|clients\/[^/]+\/dist)\//.test(file) && statSync(path.join(root, file)).isFile());
 }
 
 const excluded = dockerExcludes();
@@ -61,6 +62,8 @@ it.each([
   '.bench-disk-a1B2c3/sync',
   'bench.log',
   'dist/src/main.js',
+  'clients/typescript/dist/index.js',
+  'clients/grantctl/dist/main.js',
   'build/policy/bundle.tar.gz',
   '.tools/bin/opa',
   'coverage/lcov.info',
@@ -82,7 +85,7 @@ it('keeps in every file the Dockerfile COPYs from the context', () => {
       'clients',
       'tools/opa/go.mod',
       'policy-keys/signing-key.pub.pem',
-      'clients/typescript/index.js',
+      'clients/grantctl/bin',
     ]),
   );
   const files = sources.flatMap(filesOf);

@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-// `npx grantctl` from the repository root (an npm workspace links this bin). Runs the compiled
-// CLI: `npm run build` first.
-require('../../../dist/clients/grantctl/src/main.js');
+// The installed command (`npx grantctl` in a folder where the package is installed, or from the
+// repository root, where the npm workspace links it). Runs the compiled CLI of this package.
+require('../dist/main.js');

@@ -1,5 +1,5 @@
-import { UsageError } from '../../../src/admin/policy-eval';
 import { ApiProblem } from '@grant-broker/client';
+import { Refusal } from './problems';
 
 /** Exit codes scripts branch on: 0 done, 1 refused (4xx, bad usage), 2 service trouble (5xx, unreachable). */
 export const EXIT = { ok: 0, refused: 1, unavailable: 2 } as const;
@@ -38,8 +38,20 @@ export function columns(rows: string[][]): string {
     .join('\n');
 }
 
-/** A problem goes to stderr as the problem document; the exit code says which kind. */
+/** A mistake of the caller's (bad usage, a missing variable): exit 1, nothing sent. */
+export class UsageError extends Error {}
+
+/**
+ * A problem goes to stderr as the problem document (one JSON line); the exit code says which
+ * kind. A refusal grantctl could place carries `fault` (the id, tool or field at fault) and `hint`
+ * (what to do) beside the service's own members.
+ */
 export function fail(error: unknown): never {
+  if (error instanceof Refusal) {
+    const { problem, fault, hint } = error;
+    writeProblem({ status: problem.status, ...problem.body, code: problem.code, ...(fault ? { fault } : {}), ...(hint ? { hint } : {}) });
+    process.exit(problem.status >= 500 ? EXIT.unavailable : EXIT.refused);
+  }
   if (error instanceof ApiProblem) {
     writeProblem({ status: error.status, ...error.body, code: error.code });
     process.exit(error.status >= 500 ? EXIT.unavailable : EXIT.refused);

@@ -12,6 +12,11 @@ export type Approval = components['schemas']['Approval'];
 export type AgentEvent = components['schemas']['Event'];
 export type CheckResult = components['schemas']['BrokerCheckResult'];
 export type CallRecord = components['schemas']['CallRecord'];
+export type CreateGrant = components['schemas']['CreateGrant'];
+export type AttenuateGrant = components['schemas']['AttenuateGrant'];
+export type Pod = components['schemas']['Pod'];
+export type PodMember = components['schemas']['PodMember'];
+export type Connection = components['schemas']['Connection'];
 
 export interface ClientOptions {
   /** e.g. http://127.0.0.1:8080 (GRANT_BROKER_URL) */

@@ -153,7 +153,7 @@ export interface paths {
         put?: never;
         /**
          * Check one tool call through a grant before the broker makes it
-         * @description Decides from the whole grant chain (revocation, expiry, connection, tools, write mode, audience, runtime) and then takes one unit of every budget in the chain. Every check writes a call record. A denied call answers 200 with `decision: deny`; `budget_exhausted` also sets `Retry-After` (seconds). Checked in this order: the broker credential (401/403), the body (400), the grant: only the grant’s own broker may ask (anything else: 404), then the principal from the forwarded `subjectToken` (401 `subject_token_invalid` when it does not verify; an asserted `principal` is refused with 403 unless the deployment sets BROKER_TRUST_ASSERTED_PRINCIPAL), then the policy and the budget. Redis or Postgres unavailable: 503, never an allow.
+         * @description Decides from the whole grant chain (revocation, expiry, connection, tools, write mode, audience, runtime) and then takes one unit of every budget in the chain. Every check writes a call record. A denied call answers 200 with `decision: deny`; `budget_exhausted` also sets `Retry-After` (seconds). Checked in this order: the broker credential (401/403), the body (400), the grant: only the grant’s own broker may ask (anything else: 404), then the principal from the forwarded `subjectToken` (401 `subject_token_invalid` when it does not verify; an asserted `principal` is refused with 403 unless the deployment sets BROKER_TRUST_ASSERTED_PRINCIPAL), then the policy and the budget. Redis or Postgres unavailable: 503, never an allow. With `credential: true`: 422 `credential_unavailable` when the connection names no GitHub App, the tool declares no permissions or an allowed call names no repository; 503 `credential_unavailable` when GitHub refuses or does not answer in time (the call is recorded as denied with that reason and takes no budget unit).
          */
         post: operations["checkCall"];
         delete?: never;
@@ -585,7 +585,7 @@ export interface paths {
         put?: never;
         /**
          * Register a connector installation and its enabled tools; the caller owns it
-         * @description Only `kind: code_hosting_app` can back a root grant; other kinds are stored but refused by grant creation.
+         * @description Only `kind: code_hosting_app` can back a root grant; other kinds are stored but refused by grant creation. With `app`, the connection mints per-call tokens through that GitHub App (GITHUB_APPS): 422 `unknown_app` for an app the deployment does not configure, 422 `installation_not_bound` unless the operator bound the installation to the caller.
          */
         post: operations["createConnection"];
         delete?: never;
@@ -788,6 +788,16 @@ export interface components {
             durationMs: number | null;
             /** @example sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 */
             argsDigest: string;
+            /** @description The token minted for the call (`credential: true`): its fingerprint and expiry, never the token */
+            credential: {
+                /** @example sha256:9f86d081884c7d65 */
+                fingerprint: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                expiresAt: string;
+            } | null;
         };
         /** @description A grant's budget use now, counted from the call trail as the service rebuilds its windows (a budget over 1,000 calls is kept in buckets, so the service may admit by up to one bucket more or less), and the size of its subtree. */
         GrantUsage: {
@@ -844,6 +854,20 @@ export interface components {
                 remaining: number;
                 /** @description When the oldest counted call of that level leaves the window */
                 resetMs: number;
+            };
+            credential?: components["schemas"]["MintedCredential"];
+        };
+        /** @description With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint. */
+        MintedCredential: {
+            /** @description The installation access token: send it as `Authorization: Bearer` to GitHub for this call */
+            token: string;
+            /** @description When GitHub expires it (more than 5 minutes from now) */
+            expiresAt: string;
+            /** @description The one repository (owner/name) it reaches */
+            repositories: string[];
+            /** @description The installation permissions it carries (GitHub's names) */
+            permissions: {
+                [key: string]: string;
             };
         };
         /** @description With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object. */
@@ -1083,6 +1107,8 @@ export interface components {
             brokerId: string;
             installationId: string;
             externalInstallationId: string;
+            /** @description The GitHub App its calls mint tokens through, or null */
+            app: string | null;
             tools: components["schemas"]["ConnectionTool"][];
             /**
              * Format: date-time
@@ -1101,6 +1127,7 @@ export interface components {
             /** @enum {string} */
             access: "read" | "write";
             resource?: components["schemas"]["ToolResource"];
+            permissions?: components["schemas"]["ToolPermissions"];
         };
         /** @description Where the call's repository, ref and path sit in its `args`; checked against grants' `resources`. */
         ToolResource: {
@@ -1111,12 +1138,132 @@ export interface components {
             /** @example /repository */
             path?: string;
         };
+        /**
+         * @description The GitHub App installation permissions a token minted for this tool's calls carries, e.g. `{contents: read}`.
+         * @example {
+         *       "contents": "read"
+         *     }
+         */
+        ToolPermissions: {
+            /** @enum {string} */
+            actions?: "read" | "write" | "admin";
+            /** @enum {string} */
+            administration?: "read" | "write" | "admin";
+            /** @enum {string} */
+            artifact_metadata?: "read" | "write" | "admin";
+            /** @enum {string} */
+            attestations?: "read" | "write" | "admin";
+            /** @enum {string} */
+            checks?: "read" | "write" | "admin";
+            /** @enum {string} */
+            code_quality?: "read" | "write" | "admin";
+            /** @enum {string} */
+            codespaces?: "read" | "write" | "admin";
+            /** @enum {string} */
+            contents?: "read" | "write" | "admin";
+            /** @enum {string} */
+            dependabot_secrets?: "read" | "write" | "admin";
+            /** @enum {string} */
+            deployments?: "read" | "write" | "admin";
+            /** @enum {string} */
+            discussions?: "read" | "write" | "admin";
+            /** @enum {string} */
+            environments?: "read" | "write" | "admin";
+            /** @enum {string} */
+            issues?: "read" | "write" | "admin";
+            /** @enum {string} */
+            merge_queues?: "read" | "write" | "admin";
+            /** @enum {string} */
+            metadata?: "read" | "write" | "admin";
+            /** @enum {string} */
+            packages?: "read" | "write" | "admin";
+            /** @enum {string} */
+            pages?: "read" | "write" | "admin";
+            /** @enum {string} */
+            pull_requests?: "read" | "write" | "admin";
+            /** @enum {string} */
+            repository_custom_properties?: "read" | "write" | "admin";
+            /** @enum {string} */
+            repository_hooks?: "read" | "write" | "admin";
+            /** @enum {string} */
+            repository_projects?: "read" | "write" | "admin";
+            /** @enum {string} */
+            secret_scanning_alerts?: "read" | "write" | "admin";
+            /** @enum {string} */
+            secrets?: "read" | "write" | "admin";
+            /** @enum {string} */
+            security_events?: "read" | "write" | "admin";
+            /** @enum {string} */
+            single_file?: "read" | "write" | "admin";
+            /** @enum {string} */
+            statuses?: "read" | "write" | "admin";
+            /** @enum {string} */
+            vulnerability_alerts?: "read" | "write" | "admin";
+            /** @enum {string} */
+            workflows?: "read" | "write" | "admin";
+            /** @enum {string} */
+            custom_properties_for_organizations?: "read" | "write" | "admin";
+            /** @enum {string} */
+            members?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_administration?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_custom_roles?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_custom_org_roles?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_custom_properties?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_copilot_seat_management?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_copilot_agent_settings?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_announcement_banners?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_events?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_hooks?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_personal_access_tokens?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_personal_access_token_requests?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_plan?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_projects?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_packages?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_secrets?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_self_hosted_runners?: "read" | "write" | "admin";
+            /** @enum {string} */
+            organization_user_blocking?: "read" | "write" | "admin";
+            /** @enum {string} */
+            email_addresses?: "read" | "write" | "admin";
+            /** @enum {string} */
+            followers?: "read" | "write" | "admin";
+            /** @enum {string} */
+            git_ssh_keys?: "read" | "write" | "admin";
+            /** @enum {string} */
+            gpg_keys?: "read" | "write" | "admin";
+            /** @enum {string} */
+            interaction_limits?: "read" | "write" | "admin";
+            /** @enum {string} */
+            profile?: "read" | "write" | "admin";
+            /** @enum {string} */
+            starring?: "read" | "write" | "admin";
+            /** @enum {string} */
+            enterprise_custom_properties_for_organizations?: "read" | "write" | "admin";
+        };
         CreateConnection: {
             /** @example code_hosting_app */
             kind: string;
             /** @example brk_01jd0000000000000000000000 */
             brokerId: string;
             externalInstallationId: string;
+            /** @description A GitHub App configured by the operator (GITHUB_APPS): the installation must be bound to the caller, and its id is then digits */
+            app?: string;
             tools: components["schemas"]["ConnectionTool"][];
         };
         UpdateConnection: {
@@ -1594,6 +1741,8 @@ export interface operations {
                 limit?: number;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
+                /** @description Only the calls that received the token of this fingerprint */
+                credential?: string;
             };
             header?: never;
             path: {
@@ -2069,6 +2218,8 @@ export interface operations {
                     args: {
                         [key: string]: unknown;
                     };
+                    /** @description On allow, also mint a GitHub App installation token for exactly the call's repository and the tool's permissions (the connection's app). 422 `credential_unavailable` on a connection or tool that cannot have one; 503 when GitHub refuses or does not answer in time (the call is then recorded as denied and takes no budget unit) */
+                    credential?: boolean;
                 };
             };
         };
@@ -2136,6 +2287,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `credential_unavailable`: No credential could be minted for the call; nothing was allowed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `headers_too_large`: The request headers are larger than 16 KiB */
             431: {
                 headers: {
@@ -2154,7 +2314,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed; `credential_unavailable`: No credential could be minted for the call; nothing was allowed */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5103,6 +5263,15 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The request body must be application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unknown_app`: No GitHub App of that name is configured; `installation_not_bound`: The app installation is not bound to the caller: an operator binds it to its owner first */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,9 +2,10 @@ import { DependencyUnavailableError } from '../../kernel/dependency';
 import type { CheckingBroker } from '../authenticator';
 import type { BrokerDeps } from '../deps';
 import { charge } from './charge';
+import { credentialFor } from './credential';
 import { decide } from './decide';
 import { resolve } from './resolve';
-import { settle } from './settle';
+import { refuseWithoutCredential, settle } from './settle';
 import type { CheckAnswer, CheckRequest } from './stages';
 
 export type { CheckAnswer, CheckRequest } from './stages';
@@ -17,6 +18,7 @@ const MAX_ATTEMPTS = 4;
  * ownership of it, the subject, the tree's facts under its current version; reads only), decide
  * (broker/check on those facts; pure), charge (one budget script over the chain, which also says
  * whether the facts were stale) and settle (the approval and the call record, then the answer).
+ * A check that asks for a credential has it minted between decide and charge (./credential.ts).
  * Warm, a check costs one Redis round trip and one share of a group-committed INSERT.
  *
  * The broker is authenticated by the route before this runs; another broker's grant is a 404
@@ -28,13 +30,19 @@ export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: Che
     let resolved = await tracer.span('resolve', () => resolve(deps, broker, request));
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
       const verdict = tracer.span('decide', () => decide(deps, resolved));
+      // Before the unit: a call whose credential cannot be had takes none and spends no approval.
+      const minted = await credentialFor(deps, resolved, verdict);
+      if (minted.kind === 'failed') return refuseWithoutCredential(deps, resolved, verdict, minted.detail);
       const charged = await tracer.span('charge', () => charge(deps, resolved, verdict));
       if (charged.kind === 'relabelled') {
         // Another call labelled the tree since: the same facts, decided again on its labels.
         resolved = { ...resolved, session: charged.session };
         continue;
       }
-      if (charged.kind !== 'stale') return tracer.span('settle', () => settle(deps, resolved, verdict, charged));
+      if (charged.kind !== 'stale') {
+        const credential = minted.kind === 'minted' ? minted.credential : undefined;
+        return tracer.span('settle', () => settle(deps, resolved, verdict, charged, credential));
+      }
       if (attempt < MAX_ATTEMPTS) {
         const retry = { previous: resolved, treeVersion: charged.treeVersion, session: charged.session };
         resolved = await tracer.span('resolve', () => resolve(deps, broker, request, retry));

@@ -1,5 +1,7 @@
 import { countApproval, requestApproval } from '../../approvals/requests';
 import { DependencyUnavailableError } from '../../kernel/dependency';
+import { fingerprintBytes, type MintedCredential } from '../../github-apps/installation-tokens';
+import { ApiError } from '../../kernel/errors';
 import { insertCallRecord, type NewCallRecord } from '../../grants/trail';
 import type { BrokerDeps } from '../deps';
 import { brokerDecisions } from '../metrics';
@@ -16,9 +18,21 @@ export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'a
  * one unit of work, so neither is left without the other. The one give-back of the check is
  * here: a unit taken for a call whose record could not be written.
  */
-export async function settle(deps: SettleDeps, call: Resolved, verdict: Verdict, charged: Settled): Promise<CheckAnswer> {
+export async function settle(
+  deps: SettleDeps,
+  call: Resolved,
+  verdict: Verdict,
+  charged: Settled,
+  credential?: MintedCredential,
+): Promise<CheckAnswer> {
   let answer = answerOf(deps, call, verdict, charged);
-  const record = recordOf(call, verdict, answer);
+  // Only an allowed call carries the token; its record keeps the fingerprint, never the token.
+  const handed = answer.decision === 'allow' ? credential : undefined;
+  if (handed) answer = { ...answer, credential: handed };
+  const record = {
+    ...recordOf(call, verdict, answer),
+    ...(handed ? { credential_fingerprint: fingerprintBytes(handed.token), credential_expires_at: new Date(handed.expiresAt) } : {}),
+  };
   try {
     if (charged.kind === 'taken' && charged.claim) {
       await insertCallRecord(charged.claim.unitOfWork, { ...record, approval_id: charged.claim.approvalId });
@@ -47,6 +61,31 @@ export async function settle(deps: SettleDeps, call: Resolved, verdict: Verdict,
   }
   brokerDecisions.labels(answer.decision, answer.reason).inc();
   return answer;
+}
+
+/**
+ * An allowed call whose credential could not be minted: recorded as denied
+ * (`credential_unavailable`), with no unit taken and no approval spent (the charge never ran), and
+ * answered 503. The broker must not make the call, so nothing counts against the budget, and a
+ * retry once GitHub answers finds the same approval still usable.
+ */
+export async function refuseWithoutCredential(deps: SettleDeps, call: Resolved, verdict: Verdict, detail: string): Promise<never> {
+  const record: NewCallRecord = {
+    ...recordOf(call, verdict, {
+      decision: 'deny',
+      callId: call.callId,
+      reason: 'credential_unavailable',
+      budget: { remaining: 0, resetMs: 0 },
+    }),
+  };
+  try {
+    await deps.trail.write(record);
+  } catch (error) {
+    deps.log.error({ err: { message: (error as Error).message }, callId: call.callId }, 'call record not written');
+    throw new DependencyUnavailableError('the call trail could not be written');
+  }
+  brokerDecisions.labels('deny', 'credential_unavailable').inc();
+  throw new ApiError('credential_unavailable', detail);
 }
 
 function answerOf(deps: SettleDeps, call: Resolved, verdict: Verdict, charged: Settled): CheckAnswer {

@@ -21,6 +21,8 @@ export interface CheckRequest extends SubjectInput {
   args: Record<string, unknown>;
   /** A re-sent check: the approval a human gave this very call. */
   approvalId?: string;
+  /** On allow, mint an installation token for the call (the connection's GitHub App). */
+  credential?: boolean;
 }
 
 export interface CheckAnswer {
@@ -35,6 +37,8 @@ export interface CheckAnswer {
   explanation?: Explanation;
   retryAfterMs?: number;
   budget: { remaining: number; resetMs: number };
+  /** With `credential: true`, on allow: the token for this call alone. */
+  credential?: { token: string; expiresAt: string; repositories: string[]; permissions: Record<string, string> };
 }
 
 /** What a check knows before it reads anything: made once, whatever the attempts. */

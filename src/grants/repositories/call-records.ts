@@ -28,11 +28,14 @@ export interface CallRecordRow {
   requested_at: Date;
   completed_at: Date | null;
   duration_ms: number | null;
+  /** The first 8 bytes of the SHA-256 of the token minted for the call, and when it expires. */
+  credential_fingerprint?: Buffer | null;
+  credential_expires_at?: Date | null;
   /** Joined in call trail listings: who approved the call, when an approval allowed it. */
   approval_decided_by?: string | null;
 }
 
-type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms';
+type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
 
 /** A row of call_records as a check writes it. */
 export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
@@ -52,10 +55,12 @@ interface StoredRow {
   requested_at: Date;
   completed_at: Date | null;
   duration_ms: number | null;
+  credential_fingerprint: Buffer | null;
+  credential_expires_at: Date | null;
 }
 
 const SELECTED = `id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code, args_digest,
-  requested_at, completed_at, duration_ms`;
+  requested_at, completed_at, duration_ms, credential_fingerprint, credential_expires_at`;
 
 function decode(row: StoredRow): CallRecordRow {
   const kind = codec.principalKindOf(row.principal_kind);
@@ -73,6 +78,8 @@ function decode(row: StoredRow): CallRecordRow {
     requested_at: row.requested_at,
     completed_at: row.completed_at,
     duration_ms: row.duration_ms,
+    credential_fingerprint: row.credential_fingerprint,
+    credential_expires_at: row.credential_expires_at,
   };
 }
 
@@ -92,6 +99,8 @@ function encode(row: NewCallRecord): unknown[] {
     row.requested_at,
     row.completed_at ?? null,
     row.duration_ms ?? null,
+    row.credential_fingerprint ?? null,
+    row.credential_expires_at ?? null,
   ];
 }
 
@@ -103,9 +112,10 @@ function encode(row: NewCallRecord): unknown[] {
 const INSERT_ROWS = {
   name: 'call_records_insert_v2',
   text: `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
-                                   args_digest, requested_at, completed_at, duration_ms)
+                                   args_digest, requested_at, completed_at, duration_ms, credential_fingerprint, credential_expires_at)
 select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::smallint[], $5::bytea[], $6::smallint[], $7::text[], $8::uuid[],
-                     $9::text[], $10::bytea[], $11::timestamptz[], $12::timestamptz[], $13::integer[])`,
+                     $9::text[], $10::bytea[], $11::timestamptz[], $12::timestamptz[], $13::integer[], $14::bytea[],
+                     $15::timestamptz[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
@@ -135,8 +145,8 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
   await trx.raw(
     `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
-                               args_digest, requested_at, completed_at, duration_ms)
-     values (?::uuid, ?::uuid, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?)`,
+                               args_digest, requested_at, completed_at, duration_ms, credential_fingerprint, credential_expires_at)
+     values (?::uuid, ?::uuid, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?)`,
     encode(row) as Knex.RawBinding[],
   );
 }
@@ -204,17 +214,28 @@ async function withApprovers(db: Queryable, rows: CallRecordRow[]): Promise<Call
   return rows.map((row) => ({ ...row, approval_decided_by: (row.approval_id && decidedBy.get(row.approval_id)) ?? null }));
 }
 
-/** A grant's records newest first, after a position: the live days, and a held tree's dropped ones. */
-export async function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
+/**
+ * A grant's records newest first, after a position: the live days, and a held tree's dropped ones.
+ * With `credential`, only the calls that received the token of that fingerprint.
+ */
+export async function callRecordsAfter(
+  db: Queryable,
+  grantId: string,
+  after: ListPosition | null,
+  size: number,
+  credential?: Buffer,
+): Promise<CallRecordRow[]> {
   const grant = idBytes('grant', grantId);
   const afterId = after && idBytes('call', after.id);
   if (!grant || (after && !afterId)) return [];
   // The time bound is what the (grant_id, requested_at) index ranges on; the row comparison breaks ties.
   const position = after ? 'and requested_at <= ? and (requested_at, id) < (?, ?::uuid)' : '';
   const positionBindings = after ? [after.at, after.at, afterId!.toString('hex')] : [];
+  const lineage = credential ? 'and credential_fingerprint = ?' : '';
+  const lineageBindings = credential ? [credential] : [];
   const page = (table: string) =>
-    `(select ${SELECTED} from ${table} where grant_id = ?::uuid ${position} order by requested_at desc, id desc limit ?)`;
-  const bindings = [grant.toString('hex'), ...positionBindings, size];
+    `(select ${SELECTED} from ${table} where grant_id = ?::uuid ${position} ${lineage} order by requested_at desc, id desc limit ?)`;
+  const bindings = [grant.toString('hex'), ...positionBindings, ...lineageBindings, size];
   const { rows } = await db.raw<{ rows: StoredRow[] }>(
     `select * from (${page('call_records')} union all ${page('held_call_records')}) r order by requested_at desc, id desc limit ?`,
     [...bindings, ...bindings, size],

@@ -30,11 +30,17 @@ export const runtimeAccess = defineDecision(
 
 export const connectionsAccess = defineDecision(
   'connections.access',
-  'A connection is visible to its owner and to no one else.',
+  'A connection is visible to its owner and to no one else; an app installation is bound by the operator and connected by its bound owner alone.',
   z.strictObject({
     action: z.string(),
-    caller: z.strictObject({ kind: z.enum(['human', 'agent', 'broker']), id: z.string() }),
+    caller: z.strictObject({ kind: z.enum(['human', 'agent', 'broker', 'operator']), id: z.string() }),
     connection: z.strictObject({ owner_id: z.string() }).optional(),
+    app: z
+      .strictObject({ name: z.string(), configured: z.boolean() })
+      .optional()
+      .describe('the GitHub App a new connection or a binding names'),
+    binding: z.strictObject({ owner_id: z.string() }).optional().describe("the installation's current binding, when it has one"),
+    owner_id: z.string().optional().describe('installation.bind: the user the operator binds the installation to'),
   }),
   verdict({}),
 );

@@ -1,12 +1,9 @@
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
-import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
-
 /**
- * The code-hosting tools this broker fronts. One list serves three readers: the MCP client sees
- * `description` and `inputSchema`; the connection is registered with `access` and `resource` (the
- * JSON pointers into the arguments where the repository, ref and path sit), so the
- * grant broker can hold each call to the grant's repositories; the connector maps a call to its
- * HTTP request.
+ * The built-in GitHub connector's tools. One list serves three readers: the agent sees
+ * `description` and `inputSchema` (through the gateway, which also validates arguments against it);
+ * the connection is registered with `access` and `resource` (the JSON pointers into the arguments
+ * where the repository, ref and path sit), so the grant broker can hold each call to the grant's
+ * repositories; the connector maps a call to its HTTP request.
  */
 export interface ToolDefinition {
   name: string;
@@ -61,20 +58,6 @@ export const connectionTools = () => TOOLS.map(({ name, access, resource }) => (
 
 export const toolNamed = (name: string) => TOOLS.find((tool) => tool.name === name);
 
-/**
- * Each tool's input schema, compiled once when this module loads, by ajv 8 as the MCP SDK ships it.
- * A bare `ajv` of this workspace would be installed in examples/mcp-broker/node_modules, out of
- * reach of the compiled broker in dist/, which would load the root's ajv 6 (eslint's) instead, or
- * nothing in the image.
- */
-const ajv = new AjvJsonSchemaValidator();
-const argumentValidators = new Map(TOOLS.map((tool) => [tool.name, ajv.getValidator(tool.inputSchema as JsonSchemaType)]));
-
-/**
- * Why `args` do not fit the tool's input schema, or undefined when they do. ajv's messages name the
- * property and the rule broken (`data must have required property 'path'`), never a value.
- */
-export function argumentsProblem(tool: ToolDefinition, args: unknown): string | undefined {
-  const validation = argumentValidators.get(tool.name)!(args);
-  return validation.valid ? undefined : validation.errorMessage;
-}
+/** The gateway's `tools` for this connector: each tool under its own name as the grant's tool. */
+export const githubToolMappings = () =>
+  Object.fromEntries(TOOLS.map(({ name, access, resource }) => [name, { grantTool: name, access, resource }]));

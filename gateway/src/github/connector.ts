@@ -1,12 +1,13 @@
+import { UpstreamFailure } from '../upstream/upstream';
 import type { ToolDefinition } from './tools';
 
 /** The code-hosting API answered with an error: the call was made and failed. */
-export class ConnectorError extends Error {
+export class ConnectorError extends UpstreamFailure {
   constructor(
     readonly status: number,
-    readonly code: string,
+    code: string,
   ) {
-    super(`the code host answered ${status} (${code})`);
+    super(code, `the code host answered ${status} (${code})`, 'connector_error');
   }
 }
 
@@ -16,12 +17,10 @@ export class ConnectorError extends Error {
  * would name another file or repository than the one the grant broker allowed). Nothing was sent.
  * The message names the argument and the rule, never its value.
  */
-export class UnsendableCall extends Error {
-  /** The `errorCode` the SDK's withCheck reports with the failed outcome, into the call trail. */
-  readonly code = 'invalid_arguments';
-
+export class UnsendableCall extends UpstreamFailure {
   constructor(problem: string) {
-    super(`the connector would not send it: ${problem}`);
+    // The code is the `errorCode` the SDK's withCheck reports with the failed outcome, into the call trail.
+    super('invalid_arguments', `the connector would not send it: ${problem}`);
   }
 }
 

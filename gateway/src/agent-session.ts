@@ -1,0 +1,76 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
+import { checkedCall, type CallContext } from './checked-call';
+import type { ToolMapping } from './config';
+import { refusal } from './refusals';
+import type { ToolCatalog } from './tool-catalog';
+import { UpstreamFailure, type Upstream } from './upstream/upstream';
+
+/** What every agent session of one gateway process shares. */
+export interface GatewayCore {
+  brokerUrl: string;
+  /** The grant broker as this gateway (its `bkt_` token): checks and outcomes. */
+  broker: GrantBrokerClient;
+  upstream: Upstream;
+  catalog: ToolCatalog;
+  fetch?: typeof fetch;
+}
+
+export interface AgentIdentity {
+  grantId: string;
+  /** The agent's own bearer token: reads its grant, and is forwarded to every check as `subjectToken`. */
+  agentToken: string;
+}
+
+/**
+ * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
+ * grant allows now (read afresh, as the agent, on every listing) and whose `tools/call` runs each
+ * call through the check. Sessions share the upstream and the compiled schemas, never their
+ * remembered approvals.
+ */
+export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
+  const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
+  const context: CallContext = { grantId: identity.grantId, agentToken: identity.agentToken, approvals: new Map() };
+  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const [grant, tools] = await Promise.all([
+      asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId: identity.grantId } } })),
+      core.catalog.tools(),
+    ]);
+    const listed: Tool[] = [];
+    for (const { tool, mapping } of tools.values()) {
+      if (!allowsListing(grant, mapping)) continue;
+      listed.push(
+        mapping.access === 'write' && grant.writeMode === 'approve'
+          ? { ...tool, description: `${tool.description ?? ''} Each call waits for a human's approval.`.trim() }
+          : tool,
+      );
+    }
+    return { tools: listed };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    let tool;
+    try {
+      tool = await core.catalog.tool(request.params.name);
+    } catch (error) {
+      const reason = error instanceof UpstreamFailure ? error.code : 'upstream_unavailable';
+      return refusal('The upstream MCP server could not list its tools; the call was not made. Try again later.', { reason });
+    }
+    // Not in the config (or not offered by the upstream): never checked, never sent.
+    if (!tool) return refusal(`There is no tool ${request.params.name} on this gateway.`, { reason: 'unknown_tool' });
+    return checkedCall(core.broker, core.upstream, tool, request.params.arguments ?? {}, context);
+  });
+  return server;
+}
+
+/**
+ * What a check would not refuse for this grant's tools and write mode now: the tool is one of the
+ * grant's, the grant is active, and a write tool needs a write mode other than `read`. (Resources,
+ * budgets and org rules depend on the call's arguments and time, so the check decides those.)
+ */
+function allowsListing(grant: Grant, mapping: ToolMapping): boolean {
+  return grant.status === 'active' && grant.tools.includes(mapping.grantTool) && (mapping.access === 'read' || grant.writeMode !== 'read');
+}

@@ -1,0 +1,103 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { canonicalize } from 'json-canonicalize';
+import { ApiProblem, ApprovalRequired, CallDenied, type GrantBrokerClient } from '@grant-broker/client';
+import { denialDetail, denialText, refusal } from './refusals';
+import type { MappedTool } from './tool-catalog';
+import { UpstreamFailure, type Upstream } from './upstream/upstream';
+
+/** What one agent session calls with: who it is, on which grant, and the calls a human was asked about. */
+export interface CallContext {
+  grantId: string;
+  agentToken: string;
+  /** Calls a human was asked to approve, by tool and canonical arguments: the same call re-sent carries its approval. */
+  approvals: Map<string, string>;
+}
+
+const MAX_REMEMBERED_APPROVALS = 1000;
+
+/**
+ * The upstream answered with a tool error (`isError: true`): the call was made and failed. Thrown
+ * inside the check so the outcome is reported `failed`; the upstream's own result is still what the
+ * agent gets.
+ */
+class ToolReportedError extends Error {
+  readonly code = 'tool_error';
+  constructor(readonly result: CallToolResult) {
+    super('the tool reported an error');
+  }
+}
+
+/**
+ * One tool call through the gateway: the arguments against the tool's input schema (before the
+ * check: a call its own schema forbids is neither recorded, nor counted, nor sent), the grant
+ * broker's check with the agent's token forwarded as `subjectToken`, the upstream only on allow,
+ * and the outcome reported. Every refusal and failure is a tool error with `structuredContent`.
+ */
+export async function checkedCall(
+  broker: GrantBrokerClient,
+  upstream: Upstream,
+  tool: MappedTool,
+  args: Record<string, unknown>,
+  context: CallContext,
+): Promise<CallToolResult> {
+  const problem = tool.argumentsProblem(args);
+  if (problem) return refusal(`Invalid arguments for ${tool.name}: ${problem}. The call was not made.`, { reason: 'invalid_arguments' });
+  const key = `${tool.name}\u0000${canonicalize(args)}`;
+  const approvalId = context.approvals.get(key);
+  try {
+    const { result } = await broker.withCheck(
+      {
+        grantId: context.grantId,
+        tool: tool.mapping.grantTool,
+        args,
+        subjectToken: context.agentToken,
+        ...(approvalId ? { approvalId } : {}),
+      },
+      async () => {
+        let answer: CallToolResult;
+        try {
+          answer = await upstream.callTool(tool.name, args);
+        } catch (error) {
+          // Whatever the upstream threw is its failure, never taken for the grant broker's.
+          throw error instanceof UpstreamFailure ? error : new UpstreamFailure('upstream_error', 'the upstream failed');
+        }
+        if (answer.isError) throw new ToolReportedError(answer);
+        return answer;
+      },
+    );
+    context.approvals.delete(key);
+    return result;
+  } catch (error) {
+    return refusalFor(error, key, context);
+  }
+}
+
+function refusalFor(error: unknown, key: string, context: CallContext): CallToolResult {
+  if (error instanceof ToolReportedError) {
+    context.approvals.delete(key);
+    return error.result;
+  }
+  if (error instanceof ApprovalRequired) {
+    // Bounded: the oldest remembered approval goes first (it expires within APPROVAL_TTL_MS anyway).
+    if (context.approvals.size >= MAX_REMEMBERED_APPROVALS) context.approvals.delete(context.approvals.keys().next().value!);
+    context.approvals.set(key, error.approvalId);
+    return refusal(
+      `This call needs a human's approval (approval ${error.approvalId}, until ${error.expiresAt}). ` +
+        'Ask a person to approve it, then call this tool again with exactly the same arguments.',
+      { reason: 'approval_required', approvalId: error.approvalId },
+    );
+  }
+  if (error instanceof CallDenied) {
+    // An approval that was used, expired, refused or does not match is spent: ask afresh next time.
+    if (error.reason.startsWith('approval_') && error.reason !== 'approval_pending') context.approvals.delete(key);
+    return refusal(denialText(error), denialDetail(error));
+  }
+  if (error instanceof UpstreamFailure) {
+    context.approvals.delete(key);
+    return refusal(`The call was allowed but ${error.message}.`, { reason: error.reason });
+  }
+  if (error instanceof ApiProblem && error.status < 500)
+    return refusal(`The grant broker refused the call: ${error.code}.`, { reason: error.code });
+  // Fail closed: with no answer from the grant broker, no call is made.
+  return refusal('The grant broker could not be reached; the call was not made. Try again later.', { reason: 'broker_unavailable' });
+}

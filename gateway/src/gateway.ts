@@ -1,0 +1,52 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createClient } from '@grant-broker/client';
+import { createAgentSession, type AgentIdentity, type GatewayCore } from './agent-session';
+import type { GatewayConfig } from './config';
+import { GithubUpstream } from './github/upstream';
+import { HttpListener, type ListenOptions } from './http-listener';
+import { ToolCatalog } from './tool-catalog';
+import { McpUpstream } from './upstream/mcp';
+import type { Upstream } from './upstream/upstream';
+
+export interface GatewayOptions {
+  env?: NodeJS.ProcessEnv;
+  fetch?: typeof fetch;
+  /** The upstream itself, for a program that builds its own (the config's `upstream` is then not read). */
+  upstream?: Upstream;
+}
+
+/** The parts every session shares, built from a validated config; throws naming what is missing. */
+export function createGatewayCore(config: GatewayConfig, options: GatewayOptions = {}): GatewayCore {
+  const env = options.env ?? process.env;
+  const brokerToken = env[config.brokerTokenEnv];
+  if (!brokerToken) throw new Error(`set ${config.brokerTokenEnv} (brokerTokenEnv: the gateway's broker token)`);
+  const upstream = options.upstream ?? upstreamOf(config, env);
+  const broker = createClient({
+    baseUrl: config.brokerUrl,
+    token: brokerToken,
+    fetch: options.fetch,
+    // stdout may be the MCP protocol: a report that failed is said on stderr, without arguments.
+    onOutcomeError: (error) => process.stderr.write(`mcp-gateway: ${error.message}\n`),
+  });
+  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: options.fetch };
+}
+
+function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
+  const upstream = config.upstream;
+  if ('builtin' in upstream) return GithubUpstream.fromEnvironment(upstream.apiUrl, upstream.tokenEnv, env);
+  return new McpUpstream(upstream, config.callTimeoutMs);
+}
+
+/** One agent over stdio: the grant and the agent's token from the environment (GRANT_ID, AGENT_TOKEN). */
+export async function serveStdio(core: GatewayCore, identity: AgentIdentity): Promise<void> {
+  const server = createAgentSession(core, identity);
+  server.onclose = () => void core.upstream.close();
+  await server.connect(new StdioServerTransport());
+}
+
+/** Many agents over streamable HTTP on `listen`. */
+export async function serveHttp(core: GatewayCore, listen: ListenOptions): Promise<HttpListener> {
+  const listener = new HttpListener(core, listen);
+  await listener.listen();
+  return listener;
+}

@@ -1,0 +1,138 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { UpstreamFailure, type Upstream } from './upstream';
+
+export type McpServerAddress =
+  { command: string; args?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
+
+/**
+ * An MCP server as the upstream, reached with the SDK's own client over stdio (the gateway starts
+ * it as a child process) or streamable HTTP. One connection serves every agent session. When it
+ * closes (the process died, the server went away) the next call connects afresh; the call that was
+ * in flight fails with `upstream_closed` rather than waiting.
+ */
+export class McpUpstream implements Upstream {
+  private connection?: Promise<Client>;
+  private current?: Client;
+  private tools?: Promise<Tool[]>;
+  private readonly listeners: (() => void)[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly address: McpServerAddress,
+    private readonly callTimeoutMs: number,
+  ) {}
+
+  async listTools(): Promise<Tool[]> {
+    this.tools ??= this.fetchTools().catch((error: unknown) => {
+      this.tools = undefined;
+      throw error;
+    });
+    return this.tools;
+  }
+
+  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    const client = await this.connected();
+    try {
+      return (await client.callTool({ name, arguments: args }, undefined, { timeout: this.callTimeoutMs })) as CallToolResult;
+    } catch (error) {
+      throw failureOf(error, this.callTimeoutMs);
+    }
+  }
+
+  onToolsChanged(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const connection = this.connection;
+    this.connection = undefined;
+    if (connection) await (await connection.catch(() => undefined))?.close();
+  }
+
+  private async fetchTools(): Promise<Tool[]> {
+    const client = await this.connected();
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    // Bounded: an upstream that pages for ever must not hold a listing open for ever.
+    for (let page = 0; page < 100; page++) {
+      let answer;
+      try {
+        answer = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.callTimeoutMs });
+      } catch (error) {
+        throw failureOf(error, this.callTimeoutMs);
+      }
+      tools.push(...answer.tools);
+      cursor = answer.nextCursor;
+      if (!cursor) break;
+    }
+    return tools;
+  }
+
+  private connected(): Promise<Client> {
+    if (this.closed) return Promise.reject(new UpstreamFailure('upstream_closed', 'the gateway is closing'));
+    this.connection ??= this.connect().catch((error: unknown) => {
+      this.connection = undefined;
+      throw new UpstreamFailure('upstream_unavailable', `the upstream MCP server could not be reached: ${messageOf(error)}`);
+    });
+    return this.connection;
+  }
+
+  private async connect(): Promise<Client> {
+    const client = new Client({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: {} });
+    client.onclose = () => {
+      // This connection is over: the next call starts another (and lists the tools again).
+      if (this.current !== client) return;
+      this.current = undefined;
+      this.connection = undefined;
+      this.toolsChanged();
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.toolsChanged());
+    await client.connect(this.transport(), { timeout: this.callTimeoutMs });
+    this.current = client;
+    return client;
+  }
+
+  private transport(): Transport {
+    if ('command' in this.address) {
+      // The child gets a minimal environment (PATH, HOME, …) and what the config names: never the
+      // gateway's own, which holds its broker token.
+      return new StdioClientTransport({
+        command: this.address.command,
+        args: this.address.args ?? [],
+        env: { ...getDefaultEnvironment(), ...this.address.env },
+        stderr: 'inherit',
+      });
+    }
+    return new StreamableHTTPClientTransport(new URL(this.address.url), { requestInit: { headers: this.address.headers ?? {} } });
+  }
+
+  private toolsChanged(): void {
+    this.tools = undefined;
+    for (const listener of this.listeners) listener();
+  }
+}
+
+function failureOf(error: unknown, timeoutMs: number): UpstreamFailure {
+  if (error instanceof UpstreamFailure) return error;
+  if (error instanceof McpError) {
+    if (error.code === (ErrorCode.RequestTimeout as number))
+      return new UpstreamFailure('upstream_timeout', `the upstream did not answer within ${timeoutMs} ms`);
+    if (error.code === (ErrorCode.ConnectionClosed as number))
+      return new UpstreamFailure('upstream_closed', 'the upstream closed the connection during the call');
+    // A protocol error the upstream sent back (unknown tool, invalid params…): its own words, which
+    // name no argument values the gateway would add.
+    return new UpstreamFailure('upstream_error', `the upstream answered an error (${error.code})`);
+  }
+  // The SDK's schema check of the answer, or a transport failure.
+  // zod's error (the SDK's check of the answer's shape) carries `issues`; its text is not repeated.
+  if (error instanceof Error && Array.isArray((error as { issues?: unknown }).issues))
+    return new UpstreamFailure('upstream_invalid_answer', "the upstream's answer was not a tool result");
+  return new UpstreamFailure('upstream_error', `the upstream call failed: ${messageOf(error)}`);
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 300);

@@ -1,0 +1,32 @@
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * What the gateway fronts: an MCP server of any kind, or the built-in GitHub connector. Every
+ * agent session of the process shares one.
+ */
+export interface Upstream {
+  /** The upstream's tools as it lists them (the gateway keeps only the mapped ones). */
+  listTools(): Promise<Tool[]>;
+  /** One allowed call. Throws UpstreamFailure when no answer came; a tool's own error is a result. */
+  callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /** Calls when the upstream's tool list changed, so the gateway compiles its schemas again. */
+  onToolsChanged(listener: () => void): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The upstream gave no usable answer: it crashed, timed out, closed, or answered something that is
+ * not a tool result. `code` goes into the call trail as the failed outcome's `errorCode`; the
+ * message never carries the call's arguments.
+ */
+export class UpstreamFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    /** What the agent's refusal says (`structuredContent.reason`); the code itself by default. */
+    readonly reason: string = code,
+  ) {
+    super(message);
+    this.name = 'UpstreamFailure';
+  }
+}

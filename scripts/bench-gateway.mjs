@@ -1,0 +1,202 @@
+// npm run bench:gateway: what the MCP gateway adds to a tool call, measured beside the same call
+// made straight to the upstream, in the same run.
+//   - the built service (dist/src/main.js) on a throwaway database and Redis key prefix, with a pod,
+//     an installed agent, a broker and a grant on `everything.echo` (a budget never reached);
+//   - the MCP project's server-everything over streamable HTTP as the upstream (a child process);
+//   - the built gateway (dist/gateway/src/main.js) as its own process, listening for agents, in
+//     front of that upstream;
+//   - one MCP SDK client straight to the upstream and one through the gateway (the agent's token
+//     and grant), each calling `echo` at BENCH_GATEWAY_RATE calls/s (open loop: a call is sent on
+//     time whether or not the previous one answered), in alternating rounds so that both see the
+//     same machine.
+// Prints p50/p90/p99 of each path and the difference (the gateway's added latency: its HTTP hop,
+// the argument validation, the grant broker's check and the outcome report), and the CPU per
+// call of the gateway process and of the service.
+// Env: BENCH_GATEWAY_RATE (200), BENCH_GATEWAY_ROUNDS (3), BENCH_GATEWAY_ROUND_S (10),
+//      BENCH_GATEWAY_WARMUP_S (3), plus the service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  api,
+  benchDatabase,
+  finish,
+  freePort,
+  humanToken,
+  killChildren,
+  machine,
+  percentile,
+  registerBroker,
+  require,
+  root,
+  run,
+  serviceCpuMs,
+  start,
+  startService,
+  waitFor,
+} from './bench-harness.mjs';
+
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+
+const RATE = Number(process.env.BENCH_GATEWAY_RATE ?? 200);
+const ROUNDS = Number(process.env.BENCH_GATEWAY_ROUNDS ?? 3);
+const ROUND_S = Number(process.env.BENCH_GATEWAY_ROUND_S ?? 10);
+const WARMUP_S = Number(process.env.BENCH_GATEWAY_WARMUP_S ?? 3);
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+const EVERYTHING = path.join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+const LOOPBACK_LISTEN = path.join(root, 'test/gateway/support/loopback-listen.cjs');
+
+if (!existsSync(path.join(root, 'dist/gateway/src/main.js'))) throw new Error('run `npm run build` first (dist/gateway is missing)');
+
+/** CPU time (user + system) of a process so far, in ms, from /proc. */
+function processCpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+async function startEverything() {
+  const child = spawn(process.execPath, ['-r', LOOPBACK_LISTEN, EVERYTHING, 'streamableHttp'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const port = await new Promise((resolve, reject) => {
+    let seen = '';
+    child.stderr.on('data', (chunk) => {
+      seen += chunk;
+      const match = /LISTENING (\d+)/.exec(seen);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`server-everything exited (${code}): ${seen}`)));
+  });
+  child.stderr.resume();
+  return { child, url: `http://127.0.0.1:${port}/mcp` };
+}
+
+async function seed(base, db) {
+  const owner = humanToken(`bench-owner-${run}`);
+  const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Gateway bench pod' });
+  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
+  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
+    .token;
+  const broker = await registerBroker(db, 'gateway-bench');
+  const connection = await api(base, 'POST', '/api/connections', owner, {
+    kind: 'code_hosting_app',
+    brokerId: broker.id,
+    externalInstallationId: `gateway-${run}`,
+    tools: [{ name: 'everything.echo', access: 'read' }],
+  });
+  const grant = await api(base, 'POST', '/api/grants', owner, {
+    connectionId: connection.id,
+    target: { kind: 'pod', id: pod.id },
+    tools: ['everything.echo'],
+    budget: { calls: 1_000_000, windowMs: 1000 },
+  });
+  return { brokerToken: broker.token, agentToken, grantId: grant.id };
+}
+
+async function client(url, headers = {}) {
+  const agent = new Client({ name: 'bench', version: '1' });
+  await agent.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return agent;
+}
+
+/** `seconds` of calls at RATE/s, open loop; the latencies (ms) of those that answered, and the failures. */
+async function atRate(agent, seconds) {
+  const latencies = [];
+  let failures = 0;
+  const pending = [];
+  const interval = 1000 / RATE;
+  const started = performance.now();
+  for (let i = 0; i < seconds * RATE; i += 1) {
+    const due = started + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    const sent = performance.now();
+    pending.push(
+      agent.callTool({ name: 'echo', arguments: { message: `call ${i}` } }).then(
+        (result) => (result.isError ? (failures += 1) : latencies.push(performance.now() - sent)),
+        () => (failures += 1),
+      ),
+    );
+  }
+  await Promise.all(pending);
+  return { latencies, failures, seconds: (performance.now() - started) / 1000 };
+}
+
+const stats = (latencies) => {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) };
+};
+const ms = (value) => `${value.toFixed(2)} ms`;
+
+async function main() {
+  const db = await benchDatabase();
+  try {
+    const base = await startService();
+    const world = await seed(base, db);
+    const everything = await startEverything();
+    const port = await freePort();
+    const folder = mkdtempSync(path.join(tmpdir(), 'bench-gateway-'));
+    const configFile = path.join(folder, 'gateway.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        brokerUrl: base,
+        brokerTokenEnv: 'GATEWAY_BROKER_TOKEN',
+        upstream: { url: everything.url },
+        tools: { echo: { grantTool: 'everything.echo', access: 'read' } },
+        listen: { port, host: '127.0.0.1' },
+      }),
+    );
+    const gateway = start('node', ['dist/gateway/src/main.js', '--config', configFile], { GATEWAY_BROKER_TOKEN: world.brokerToken });
+    const gatewayUrl = `http://127.0.0.1:${port}/mcp`;
+    await waitFor(gatewayUrl.replace('/mcp', '/healthz')).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const direct = await client(everything.url);
+    const through = await client(gatewayUrl, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
+
+    console.log(`machine: ${machine()}`);
+    console.log(`warm-up: ${WARMUP_S} s each path at ${RATE} calls/s`);
+    await atRate(direct, WARMUP_S);
+    await atRate(through, WARMUP_S);
+
+    const all = { direct: [], through: [] };
+    let failures = 0;
+    let gatewayCpu = 0;
+    let serviceCpu = 0;
+    let gatewayCalls = 0;
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      const straight = await atRate(direct, ROUND_S);
+      const [gatewayBefore, serviceBefore] = [processCpuMs(gateway.pid), serviceCpuMs(base)];
+      const gated = await atRate(through, ROUND_S);
+      gatewayCpu += processCpuMs(gateway.pid) - gatewayBefore;
+      serviceCpu += serviceCpuMs(base) - serviceBefore;
+      gatewayCalls += gated.latencies.length;
+      failures += straight.failures + gated.failures;
+      all.direct.push(...straight.latencies);
+      all.through.push(...gated.latencies);
+      const [a, b] = [stats(straight.latencies), stats(gated.latencies)];
+      console.log(`round ${round}: direct p50 ${ms(a.p50)} p99 ${ms(a.p99)} | gateway p50 ${ms(b.p50)} p99 ${ms(b.p99)}`);
+    }
+    const [a, b] = [stats(all.direct), stats(all.through)];
+    console.log(`\n${RATE} calls/s, ${ROUNDS} alternating rounds of ${ROUND_S} s per path; ${failures} failed calls`);
+    console.log('| path | calls | p50 | p90 | p99 |');
+    console.log('| --- | --- | --- | --- | --- |');
+    console.log(`| straight to server-everything | ${a.n} | ${ms(a.p50)} | ${ms(a.p90)} | ${ms(a.p99)} |`);
+    console.log(`| through the gateway, checked | ${b.n} | ${ms(b.p50)} | ${ms(b.p90)} | ${ms(b.p99)} |`);
+    console.log(`| added by the gateway | | ${ms(b.p50 - a.p50)} | ${ms(b.p90 - a.p90)} | ${ms(b.p99 - a.p99)} |`);
+    console.log(
+      `gateway CPU per call: ${((gatewayCpu / gatewayCalls) * 1000).toFixed(0)} µs; the service's (check + outcome): ${((serviceCpu / gatewayCalls) * 1000).toFixed(0)} µs`,
+    );
+    await Promise.allSettled([direct.close(), through.close()]);
+    everything.child.kill('SIGTERM');
+  } finally {
+    killChildren();
+    await finish(db);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  killChildren();
+  process.exit(1);
+});
