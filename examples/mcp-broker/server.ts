@@ -77,6 +77,8 @@ export function createMcpBroker(options: McpBrokerOptions): Server {
         return refusal(denialText(error), {
           reason: error.reason,
           ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+          // The rule, the level of the chain and what would unlock the call: for the model and the human.
+          ...(error.explanation ? { explanation: error.explanation } : {}),
         });
       }
       if (error instanceof UnsendableCall) return refusal(`The call was allowed but ${error.message}.`, { reason: 'invalid_arguments' });
