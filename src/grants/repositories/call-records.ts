@@ -175,3 +175,32 @@ export async function callsInWindows(
   ]);
   return result.rows.map((row) => ({ levelId: row.level_id, atMs: Number(row.at_ms), n: Number(row.n) }));
 }
+
+/**
+ * What a tree's session is rebuilt from after Redis lost it: its allowed calls per tool since
+ * `sinceMs`, counted per millisecond, and whether any was made since `labelsSinceMs`.
+ */
+export async function treeSessionCalls(
+  db: Queryable,
+  grantIds: readonly string[],
+  sinceMs: number,
+  labelsSinceMs: number,
+): Promise<{ calls: Array<{ tool: string; atMs: number; n: number }>; anySince: boolean }> {
+  const allowed = ['pending', 'succeeded', 'failed'];
+  const [rows, any] = await Promise.all([
+    db('call_records')
+      .whereIn('grant_id', grantIds)
+      .whereIn('outcome', allowed)
+      .where('requested_at', '>=', new Date(sinceMs))
+      .groupBy('tool', 'at_ms')
+      .select('tool', db.raw('floor(extract(epoch from requested_at) * 1000)::bigint as at_ms'), db.raw('count(*) as n')) as Promise<
+      Array<{ tool: string; at_ms: string; n: string }>
+    >,
+    db('call_records')
+      .whereIn('grant_id', grantIds)
+      .whereIn('outcome', allowed)
+      .where('requested_at', '>=', new Date(labelsSinceMs))
+      .first(db.raw('1 as found')) as Promise<{ found: number } | undefined>,
+  ]);
+  return { calls: rows.map((row) => ({ tool: row.tool, atMs: Number(row.at_ms), n: Number(row.n) })), anySince: any !== undefined };
+}
