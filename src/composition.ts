@@ -1,6 +1,7 @@
 import { localTimeIn } from './kernel/local-time';
 import { createBrokerComponents, createBrokerService } from './broker/service';
 import { readRedisDurability } from './budget/durability';
+import { treeSessionKeys } from './budget/keys';
 import { connectRedis, type RedisClient } from './budget/redis-client';
 import { RateLimit } from './budget/rate-limit';
 import type { TreeWindowsSource } from './budget/rebuild';
@@ -15,7 +16,7 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows } from './grants/repositories/call-records';
+import { callsInWindows, treeSessionCalls } from './grants/repositories/call-records';
 import { createGrantsService } from './grants/service';
 import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
@@ -141,6 +142,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const treeWindows: TreeWindowsSource = {
     levelsOf: (rootId) => budgetLevelsOfTree(db, rootId),
     callsIn: (levels, marginMs) => callsInWindows(db, levels, marginMs),
+    sessionOf: (grantIds, sinceMs, labelsSinceMs) => treeSessionCalls(db, grantIds, sinceMs, labelsSinceMs),
   };
   const grants = createGrantsService({
     db,
@@ -150,6 +152,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     attenuationLimit: new RateLimit(redis, 'attenuations', config.ATTENUATION_RATE_LIMIT, config.ATTENUATION_RATE_WINDOW_MS),
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
+    forgetTreeSession: async (rootId) => void (await redis.del(...treeSessionKeys(rootId))),
   });
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);

@@ -23,9 +23,10 @@ const USAGE = `usage: npm run admin -- <command>
                                 development: the service must verify HS256 tokens)
   policy eval --entrypoint broker/check/decision --input FILE [--module PATH]
                                 evaluate the built policy module (POLICY_WASM_PATH) on an input
-  policy impact --bundle CANDIDATE --log FILE
+  policy impact --bundle CANDIDATE --log FILE [--max-changes N]
                                 replay logged decisions through a candidate bundle (or .wasm);
-                                prints the decisions that would change, by path and reason`;
+                                prints the decisions that would change, by path and reason, and
+                                the allow→deny and deny→allow counts; exits 1 past N changes`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -45,12 +46,20 @@ async function main(argv: string[]): Promise<number> {
       app: { type: 'string' },
       installation: { type: 'string' },
       owner: { type: 'string' },
+      'max-changes': { type: 'string' },
     },
   });
   const config = loadConfig();
   if (positionals[0] === 'policy' && positionals[1] === 'impact' && values.bundle && values.log) {
     try {
-      console.log(JSON.stringify(await policyImpact({ candidate: values.bundle, logFile: values.log }), null, 2));
+      const limit = values['max-changes'];
+      if (limit !== undefined && !/^\d{1,9}$/.test(limit)) throw new UsageError('--max-changes takes a whole number of decisions');
+      const report = await policyImpact({ candidate: values.bundle, logFile: values.log });
+      console.log(JSON.stringify(report, null, 2));
+      if (limit !== undefined && report.changed > Number(limit)) {
+        console.error(`${report.changed} decisions would change, more than --max-changes ${limit}`);
+        return 1;
+      }
       return 0;
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;

@@ -22,6 +22,15 @@ import { UsageError } from './policy-eval';
  * names anything else (the org's `system.log.mask` erased `resource`, say) is not replayed at
  * all: the candidate's answer there would depend on a value the log does not have, so it is
  * counted under `notReplayable`, never as a change.
+ *
+ * What a rule remembers is replayed as each decision saw it: a broker check's logged input holds
+ * the tree's `session` (its labels and calls per tool) at that check, so a candidate's session
+ * rule is judged on the state the service was in. A check logged before sessions existed saw a
+ * tree with no label and no count, which is what it is replayed with.
+ *
+ * `allowToDeny` and `denyToAllow` count the decisions whose verdict the candidate flips (a change
+ * of deny reason is neither); `--max-changes N` makes the command fail past N changed decisions,
+ * so a team can gate a rollout in CI.
  */
 export async function policyImpact(options: { candidate: string; logFile: string }) {
   const source = options.candidate.endsWith('.wasm')
@@ -35,6 +44,8 @@ export async function policyImpact(options: { candidate: string; logFile: string
   const notReplayable = { count: 0, fields: {} as Record<string, number>, decisionIds: [] as string[] };
   let replayed = 0;
   let skipped = 0;
+  let allowToDeny = 0;
+  let denyToAllow = 0;
   for (const event of await readEvents(options.logFile)) {
     const decision = catalogue.find((d) => d.entrypoint === event.path);
     if (!decision) {
@@ -50,13 +61,15 @@ export async function policyImpact(options: { candidate: string; logFile: string
     }
     let now: string;
     try {
-      now = verdictOf(engine.evaluate(decision, event.input as never));
+      now = verdictOf(engine.evaluate(decision, replayInput(event) as never));
     } catch {
       now = 'error';
     }
     replayed += 1;
     const before = verdictOf(event.result);
     if (now === before) continue;
+    if (before === 'allow') allowToDeny += 1;
+    else if (now === 'allow') denyToAllow += 1;
     const key = `${event.path}\u0000${before}\u0000${now}`;
     const change = changes.get(key) ?? { path: event.path, from: before, to: now, count: 0, decisionIds: [] };
     change.count += 1;
@@ -70,8 +83,16 @@ export async function policyImpact(options: { candidate: string; logFile: string
     skipped,
     notReplayable,
     changed: changed.reduce((sum, c) => sum + c.count, 0),
+    allowToDeny,
+    denyToAllow,
     changes: changed,
   };
+}
+
+/** A broker check logged before trees had sessions saw none: it is replayed with an empty one. */
+function replayInput(event: LoggedEvent): object {
+  if (event.path !== 'broker/check/decision' || 'session' in event.input) return event.input;
+  return { ...event.input, session: { labels: {}, calls: {} } };
 }
 
 interface LoggedEvent {

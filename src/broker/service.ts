@@ -26,9 +26,14 @@ export function createBrokerComponents(
 ): BrokerComponents {
   const budget = new SlidingWindowBudget(redis, DEFAULT_WINDOW_SHAPE, { ...DEFAULT_SESSION_SHAPE, labelTtlMs });
   const windows = new TreeWindowsRebuilder(treeWindows, budget);
-  // A tree Redis lost is rebuilt first; its session is then read by the first charge.
-  const stateOf = async (rootId: string) =>
-    (await budget.treeState(rootId)) ?? { version: await windows.rebuild(rootId), session: UNKNOWN_SESSION };
+  // A tree Redis lost (or a new one) is rebuilt first, then read again: its session is what the
+  // rebuild left.
+  const stateOf = async (rootId: string) => {
+    const state = await budget.treeState(rootId);
+    if (state) return state;
+    const version = await windows.rebuild(rootId);
+    return (await budget.treeState(rootId)) ?? { version, session: UNKNOWN_SESSION };
+  };
   return {
     chains: new ChainCache(db),
     trees: new TreeFactsCache(stateOf, factMaxAgeMs),

@@ -32,6 +32,15 @@ export interface TreeWindowsSource {
     levels: ReadonlyArray<TreeLevel & { bucketMs: number }>,
     marginMs: number,
   ): Promise<Array<{ levelId: string; atMs: number; n: number }>>;
+  /**
+   * The tree's allowed calls per tool since `sinceMs` (at their `requested_at`), and whether it
+   * made any since `labelsSinceMs`: what its session is rebuilt from.
+   */
+  sessionOf(
+    grantIds: readonly string[],
+    sinceMs: number,
+    labelsSinceMs: number,
+  ): Promise<{ calls: Array<{ tool: string; atMs: number; n: number }>; anySince: boolean }>;
 }
 
 /**
@@ -64,9 +73,19 @@ async function rebuild(source: TreeWindowsSource, budget: SlidingWindowBudget, r
   const levels = (await source.levelsOf(rootId)).map((level) => ({ ...level, bucketMs: budget.bucketMsOf(level) }));
   const counted = new Map<string, Array<[number, number]>>(levels.map((level) => [level.id, []]));
   for (const call of await source.callsIn(levels, REBUILD_CLOCK_MARGIN_MS)) counted.get(call.levelId)!.push([call.atMs, call.n]);
+  // Labels cannot be rebuilt (the trail does not keep them): a tree that made allowed calls within
+  // a label's life is marked `labels_lost`, which the shipped rules read as the worst case.
+  const root = levels.find((level) => level.parentId === null) ?? levels[0]!;
+  const now = Date.now();
+  const session = await source.sessionOf(
+    levels.map((level) => level.id),
+    now - root.windowMs - REBUILD_CLOCK_MARGIN_MS,
+    now - budget.sessionShape.labelTtlMs - REBUILD_CLOCK_MARGIN_MS,
+  );
   return budget.restore(
     rootId,
     levels.map((level) => ({ grantId: level.id, calls: level.calls, windowMs: level.windowMs, counted: counted.get(level.id)! })),
     randomUUID(),
+    { rootWindowMs: root.windowMs, calls: session.calls, labelsMayBeLost: session.anySince },
   );
 }

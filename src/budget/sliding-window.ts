@@ -67,6 +67,17 @@ export type BudgetAnswer =
       | { kind: 'probed'; remaining: number; resetMs: number }
     ));
 
+/**
+ * A tree's session as the trail rebuilds it: its calls per tool in the root's window (each at its
+ * `requested_at`), and whether it made allowed calls within a label's life, whose labels Redis
+ * lost with it.
+ */
+export interface RestoredSession {
+  rootWindowMs: number;
+  calls: ReadonlyArray<{ tool: string; atMs: number; n: number }>;
+  labelsMayBeLost: boolean;
+}
+
 /** A grant's window as the trail rebuilds it: [time, how many calls at that time] still counting. */
 export interface RestoredWindow extends BudgetLevel {
   counted: ReadonlyArray<readonly [number, number]>;
@@ -198,9 +209,28 @@ export class SlidingWindowBudget {
    * Puts back every window of a tree whose version key is gone, then the version: one script, so
    * no check consumes in between. Answers the version now in force.
    */
-  async restore(rootId: string, windows: readonly RestoredWindow[], freshVersion: string): Promise<string> {
-    const keys = [treeVersionKey(rootId), ...windows.map((w) => windowKey(rootId, w.grantId))];
-    const args: Array<string | number> = [freshVersion];
+  async restore(
+    rootId: string,
+    windows: readonly RestoredWindow[],
+    freshVersion: string,
+    session: RestoredSession = { rootWindowMs: windows.at(-1)?.windowMs ?? 1, calls: [], labelsMayBeLost: false },
+  ): Promise<string> {
+    const keys = [treeVersionKey(rootId), treeLabelsKey(rootId), treeCallsKey(rootId), ...windows.map((w) => windowKey(rootId, w.grantId))];
+    const rootWindowMs = session.rootWindowMs;
+    const callBucketMs = this.callBucketMsOf(rootWindowMs);
+    const buckets = new Map<string, number>();
+    for (const call of session.calls) {
+      const field = `${call.tool}|${call.atMs - (call.atMs % callBucketMs)}`;
+      buckets.set(field, (buckets.get(field) ?? 0) + call.n);
+    }
+    const args: Array<string | number> = [
+      freshVersion,
+      session.labelsMayBeLost ? '1' : '0',
+      this.sessionShape.labelTtlMs,
+      rootWindowMs + callBucketMs,
+      buckets.size,
+      ...[...buckets].flat(),
+    ];
     for (const window of windows) {
       const bucketMs = this.bucketMsOf(window);
       const values = bucketMs === 0 ? callTimes(window.counted) : bucketCounts(window.counted, bucketMs);

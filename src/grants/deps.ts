@@ -20,4 +20,9 @@ export interface GrantsDeps {
    * composition.ts fills it.
    */
   expireApprovals: (trx: Knex.Transaction, grantIds: readonly string[], revokedAt: Date) => Promise<void>;
+  /**
+   * Drops a revoked tree's session (its labels and calls per tool) from Redis: a revoked root
+   * never allows again, and its keys would otherwise wait for their TTL. composition.ts fills it.
+   */
+  forgetTreeSession: (rootId: string) => Promise<void>;
 }

@@ -45,6 +45,9 @@ export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, g
     await touch('grant-tree', grantId);
     return { facts: await loadGrantFacts(trx, grantId), members };
   });
+  // Best effort, after the commit: the tree refuses every call from now on whatever its session
+  // says, and its keys expire on their own.
+  if (rootId === grantId) await deps.forgetTreeSession(rootId).catch(() => undefined);
   const current = facts as LoadedGrant;
   const view = viewOf(readDecision(deps, caller, policyFacts(current, members)));
   return presentGrant(current.grant, view);

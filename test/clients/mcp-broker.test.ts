@@ -100,7 +100,10 @@ it('an agent reads, is denied outside its grant, waits for a human, and runs out
   expect(codeHost.requests).toEqual([{ method: 'GET', path: '/repos/acme/api/contents/README.md' }]);
 
   const otherTool = await call(client, 'pulls.list', { repository: 'acme/api' });
-  expect(otherTool).toMatchObject({ isError: true, structuredContent: { reason: 'tool_not_allowed' } });
+  expect(otherTool).toMatchObject({
+    isError: true,
+    structuredContent: { reason: 'tool_not_allowed', explanation: { rule: 'broker.check.tool_not_allowed', unlock: expect.any(String) } },
+  });
   expect(text(otherTool)).toMatch(/does not include that tool/);
   const otherRepo = await call(client, 'repos.read_file', { repository: 'other/secret', path: 'keys.txt' });
   expect(otherRepo).toMatchObject({ isError: true, structuredContent: { reason: 'resource_not_allowed' } });
@@ -132,7 +135,14 @@ it('an agent reads, is denied outside its grant, waits for a human, and runs out
   // Three calls in the window: the read and the approved write used two.
   expect((await call(client, 'repos.read_file', { repository: 'acme/api', path: 'README.md' })).isError).toBeFalsy();
   const exhausted = await call(client, 'repos.read_file', { repository: 'acme/api', path: 'README.md' });
-  expect(exhausted).toMatchObject({ isError: true, structuredContent: { reason: 'budget_exhausted', retryAfterMs: expect.any(Number) } });
+  expect(exhausted).toMatchObject({
+    isError: true,
+    structuredContent: {
+      reason: 'budget_exhausted',
+      retryAfterMs: expect.any(Number),
+      explanation: { unlock: 'wait', level: expect.any(Number) },
+    },
+  });
   expect(text(exhausted)).toMatch(/Retry after \d+ s/);
   expect(codeHost.requests.filter((r) => r.method === 'GET')).toHaveLength(2);
 

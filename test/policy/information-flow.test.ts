@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { treeCallsKey, treeLabelsKey, treeVersionKey, windowKey } from '../../src/budget/keys';
 import { shadowDisagreements } from '../../src/policy/shadow';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, rootGrant, type Human, type InstalledAgent } from '../support/world';
@@ -103,6 +104,15 @@ describe('information_flow, enforced', () => {
     expect((await check(a, await tree(), 'repos.push', 'oss/tool')).body.decision).toBe('allow');
   });
 
+  it("a revoked tree's session goes with it", async () => {
+    const grantId = await tree();
+    expect((await check(a, grantId, 'repos.read_file', 'acme/secret-keys')).body.decision).toBe('allow');
+    expect(await a.deps.redis.exists(treeLabelsKey(grantId), treeCallsKey(grantId))).toBe(2);
+    await b.http.post(`/api/grants/${grantId}/revoke`).set(owner.auth).expect(200);
+    expect(await a.deps.redis.exists(treeLabelsKey(grantId), treeCallsKey(grantId))).toBe(0);
+    expect((await check(a, grantId, 'repos.read_file', 'acme/api')).body.reason).toBe('revoked');
+  });
+
   it('a read of a public repository labels nothing', async () => {
     const grantId = await tree();
     expect((await check(a, grantId, 'repos.read_file', 'oss/tool')).body.decision).toBe('allow');
@@ -115,6 +125,25 @@ describe('information_flow, enforced', () => {
     expect((await check(a, other.id, 'repos.read_file', 'acme/secret-keys')).body.reason).toBe('tool_not_allowed');
     expect((await check(b, other.id, 'repos.push', 'oss/tool')).body.decision).toBe('allow');
     expect(grantId).not.toBe(other.id);
+  });
+});
+
+/** Redis loses the tree: its version, window, labels and calls (a restart without persistence). */
+const loseTree = (rootId: string) =>
+  a.deps.redis.del(treeVersionKey(rootId), windowKey(rootId, rootId), treeLabelsKey(rootId), treeCallsKey(rootId));
+
+describe('a tree whose session Redis lost', () => {
+  it('is rebuilt fail safe: labels it may have had read as labels_lost, and its calls per tool come back from the trail', async () => {
+    const grantId = await tree();
+    expect((await check(a, grantId, 'repos.read_file', 'acme/secret-keys')).body.decision).toBe('allow');
+    for (let i = 0; i < 3; i += 1) expect((await check(b, grantId, 'repos.delete_branch', 'acme/api')).body.decision).toBe('allow');
+    await loseTree(grantId);
+    expect((await check(b, grantId, 'repos.push', 'oss/tool')).body).toMatchObject({ decision: 'deny', reason: 'information_flow' });
+    expect((await check(a, grantId, 'repos.delete_branch', 'acme/api')).body.reason).toBe('branch_deletions_exhausted');
+    // A tree that never made a call (every new tree's first check) loses nothing.
+    const fresh = await tree();
+    await loseTree(fresh);
+    expect((await check(b, fresh, 'repos.push', 'oss/tool')).body.decision).toBe('allow');
   });
 });
 

@@ -1,3 +1,5 @@
+import type { components } from './schema';
+
 /** A problem document the service answered: the `code` is what to branch on. */
 export class ApiProblem extends Error {
   constructor(
@@ -16,13 +18,21 @@ export class ApiProblem extends Error {
   }
 }
 
-/** The broker check said no: `reason` is the deny reason; `retryAfterMs` with `budget_exhausted`. */
+/** Why a check was refused and what would change it, as the service's policy says. */
+export type DenialExplanation = components['schemas']['DenialExplanation'];
+
+/**
+ * The broker check said no: `reason` is the deny reason; `retryAfterMs` with `budget_exhausted`;
+ * `explanation` the rule that refused, the level of the chain (0 is the root) and what would
+ * unlock the call (`attenuate_from_parent`, `ask_connection_owner`, `request_approval`, `wait`, `none`).
+ */
 export class CallDenied extends Error {
   constructor(
     readonly reason: string,
     readonly callId: string,
     readonly retryAfterMs?: number,
     readonly orgMessage?: string,
+    readonly explanation?: DenialExplanation,
   ) {
     super(`call denied: ${reason}${orgMessage ? ` (${orgMessage})` : ''}`);
     this.name = 'CallDenied';

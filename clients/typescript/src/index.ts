@@ -3,7 +3,7 @@ import { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded } from './
 import type { components, paths } from './schema';
 import { retryingFetch } from './transport';
 
-export { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded } from './errors';
+export { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded, type DenialExplanation } from './errors';
 export { parseRetryAfter } from './transport';
 export type { components, paths } from './schema';
 
@@ -112,7 +112,7 @@ export function createClient(options: ClientOptions) {
     if (check.decision === 'approval_required') {
       throw new ApprovalRequired(check.approvalId!, check.callId, check.approval!.expiresAt);
     }
-    if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message);
+    if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message, check.explanation);
     const started = Date.now();
     let result: T;
     try {

@@ -36,8 +36,9 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
     if (answer.kind !== 'missing') call.snapshot.session = answer.session;
     switch (answer.kind) {
       case 'missing':
-        // Redis lost the tree: its windows are rebuilt from the call trail, then resolved again.
-        return { kind: 'stale', treeVersion: await deps.windows.rebuild(rootId) };
+        // Redis lost the tree: its windows are rebuilt from the call trail, then resolved again
+        // under what the rebuild left (its session too, so the policy decides once more, not twice).
+        return rebuilt(deps, rootId);
       case 'stale':
         return { kind: 'stale', treeVersion: answer.version, session: answer.session };
       case 'session':
@@ -63,6 +64,12 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
     if (unitOfWork && !unitOfWork.isCompleted()) await unitOfWork.rollback().catch(() => undefined);
     throw error;
   }
+}
+
+async function rebuilt(deps: ChargeDeps, rootId: string): Promise<Charged> {
+  const version = await deps.windows.rebuild(rootId);
+  const state = await deps.budget.treeState(rootId);
+  return state ? { kind: 'stale', treeVersion: state.version, session: state.session } : { kind: 'stale', treeVersion: version };
 }
 
 export function budgetLevels(chain: Chain): BudgetLevel[] {

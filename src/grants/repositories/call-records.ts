@@ -257,6 +257,9 @@ export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, afte
   return { records: await withApprovers(db, rows.map(decode)), next: last ? { at: last.requested_at, uuid: last.id } : null };
 }
 
+/** The outcomes of an allowed call: what counts against a budget. */
+const ALLOWED_OUTCOMES = [codec.OUTCOME_CODES.pending, codec.OUTCOME_CODES.succeeded, codec.OUTCOME_CODES.failed].join(', ');
+
 // Every allowed call of the tree counts at its own grant and every ancestor (closure), within
 // that level's window: the newest `calls` of them for an exact window (older ones can no longer
 // decide anything), per bucket for a bucketed one.
@@ -278,7 +281,7 @@ with recursive tree as (
       select r.requested_at from call_records r
        where r.grant_id = cl.grant_uid
          and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
-         and r.outcome in (${codec.OUTCOME_CODES.pending}, ${codec.OUTCOME_CODES.succeeded}, ${codec.OUTCOME_CODES.failed})
+         and r.outcome in (${ALLOWED_OUTCOMES})
       offset 0
     ) r
 ), newest as (
@@ -327,20 +330,56 @@ export async function subtreeUsage(
   sinceMs: number,
   nowMs: number,
 ): Promise<{ descendants: number; liveDescendants: number; used: number }> {
-  const result = await db.raw<{ rows: Array<{ descendants: string; live: string; used: string }> }>(
+  const subtree = await db.raw<{ rows: Array<{ id: string; live: boolean }> }>(
     `with recursive subtree as (
        select id, revoked_at, expires_at from grants where id = ?
        union all
        select g.id, g.revoked_at, g.expires_at from grants g join subtree s on g.parent_id = s.id
      )
-     select (select count(*) - 1 from subtree) as descendants,
-            (select count(*) from subtree where id <> ? and revoked_at is null and expires_at > to_timestamp(? / 1000.0)) as live,
-            (select count(*) from call_records c
-              where c.grant_id in (select id from subtree)
-                and c.requested_at > to_timestamp(? / 1000.0)
-                and c.outcome in ('pending', 'succeeded', 'failed')) as used`,
-    [grantId, grantId, nowMs, sinceMs],
+     select id, (revoked_at is null and expires_at > to_timestamp(? / 1000.0)) as live from subtree`,
+    [grantId, nowMs],
   );
-  const row = result.rows[0]!;
-  return { descendants: Number(row.descendants), liveDescendants: Number(row.live), used: Number(row.used) };
+  const below = subtree.rows.filter((row) => row.id !== grantId);
+  // The trail stores grant ids as their UUIDs: the subtree's ids are turned into them here.
+  const uuids = subtree.rows.map((row) => codec.uuidOf('grant', row.id));
+  const counted = await db.raw<{ rows: Array<{ used: string }> }>(
+    `select count(*) as used from call_records
+      where grant_id = any(?::uuid[]) and requested_at > to_timestamp(? / 1000.0)
+        and outcome in (${ALLOWED_OUTCOMES})`,
+    [uuids, sinceMs],
+  );
+  return {
+    descendants: below.length,
+    liveDescendants: below.filter((row) => row.live).length,
+    used: Number(counted.rows[0]?.used ?? 0),
+  };
+}
+
+/**
+ * What a tree's session is rebuilt from after Redis lost it: its allowed calls per tool since
+ * `sinceMs`, counted per millisecond, and whether any was made since `labelsSinceMs`.
+ */
+export async function treeSessionCalls(
+  db: Queryable,
+  grantIds: readonly string[],
+  sinceMs: number,
+  labelsSinceMs: number,
+): Promise<{ calls: Array<{ tool: string; atMs: number; n: number }>; anySince: boolean }> {
+  const uuids = grantIds.map((id) => codec.uuidOf('grant', id));
+  const [perTool, any] = await Promise.all([
+    db.raw<{ rows: Array<{ tool: string; at_ms: string; n: string }> }>(
+      `select tool, floor(extract(epoch from requested_at) * 1000)::bigint as at_ms, count(*) as n from call_records
+        where grant_id = any(?::uuid[]) and outcome in (${ALLOWED_OUTCOMES}) and requested_at >= ?
+        group by 1, 2`,
+      [uuids, new Date(sinceMs)],
+    ),
+    db.raw<{ rows: unknown[] }>(
+      `select 1 from call_records where grant_id = any(?::uuid[]) and outcome in (${ALLOWED_OUTCOMES}) and requested_at >= ? limit 1`,
+      [uuids, new Date(labelsSinceMs)],
+    ),
+  ]);
+  return {
+    calls: perTool.rows.map((row) => ({ tool: row.tool, atMs: Number(row.at_ms), n: Number(row.n) })),
+    anySince: any.rows.length > 0,
+  };
 }
