@@ -14,6 +14,8 @@ import { registryRoutes } from './registry/routes';
 import type { RegistryService } from './registry/service';
 import { runtimeRoutes } from './runtime/routes';
 import type { RuntimeService } from './runtime/service';
+import { webhookRoutes } from './webhooks/routes';
+import type { WebhooksService } from './webhooks/service';
 
 export interface Services {
   grants: GrantsService;
@@ -23,6 +25,7 @@ export interface Services {
   registry: RegistryService;
   pods: PodsService;
   connections: ConnectionsService;
+  webhooks: WebhooksService;
   operations: OperationsDeps;
 }
 
@@ -36,6 +39,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...registryRoutes(services.registry, auth),
     ...podRoutes(services.pods, auth),
     ...connectionRoutes(services.connections, auth),
+    ...webhookRoutes(services.webhooks, auth),
     ...healthRoutes(services.operations),
   ];
 }

@@ -13,6 +13,7 @@ import type { TreeFactsCache } from './tree-facts';
 import type { TreeInputMembers } from './policy-input';
 import type { VerifiedBrokerTokens } from './verified-tokens';
 import type { ApprovalArgsVault } from '../approvals/args-vault';
+import type { ApprovalWebhooks } from '../approvals/requests';
 
 /** The per-replica state of the broker check: caches, the budget script, the trail writer. */
 export interface BrokerComponents {
@@ -41,6 +42,8 @@ export interface BrokerDeps extends BrokerComponents {
   approvalTtlMs: number;
   /** Keeps a pending approval's arguments, masked and sealed, for its deciders. */
   approvalArgs: ApprovalArgsVault;
+  /** Queues `approval.requested` for the pod's webhooks with the approval. */
+  approvalWebhooks: ApprovalWebhooks;
   /** Times the check's stages (TRACE_STAGES), or does nothing. */
   tracer: Tracer;
   /** now in POLICY_TIME_ZONE, for org rules about working hours. */

@@ -163,6 +163,17 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   configured key opens the ciphertext (\`argsUnreadable: true\`). A decision, a use and a revoke
   erase the ciphertext in their own statement; an expiry, which no statement marks, is erased by the
   first read of the approval after it and by a sweep every 5 s on every replica.
+- Approval webhooks: \`podId\` and \`createdBy\` are members of the record too; listing and reading
+  webhooks is for owners and admins like managing them (their URLs may carry a receiver's token),
+  a member gets 403 \`not_pod_admin\`. Event types sort and may not repeat. The host of the URL must
+  resolve at creation (a name that does not resolve, or resolves to any non-public address, is 400
+  \`webhook_target_not_allowed\`). Messages: \`approval.requested\` for every approval (whoever the
+  call's principal), \`approval.decided\` on approve and deny (an expiry or a revoke sends none),
+  \`data: {approval, consoleUrl}\`; \`consoleUrl\` from \`PUBLIC_URL\`, else the listening address.
+  Delivery: at least once; retries after 5 s doubling to at most 1 h, for 24 h from the message's
+  creation, then given up (\`webhook_deliveries_total{result}\`); a deleted webhook's pending
+  messages are dropped; delivered and given-up messages are deleted after 7 days. A message whose
+  secret no configured key opens is not sent (it fails and is retried, then given up).
 - Org policies: packages \`org.<decision>.<name>\` for broker.check, grants.create and
   grants.attenuate. A package's mode (\`enforce\`, \`shadow\`, \`off\`) comes from its METADATA
   \`custom.mode\` (enforce when unset) or from \`ORG_POLICY_MODES\` (\`<decision>.<name>=<mode>,…\`),

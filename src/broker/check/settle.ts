@@ -6,7 +6,7 @@ import { brokerDecisions } from '../metrics';
 import { budgetLevels } from './charge';
 import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';
 
-export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'approvalArgs'>;
+export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'approvalArgs' | 'approvalWebhooks'>;
 
 /**
  * The last stage: the answer, and the call record it waits for. No record, no answer: the broker
@@ -26,7 +26,7 @@ export async function settle(deps: SettleDeps, call: Resolved, verdict: Verdict,
     } else if (answer.reason === 'approval_required') {
       const request = approvalRequestOf(deps, call, verdict);
       answer = await deps.db.transaction(async (trx) => {
-        const asked = await requestApproval(trx, request, deps.approvalArgs);
+        const asked = await requestApproval(trx, request, { vault: deps.approvalArgs, webhooks: deps.approvalWebhooks });
         await insertCallRecord(trx, { ...record, outcome: 'awaiting_approval', approval_id: asked.id });
         return { ...answer, decision: 'approval_required' as const, approvalId: asked.id, approval: asked };
       });
