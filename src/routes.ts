@@ -8,6 +8,7 @@ import { grantRoutes } from './grants/routes';
 import type { GrantsService } from './grants/service';
 import type { CredentialAuthenticators, Route } from './kernel/route';
 import { healthRoutes, metricsRoute, type OperationsDeps } from './operations/routes';
+import { policyStatusRoutes } from './operations/policy-status';
 import { podRoutes } from './pods/routes';
 import type { PodsService } from './pods/service';
 import { registryRoutes } from './registry/routes';
@@ -41,6 +42,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...connectionRoutes(services.connections, auth),
     ...webhookRoutes(services.webhooks, auth),
     ...healthRoutes(services.operations),
+    ...policyStatusRoutes(services.operations.policy, auth),
   ];
 }
 

@@ -68,7 +68,7 @@ export async function startIdentityProvider(): Promise<IdentityProvider> {
         const url = new URL(req.url ?? '/', issuer);
         const uid = /^\/interaction\/([\w-]+)$/.exec(url.pathname)?.[1];
         if (!uid) {
-          callback(req, res);
+          void callback(req, res);
           return;
         }
         void (async () => {

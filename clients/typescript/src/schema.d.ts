@@ -694,6 +694,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/policy/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The policy serving now: revision, source, signature, org packages with their modes, shadow disagreements, last load error
+         * @description People signed in (the `policy/status` decision); agents and brokers get 404.
+         */
+        get: operations["getPolicyStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -1195,6 +1215,31 @@ export interface components {
                 persistence: "aof" | "rdb" | "none" | "unknown";
                 evictionPolicy: string | null;
             } | null;
+        };
+        PolicyStatus: {
+            revision: string | null;
+            /** @description The module file, bundle file or bundle server the policy comes from */
+            source: string;
+            /**
+             * @description `verified`: a bundle whose signature a configured key verified; `unsigned`: a bare module or an unsigned bundle (development); null: nothing loaded
+             * @enum {string|null}
+             */
+            signature: "verified" | "unsigned" | null;
+            /** @description The last refused load since the last good one */
+            lastError: {
+                message: string;
+                at: string;
+            } | null;
+            orgPackages: {
+                /** @example broker.check */
+                decision: string;
+                /** @example protected_branches */
+                name: string;
+                /** @enum {string} */
+                mode: "enforce" | "shadow" | "off";
+                /** @description Decisions this package, in shadow mode, would have refused while the policy allowed them (this replica, since it started) */
+                shadowDisagreements: number;
+            }[];
         };
     };
     responses: never;
@@ -5920,6 +5965,107 @@ export interface operations {
             };
             /** @description `invalid_request`: The request is malformed */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPolicyStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy status */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyStatus"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,6 +2,7 @@ import { approvalsDecide } from './approvals';
 import { brokerCheck, brokerOutcome } from './broker';
 import { connectionsAccess, podsAccess, runtimeAccess } from './access';
 import type { DecisionDefinition } from './define';
+import { policyStatus } from './policy';
 import { grantsAttenuate, grantsCreate, grantsList, grantsRead, grantsRevoke } from './grants';
 
 export * from './define';
@@ -24,6 +25,7 @@ export const decisions = {
   grantsRead,
   grantsRevoke,
   podsAccess,
+  policyStatus,
   runtimeAccess,
 } satisfies Record<string, DecisionDefinition>;
 
