@@ -164,6 +164,9 @@ const environmentSchema = z
     if (Boolean(env.OIDC_ISSUER) !== Boolean(env.OIDC_CLIENT_ID)) {
       ctx.addIssue({ code: 'custom', path: ['OIDC_CLIENT_ID'], message: 'set OIDC_ISSUER and OIDC_CLIENT_ID together' });
     }
+    if (env.NODE_ENV === 'production' && env.OIDC_ISSUER?.startsWith('http:')) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'production signs people in over https only' });
+    }
     if (env.OIDC_ISSUER && !env.JWT_JWKS_URI) {
       ctx.addIssue({
         code: 'custom',

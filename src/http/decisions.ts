@@ -212,4 +212,17 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   of event JSON; gauge \`decision_log_buffer_bytes\`), plus the one batch in flight; past either
   bound the oldest are dropped. \`decision_log_dropped_total\` counts drops by \`reason\`:
   \`buffer_full\`, \`event_too_large\`. A check never waits for either.
+- The console (\`/console/\`) is the service's own, outside this document: static files under a strict
+  Content-Security-Policy, and \`POST /console/session {code}\`, which trades a one-time
+  development link's code (\`npm run admin -- console-link\`) for an HS256 human JWT and is a 404
+  in production or when \`JWT_JWKS_URI\` is set. With OpenID Connect the console sends the
+  issuer's ID token as its bearer token; set \`JWT_AUDIENCE\` to the console's client id.
+- \`GET /api/grants/:grantId/usage\`: \`used\` counts the allowed calls (\`pending\`, \`succeeded\`,
+  \`failed\`) through the grant and every grant below it requested within the window ending now,
+  as the service rebuilds its windows from the trail; \`liveDescendants\` are those neither revoked
+  nor expired, which a revocation of the grant would revoke now. Readable as the grant is.
+- \`GET /api/registry/pods/:podId/agents\` lists by name; \`nextCursor\` is the last name listed.
+- \`GET /api/policy/status\` is readable by any human (the policy is the deployment's, not a
+  tenant's; agents and brokers: 404). \`signature\` is \`verified\` only for a bundle a configured
+  key verified; \`shadowDisagreements\` count on the replica that answers, since it started.
 `.trim();

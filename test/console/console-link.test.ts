@@ -4,6 +4,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { loadConfig } from '../../src/config';
 import { bearer, startService, type TestService } from '../support/service';
 
 /**
@@ -153,5 +154,20 @@ describe('one-time console links', () => {
     } finally {
       await away.close();
     }
+  });
+});
+
+describe('the sign-in configuration', () => {
+  const load = (env: Record<string, string>) => () => loadConfig({ ...env });
+  it('wants OIDC_ISSUER and OIDC_CLIENT_ID together, the issuer keys to verify its tokens, and https in production', () => {
+    expect(load({ OIDC_ISSUER: 'https://id.test' })).toThrow(/OIDC_CLIENT_ID: set OIDC_ISSUER and OIDC_CLIENT_ID together/);
+    expect(load({ OIDC_ISSUER: 'https://id.test', OIDC_CLIENT_ID: 'console' })).toThrow(/JWT_JWKS_URI/);
+    expect(
+      load({ NODE_ENV: 'production', OIDC_ISSUER: 'http://id.test', OIDC_CLIENT_ID: 'console', JWT_JWKS_URI: 'https://id.test/jwks' }),
+    ).toThrow(/OIDC_ISSUER: production signs people in over https only/);
+    expect(load({ OIDC_ISSUER: 'https://id.test', OIDC_CLIENT_ID: 'console', JWT_JWKS_URI: 'https://id.test/jwks' })()).toMatchObject({
+      OIDC_ISSUER: 'https://id.test',
+      OIDC_CLIENT_ID: 'console',
+    });
   });
 });
