@@ -10,26 +10,20 @@ const OrgPackage = z.object({
   decision: z.string().openapi({ example: 'broker.check' }),
   name: z.string().openapi({ example: 'protected_branches' }),
   mode: z.enum(['enforce', 'shadow', 'off']),
-  shadowDisagreements: z
-    .number()
-    .int()
-    .openapi({
-      description:
-        'Decisions this package, in shadow mode, would have refused while the policy allowed them (this replica, since it started)',
-    }),
+  shadowDisagreements: z.number().int().openapi({
+    description:
+      'Decisions this package, in shadow mode, would have refused while the policy allowed them (this replica, since it started)',
+  }),
 });
 
 const PolicyStatus = z
   .object({
     revision: z.string().nullable(),
     source: z.string().openapi({ description: 'The module file, bundle file or bundle server the policy comes from' }),
-    signature: z
-      .enum(['verified', 'unsigned'])
-      .nullable()
-      .openapi({
-        description:
-          '`verified`: a bundle whose signature a configured key verified; `unsigned`: a bare module or an unsigned bundle (development); null: nothing loaded',
-      }),
+    signature: z.enum(['verified', 'unsigned']).nullable().openapi({
+      description:
+        '`verified`: a bundle whose signature a configured key verified; `unsigned`: a bare module or an unsigned bundle (development); null: nothing loaded',
+    }),
     lastError: z
       .object({ message: z.string(), at: z.string() })
       .nullable()
