@@ -203,6 +203,43 @@ describe('deliveries', () => {
   });
 });
 
+describe('giving up', () => {
+  afterEach(clearWebhooks);
+
+  it('a receiver that keeps failing is given up 24 h after the message was written; a deleted webhook drops what waits', async () => {
+    const receiver = await startReceiver([503]);
+    try {
+      await create(receiver.url, world.owner, ['approval.requested']).expect(201);
+      const doomed = await create(receiver.url, world.owner, ['approval.requested']).expect(201);
+      await askApproval({ body: 'never delivered' });
+      await receiver.waitFor(2);
+      const rows = () => service.deps.db('webhook_deliveries').whereIn('webhook_id', [doomed.body.id]);
+      const [kept] = await service.deps
+        .db('webhook_deliveries')
+        .whereNot({ webhook_id: doomed.body.id })
+        .whereIn('webhook_id', service.deps.db('webhooks').select('id').where({ pod_id: world.podId }));
+      await service.http.delete(`${hooks()}/${doomed.body.id}`).set(world.owner.auth).expect(204);
+      expect(await rows()).toEqual([]);
+
+      const delivery = () => service.deps.db('webhook_deliveries').where({ id: kept.id }).first();
+      await waitUntil(async () => (await delivery()).last_status === 503);
+      const moved = 24 * 60 * 60_000 - 1_000;
+      clock.advance(moved);
+      try {
+        await receiver.waitFor(3);
+        await waitUntil(async () => (await delivery()).failed_at !== null);
+        expect(await delivery()).toMatchObject({ attempts: 2, delivered_at: null, last_status: 503 });
+        await sleep(1_200);
+        expect(receiver.received).toHaveLength(3);
+      } finally {
+        clock.advance(-moved);
+      }
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
 async function waitUntil(condition: () => Promise<boolean>, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await condition())) {
