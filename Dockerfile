@@ -28,6 +28,9 @@ COPY tools/opa/capabilities.json tools/opa/capabilities.json
 RUN npm run build:clients && npm run build:ts
 # The API reference (/api/docs), rendered from the OpenAPI document with its script inlined.
 RUN npm run build:docs
+# The web console the service serves at /console/ (Vite: static files under build/console).
+COPY console console
+RUN npm run build:console
 # Production loads only a signed bundle (src/config.ts). The private key is mounted for this one
 # command and is in no layer; the public key is copied first so that a new key pair rebuilds the
 # bundle instead of reusing a cached one signed by the old key, and the build verifies the bundle
@@ -54,6 +57,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
 COPY --from=build /app/build/policy build/policy
 COPY --from=build /app/build/api-docs.html build/api-docs.html
+COPY --from=build /app/build/console build/console
 # The SDK and grantctl, each built to its own dist: the MCP broker requires the SDK by its package
 # name, and `node clients/grantctl/bin/grantctl.js …` runs grantctl in the container.
 COPY --from=build /app/clients/typescript/dist clients/typescript/dist

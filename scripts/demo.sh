@@ -7,4 +7,9 @@ bash scripts/ensure-deps.sh
 npm run --silent build
 npm run --silent migrate
 npm run --silent admin -- demo
+# The console, signed in as the demo world's owner, with the agent's write waiting for approval.
+echo
+echo "Open the console (one use, valid 10 minutes; another: npm run admin -- console-link --as owner):"
+echo "  $(npm run --silent admin -- console-link --as owner)"
+echo
 exec npm start

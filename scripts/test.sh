@@ -24,6 +24,9 @@ npm run --silent policy:lint
 npm run --silent policy:test
 echo "== jest on the machine's Node $(node --version)"
 npx jest "$@"
+# The console in a real browser (Debian's Chromium), once: it tests the app, not the Node version.
+echo "== the console in Chromium"
+bash scripts/test-browser.sh
 pinned=tools/node/node_modules/.bin/node
 echo "== jest on the pinned Node $("$pinned" --version)"
 "$pinned" node_modules/jest/bin/jest.js "$@"

@@ -36,6 +36,10 @@ import { createApprovalsService } from './approvals/service';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
+import { ApprovalWebhooks } from './webhooks/approval-messages';
+import { DEFAULT_SEND_LIMITS } from './webhooks/send';
+import { WebhookDispatcher } from './webhooks/dispatcher';
+import { createWebhooksService } from './webhooks/service';
 import { DecisionLog } from './policy/decision-log';
 import { pemBlocks } from './policy/bundles/verify';
 import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
@@ -162,6 +166,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     maxBytes: config.GITHUB_RESPONSE_MAX_BYTES,
   });
   const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
+  const approvalWebhooks = new ApprovalWebhooks(config.PUBLIC_URL ?? listeningUrl(config));
   const services: Services = {
     grants,
     broker: createBrokerService({
@@ -177,16 +182,27 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       approvalTtlMs: config.APPROVAL_TTL_MS,
       approvalArgs,
       tokens,
+      approvalWebhooks,
     }),
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs }),
+    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, webhooks: approvalWebhooks }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
+    webhooks: createWebhooksService({ db, policy, clock, keys: keyRing, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
+  const webhookDispatcher = new WebhookDispatcher({
+    db,
+    keys: keyRing,
+    clock,
+    log: log.child({ component: 'webhooks' }),
+    waker: eventWaker,
+    limits: { ...DEFAULT_SEND_LIMITS, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
+  });
+  if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
 
   const routes = allRoutes(services, credentialAuthenticators(resolveCredential));
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
@@ -230,6 +246,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     policy.close();
     retention.stop();
     approvalArgsSweep.stop();
+    await webhookDispatcher.stop();
     invalidation.close();
     await services.broker.settle();
     // Decisions made until now are written, and uploaded if the collector answers in time.
@@ -240,7 +257,20 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   }
 
   /** The infrastructure itself, for operators' commands and tests. */
-  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps, approvalArgsSweep, keyRing, consoleLinks };
+  const infrastructure = {
+    config,
+    db,
+    redis,
+    policy,
+    log,
+    invalidation,
+    eventWaker,
+    speedUps,
+    approvalArgsSweep,
+    keyRing,
+    webhookDispatcher,
+    consoleLinks,
+  };
   return { app, metricsApp, services, infrastructure, close };
 }
 
@@ -255,6 +285,12 @@ function sealingKeys(config: Config): KeyRing {
 
 /** How long a console session that a one-time link started lasts (development). */
 const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
+
+/** Where the service listens, as a URL: the console's links when PUBLIC_URL is not set. */
+function listeningUrl(config: Config): string {
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
+}
 
 /** The `labels.version` of decision events: what package.json says this build is. */
 const SERVICE_VERSION: string = packageJson.version;

@@ -113,6 +113,8 @@ const environmentSchema = z
     PUBLIC_URL: urlOf('https:', 'http:').optional(),
     // Webhook targets on loopback, link-local or private addresses are refused unless this says otherwise.
     WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+    // Whether this replica delivers the webhook outbox (every replica does by default; they split the work).
+    WEBHOOK_DELIVERY: bool.default(true),
     // The zone in which org rules read the time of a call (broker check input `local_time`).
     POLICY_TIME_ZONE: z
       .string()
@@ -170,6 +172,9 @@ const environmentSchema = z
     }
     if (Boolean(env.OIDC_ISSUER) !== Boolean(env.OIDC_CLIENT_ID)) {
       ctx.addIssue({ code: 'custom', path: ['OIDC_CLIENT_ID'], message: 'set OIDC_ISSUER and OIDC_CLIENT_ID together' });
+    }
+    if (env.NODE_ENV === 'production' && env.OIDC_ISSUER?.startsWith('http:')) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'production signs people in over https only' });
     }
     if (env.OIDC_ISSUER && !env.JWT_JWKS_URI) {
       ctx.addIssue({

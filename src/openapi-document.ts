@@ -11,6 +11,7 @@ import { createPodsService } from './pods/service';
 import { createRegistryService } from './registry/service';
 import { allRoutes } from './routes';
 import { createRuntimeService } from './runtime/service';
+import { createWebhooksService } from './webhooks/service';
 
 /**
  * Every route as declared (path, method, authenticator, schemas, errors), without a database or
@@ -28,6 +29,7 @@ export function declaredRoutes(): Route[] {
       registry: createRegistryService(inert),
       pods: createPodsService(inert),
       connections: createConnectionsService(inert),
+      webhooks: createWebhooksService(inert),
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
     },
     credentialAuthenticators(async () => null),

@@ -8,12 +8,15 @@ import { grantRoutes } from './grants/routes';
 import type { GrantsService } from './grants/service';
 import type { CredentialAuthenticators, Route } from './kernel/route';
 import { healthRoutes, metricsRoute, type OperationsDeps } from './operations/routes';
+import { policyStatusRoutes } from './operations/policy-status';
 import { podRoutes } from './pods/routes';
 import type { PodsService } from './pods/service';
 import { registryRoutes } from './registry/routes';
 import type { RegistryService } from './registry/service';
 import { runtimeRoutes } from './runtime/routes';
 import type { RuntimeService } from './runtime/service';
+import { webhookRoutes } from './webhooks/routes';
+import type { WebhooksService } from './webhooks/service';
 
 export interface Services {
   grants: GrantsService;
@@ -23,6 +26,7 @@ export interface Services {
   registry: RegistryService;
   pods: PodsService;
   connections: ConnectionsService;
+  webhooks: WebhooksService;
   operations: OperationsDeps;
 }
 
@@ -36,7 +40,9 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...registryRoutes(services.registry, auth),
     ...podRoutes(services.pods, auth),
     ...connectionRoutes(services.connections, auth),
+    ...webhookRoutes(services.webhooks, auth),
     ...healthRoutes(services.operations),
+    ...policyStatusRoutes(services.operations.policy, auth),
   ];
 }
 

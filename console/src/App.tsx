@@ -34,7 +34,7 @@ function Page({ path, session }: { path: string; session: Session }) {
   const api = useMemo(() => apiFor(session), [session]);
   let params: Record<string, string> | null;
   if (path === '/approvals') return <ApprovalsPage api={api} />;
-  if (path === '/policy') return <PolicyPage />;
+  if (path === '/policy') return <PolicyPage api={api} />;
   if ((params = match('/pods/:podId/grants', path))) return <GrantsPage api={api} podId={params.podId!} />;
   if ((params = match('/pods/:podId/agents', path))) return <AgentsPage api={api} podId={params.podId!} />;
   if ((params = match('/grants/:grantId/calls', path))) return <CallsPage api={api} grantId={params.grantId!} />;

@@ -1,9 +1,10 @@
 # METADATA
 # title: Pod access
 # description: |
-#   Who may read a pod and manage its members and installed agents:
+#   Who may read a pod and manage its members, installed agents and webhooks:
 #   any member reads; owners and admins write; only owners touch the owner role; a pod keeps
-#   at least one owner. Someone outside the pod learns nothing, not even that it exists.
+#   at least one owner. Webhooks (where approvals are sent, and their URLs) are for owners and
+#   admins alone, to read too. Someone outside the pod learns nothing, not even that it exists.
 # schemas:
 #   - input: schema.pods.access
 package pods.access
@@ -26,6 +27,10 @@ manage_actions := {
 	"tokens.delete",
 	"runtime.start",
 	"runtime.stop",
+	"webhooks.create",
+	"webhooks.list",
+	"webhooks.read",
+	"webhooks.delete",
 }
 
 # METADATA

@@ -24,6 +24,18 @@ test_member_cannot_manage if {
 	d == {"allow": false, "reasons": ["not_pod_admin"]}
 }
 
+test_webhooks_are_for_owners_and_admins if {
+	every role in {"owner", "admin"} {
+		every action in {"webhooks.create", "webhooks.list", "webhooks.read", "webhooks.delete"} {
+			access.decision.allow with input as object.union(caller(role), {"action": action})
+		}
+	}
+	every action in {"webhooks.create", "webhooks.list"} {
+		access.decision.reasons == ["not_pod_admin"] with input as object.union(caller("member"), {"action": action})
+		access.decision.reasons == ["not_found"] with input as {"caller": {"kind": "human", "id": "u9"}, "action": action}
+	}
+}
+
 test_admin_manages if {
 	access.decision.allow with input as object.union(caller("admin"), {"action": "runtime.stop"})
 }

@@ -3,6 +3,7 @@ import type { HumanPrincipal } from '../kernel/principals';
 import type { Config } from '../config';
 import type { Database } from '../db/database';
 import type { Services } from '../routes';
+import { hashToken } from '../credentials/tokens';
 import { registerBroker } from './brokers';
 
 export interface DemoWorld {
@@ -12,6 +13,8 @@ export interface DemoWorld {
   connection: { id: string };
   broker: { id: string; token: string };
   agent: { name: string; agentId: string; token: string };
+  /** A write waiting for the owner's approval, so the console's inbox has something to read. */
+  approval: { id: string; grantId: string };
 }
 
 /** The tools of examples/mcp-broker, with where each call's repository, ref and path sit. */
@@ -44,6 +47,7 @@ export async function seedDemoWorld(services: Services, db: Database, config: Co
   });
   const agent = await services.registry.install(owner, pod.id, { name: 'review-bot', displayName: 'Review bot' });
   const { token: agentToken } = await services.registry.createToken(owner, pod.id, agent.name, { name: 'demo' });
+  const approval = await requestDemoApproval(services, owner, { podId: pod.id, connectionId: connection.id, broker, agentToken });
 
   return {
     pod: { id: pod.id },
@@ -52,7 +56,41 @@ export async function seedDemoWorld(services: Services, db: Database, config: Co
     connection: { id: connection.id },
     broker,
     agent: { name: agent.name, agentId: agent.id, token: agentToken },
+    approval,
   };
+}
+
+/**
+ * The agent asks, through the broker's check, to comment on an issue under a grant in `approve`
+ * mode: the call waits for a human, who reads its arguments in the console before deciding.
+ */
+async function requestDemoApproval(
+  services: Services,
+  owner: HumanPrincipal,
+  world: { podId: string; connectionId: string; broker: { id: string; token: string }; agentToken: string },
+): Promise<{ id: string; grantId: string }> {
+  const grant = await services.grants.create(owner, {
+    connectionId: world.connectionId,
+    target: { kind: 'pod', id: world.podId },
+    tools: ['issues.create_comment'],
+    writeMode: 'approve',
+  });
+  const answer = await services.broker.check(
+    { kind: 'broker', brokerId: world.broker.id, tokenHash: hashToken(world.broker.token), remembered: false },
+    {
+      grantId: grant.id,
+      tool: 'issues.create_comment',
+      subjectToken: world.agentToken,
+      args: {
+        repository: 'acme/widgets',
+        issue_number: 42,
+        body: 'The release notes mention the new retry flag twice; I will remove the second mention in #43.',
+      },
+    },
+  );
+  if (answer.decision !== 'approval_required' || !answer.approvalId)
+    throw new Error(`the demo's write was not held for approval: ${answer.decision}`);
+  return { id: answer.approvalId, grantId: grant.id };
 }
 
 export function demoCurlLines(world: DemoWorld, baseUrl: string): string[] {

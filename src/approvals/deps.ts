@@ -1,6 +1,7 @@
 import type { Clock } from '../kernel/clock';
 import type { Database } from '../db/database';
 import type { PolicyEngine } from '../policy/engine';
+import type { ApprovalWebhooks } from '../webhooks/approval-messages';
 import type { ApprovalArgsVault } from './args-vault';
 
 /** What the approvals domain uses, and nothing more. */
@@ -10,4 +11,6 @@ export interface ApprovalsDeps {
   clock: Clock;
   /** Opens a pending approval's kept arguments for its deciders. */
   argsVault: ApprovalArgsVault;
+  /** Queues `approval.decided` for the pod's webhooks. */
+  webhooks: ApprovalWebhooks;
 }

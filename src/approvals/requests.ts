@@ -3,8 +3,12 @@ import type { Database } from '../db/database';
 import { emitEvent } from '../events/outbox';
 import { newId } from '../kernel/ids';
 import { iso } from '../kernel/schema';
+import type { ApprovalWebhooks } from '../webhooks/approval-messages';
+
+export type { ApprovalWebhooks } from '../webhooks/approval-messages';
 import type { ApprovalArgsVault } from './args-vault';
 import { approvalsByOutcome } from './metrics';
+import { presentApproval } from './presenters';
 import { findApproval, insertApproval, useApproval } from './repository';
 
 /**
@@ -35,13 +39,13 @@ export interface ApprovalRequest {
 export async function requestApproval(
   trx: Knex.Transaction,
   request: ApprovalRequest,
-  vault: ApprovalArgsVault,
+  keep: { vault: ApprovalArgsVault; webhooks: ApprovalWebhooks },
 ): Promise<{ id: string; expiresAt: string }> {
   const id = newId('approval');
   // A human deciding after the grant has expired would decide nothing (the grant is no longer
   // usable), so the approval expires with it rather than show `pending` until its own TTL.
   const expiresAt = new Date(Math.min(request.requestedAt.getTime() + request.ttlMs, request.grantExpiresAtMs));
-  await insertApproval(trx, {
+  const row = {
     id,
     grant_id: request.grantId,
     call_id: request.callId,
@@ -49,11 +53,17 @@ export async function requestApproval(
     args_digest: request.argsDigest,
     principal_kind: request.principal.kind,
     principal_id: request.principal.id,
-    state: 'pending',
+    state: 'pending' as const,
     requested_at: request.requestedAt,
     expires_at: expiresAt,
-    ...vault.seal(id, request.argsDigest, request.args, request.checkInput),
-  });
+    ...keep.vault.seal(id, request.argsDigest, request.args, request.checkInput),
+  };
+  await insertApproval(trx, row);
+  const record = presentApproval(
+    { ...row, decided_by: null, decided_at: null, note: null, used_by_call_id: null },
+    request.requestedAt.getTime(),
+  );
+  await keep.webhooks.requested(trx, request.podId, record, request.requestedAt);
   if (request.principal.kind === 'agent') {
     await emitEvent(trx, {
       type: 'approval.requested',

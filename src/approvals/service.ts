@@ -77,6 +77,7 @@ export function createApprovalsService(deps: ApprovalsDeps) {
       const updated = await decideApproval(trx, id, { state, decidedBy: principal.userId, note: note ?? null, at });
       // Another decider got there first (or it expired meanwhile): this one changes nothing.
       if (!updated) throw new ApiError('approval_already_decided');
+      await deps.webhooks.decided(trx, facts.grant.target_pod_id, presentApproval(updated, at.getTime()), at);
       if (updated.principal_kind === 'agent') {
         await emitEvent(trx, {
           type: 'approval.decided',

@@ -15,6 +15,7 @@ import type { VerifiedBrokerTokens } from './verified-tokens';
 import type { ApprovalArgsVault } from '../approvals/args-vault';
 import type { LruCache } from '../cache/lru';
 import type { MintedCredential, MintRequest } from '../github-apps/installation-tokens';
+import type { ApprovalWebhooks } from '../approvals/requests';
 
 /** The per-replica state of the broker check: caches, the budget script, the trail writer. */
 export interface BrokerComponents {
@@ -45,6 +46,8 @@ export interface BrokerDeps extends BrokerComponents {
   approvalTtlMs: number;
   /** Keeps a pending approval's arguments, masked and sealed, for its deciders. */
   approvalArgs: ApprovalArgsVault;
+  /** Queues `approval.requested` for the pod's webhooks with the approval. */
+  approvalWebhooks: ApprovalWebhooks;
   /** Times the check's stages (TRACE_STAGES), or does nothing. */
   tracer: Tracer;
   /** Installation tokens of the GitHub Apps of GITHUB_APPS, minted and reused. */

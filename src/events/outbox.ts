@@ -25,3 +25,11 @@ export async function emitEvent(trx: Knex.Transaction, event: NewEvent): Promise
   );
   await notifyAgents(trx, recipients);
 }
+
+/**
+ * Wakes, at commit, whoever waits on `key` on the events waker (src/events/waker.ts) besides
+ * agents' polls: the webhook dispatchers wait on `webhooks`. A hint only, as for agents.
+ */
+export async function notifyAtCommit(trx: Knex.Transaction, key: string): Promise<void> {
+  await notifyAgents(trx, [key]);
+}

@@ -163,6 +163,17 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   configured key opens the ciphertext (\`argsUnreadable: true\`). A decision, a use and a revoke
   erase the ciphertext in their own statement; an expiry, which no statement marks, is erased by the
   first read of the approval after it and by a sweep every 5 s on every replica.
+- Approval webhooks: \`podId\` and \`createdBy\` are members of the record too; listing and reading
+  webhooks is for owners and admins like managing them (their URLs may carry a receiver's token),
+  a member gets 403 \`not_pod_admin\`. Event types sort and may not repeat. The host of the URL must
+  resolve at creation (a name that does not resolve, or resolves to any non-public address, is 400
+  \`webhook_target_not_allowed\`). Messages: \`approval.requested\` for every approval (whoever the
+  call's principal), \`approval.decided\` on approve and deny (an expiry or a revoke sends none),
+  \`data: {approval, consoleUrl}\`; \`consoleUrl\` from \`PUBLIC_URL\`, else the listening address.
+  Delivery: at least once; retries after 5 s doubling to at most 1 h, for 24 h from the message's
+  creation, then given up (\`webhook_deliveries_total{result}\`); a deleted webhook's pending
+  messages are dropped; delivered and given-up messages are deleted after 7 days. A message whose
+  secret no configured key opens is not sent (it fails and is retried, then given up).
 - Org policies: packages \`org.<decision>.<name>\` for broker.check, grants.create and
   grants.attenuate. A package's mode (\`enforce\`, \`shadow\`, \`off\`) comes from its METADATA
   \`custom.mode\` (enforce when unset) or from \`ORG_POLICY_MODES\` (\`<decision>.<name>=<mode>,…\`),
@@ -221,4 +232,17 @@ repository's docs/interface.md describes; the decisions below settle what it lea
 - Credential lineage: a call record's \`credential\` is \`{fingerprint, expiresAt}\` (\`sha256:\` and the
   first 16 hex digits of the token's SHA-256) or null; \`GET /api/grants/:grantId/calls?credential=\`
   lists within that grant the calls that received the token.
+- The console (\`/console/\`) is the service's own, outside this document: static files under a strict
+  Content-Security-Policy, and \`POST /console/session {code}\`, which trades a one-time
+  development link's code (\`npm run admin -- console-link\`) for an HS256 human JWT and is a 404
+  in production or when \`JWT_JWKS_URI\` is set. With OpenID Connect the console sends the
+  issuer's ID token as its bearer token; set \`JWT_AUDIENCE\` to the console's client id.
+- \`GET /api/grants/:grantId/usage\`: \`used\` counts the allowed calls (\`pending\`, \`succeeded\`,
+  \`failed\`) through the grant and every grant below it requested within the window ending now,
+  as the service rebuilds its windows from the trail; \`liveDescendants\` are those neither revoked
+  nor expired, which a revocation of the grant would revoke now. Readable as the grant is.
+- \`GET /api/registry/pods/:podId/agents\` lists by name; \`nextCursor\` is the last name listed.
+- \`GET /api/policy/status\` is readable by any human (the policy is the deployment's, not a
+  tenant's; agents and brokers: 404). \`signature\` is \`verified\` only for a bundle a configured
+  key verified; \`shadowDisagreements\` count on the replica that answers, since it started.
 `.trim();

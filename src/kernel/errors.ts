@@ -6,6 +6,11 @@ export const PROBLEMS = {
   invalid_request: { status: 400, title: 'The request is malformed' },
   server_derived_field: { status: 400, title: 'A server-derived field was supplied' },
   resource_pattern_invalid: { status: 400, title: 'A resource pattern could only match values that are not canonical' },
+  webhook_url_invalid: { status: 400, title: 'The webhook URL is not an absolute http(s) URL without credentials or fragment' },
+  webhook_target_not_allowed: {
+    status: 400,
+    title: 'The webhook host does not resolve to public addresses (WEBHOOK_ALLOW_PRIVATE allows private ones)',
+  },
   unauthenticated: { status: 401, title: 'Authentication is required' },
   subject_token_invalid: { status: 401, title: 'The forwarded subjectToken is invalid, expired or revoked' },
   credential_not_accepted: { status: 403, title: 'This kind of credential is not accepted here' },

@@ -17,6 +17,9 @@ export const ID_PREFIXES = {
   brokerToken: 'btk',
   call: 'call',
   approval: 'apr',
+  webhook: 'whk',
+  /** A webhook message: its `webhook-id`, the same on every delivery attempt. */
+  webhookMessage: 'msg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

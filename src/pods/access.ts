@@ -19,7 +19,11 @@ export type PodAction =
   | 'tokens.delete'
   | 'runtime.read'
   | 'runtime.start'
-  | 'runtime.stop';
+  | 'runtime.stop'
+  | 'webhooks.create'
+  | 'webhooks.list'
+  | 'webhooks.read'
+  | 'webhooks.delete';
 
 export interface PodActionFacts {
   /** The member an action is about (members.add / members.remove). */

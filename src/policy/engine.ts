@@ -67,6 +67,7 @@ interface LoadedModule {
   revision: string;
   digest: string;
   entrypoints: ReadonlySet<string>;
+  signed: boolean;
 }
 
 /** The last load that was refused, for /readyz and the logs. */
@@ -147,6 +148,11 @@ export class PolicyEngine {
     return this.failure;
   }
 
+  /** Whether the policy serving now came in a bundle whose signature was verified; undefined before a load. */
+  get signed(): boolean | undefined {
+    return this.current?.signed;
+  }
+
   get ready(): boolean {
     return this.current !== undefined;
   }
@@ -203,7 +209,7 @@ export class PolicyEngine {
       const needed = new Set([...this.requiredEntrypoints, ...(this.current?.entrypoints ?? [])].filter((e) => e !== MASK_ENTRYPOINT));
       const missing = [...needed].filter((name) => !entrypoints.has(name));
       if (missing.length > 0) throw new PolicyLoadError('missing_entrypoints', `module lacks entrypoints: ${missing.join(', ')}`);
-      candidate = { policy, revision, digest: artifact.digest, entrypoints };
+      candidate = { policy, revision, digest: artifact.digest, entrypoints, signed: artifact.signed === true };
     } catch (error) {
       if (fetched) this.source.settled?.(false);
       // A bundle refused before it was opened still names the revision its manifest claims.

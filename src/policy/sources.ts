@@ -237,7 +237,7 @@ async function openBundle(bundle: Buffer, signatures: SignaturePolicy, order: Ro
     const artifact = artifactOf(files);
     // Only once verified: the issued-at is then signed, and a refusal names a revision its signer gave.
     order.admit({ revision: artifact.revision, issuedAt: verified ? issuedAtOf(files) : undefined }, verified);
-    return artifact;
+    return { ...artifact, signed: verified };
   } catch (error) {
     // The revision the refused bundle claims goes with the error, to /metrics and the logs.
     const kind = error instanceof PolicyLoadError ? error.kind : 'invalid_bundle';

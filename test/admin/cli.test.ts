@@ -37,6 +37,7 @@ describe('npm run admin -- demo --json', () => {
       connection: { id: expect.stringMatching(/^con_/) },
       broker: { id: expect.stringMatching(/^brk_/), token: expect.stringMatching(/^bkt_/) },
       agent: { name: expect.any(String), agentId: expect.stringMatching(/^agt_/), token: expect.stringMatching(/^art_/) },
+      approval: { id: expect.stringMatching(/^apr_/), grantId: expect.stringMatching(/^grt_/) },
     });
 
     // The printed credentials work against the service.
@@ -49,6 +50,10 @@ describe('npm run admin -- demo --json', () => {
     const connection = await service.http.get(`/api/connections/${world.connection.id}`).set(bearer(world.owner.token));
     expect(connection.status).toBe(200);
     expect(connection.body).toMatchObject({ kind: 'code_hosting_app', brokerId: world.broker.id, status: 'connected' });
+    // The agent's write waits for the owner, who can read what it would write.
+    const approval = await service.http.get(`/api/approvals/${world.approval.id}`).set(bearer(world.owner.token)).expect(200);
+    expect(approval.body).toMatchObject({ state: 'pending', tool: 'issues.create_comment', grantId: world.approval.grantId });
+    expect(approval.body.args).toMatchObject({ repository: 'acme/widgets', issue_number: 42 });
     expect(await probeNonHuman(service, world.agent.token)).toEqual(AUTHENTICATED_NON_HUMAN);
     expect(await probeNonHuman(service, world.broker.token)).toEqual(AUTHENTICATED_NON_HUMAN);
     // The member is a plain member: managing the pod is refused.

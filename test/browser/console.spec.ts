@@ -205,6 +205,9 @@ test('the policy page, empty states and a phone-width approvals page', async ({ 
   await page.getByRole('link', { name: 'Policy' }).click();
   await expect(page.getByRole('heading', { name: 'Policy' })).toBeVisible();
   await expect(page.getByText('Loaded revision')).toBeVisible();
+  await expect(page.getByText('unsigned (development)')).toBeVisible();
+  const packages = page.getByRole('table', { name: 'Org packages and their modes' });
+  await expect(packages.getByRole('row', { name: /working_hours/ })).toContainText('off');
   await accessible(page);
   await page.screenshot({ path: 'docs/console/policy.png', fullPage: true });
   // Another tenant's pod is "not found", never an error about permissions.

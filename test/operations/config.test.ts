@@ -66,7 +66,12 @@ describe('loadConfig', () => {
 
   it('accepts production with a JWKS URL, or with a strong secret of its own', () => {
     // Production also needs a signed policy bundle (test/policy/module-trust.test.ts).
-    const bundle = { POLICY_BUNDLE_PATH: 'bundle.tar.gz', POLICY_BUNDLE_SECRET: 'b'.repeat(32) };
+    // …and a key of its own that seals approvals' arguments (test/approvals/readable-args.test.ts).
+    const bundle = {
+      POLICY_BUNDLE_PATH: 'bundle.tar.gz',
+      POLICY_BUNDLE_SECRET: 'b'.repeat(32),
+      APPROVAL_ARGS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    };
     const jwks = loadConfig({ NODE_ENV: 'production', ...bundle, JWT_JWKS_URI: 'https://idp.example/.well-known/jwks.json' });
     expect(jwks.JWT_JWKS_URI).toBe('https://idp.example/.well-known/jwks.json');
     expect(loadConfig({ NODE_ENV: 'production', ...bundle, JWT_SECRET: 'x'.repeat(48) }).JWT_SECRET).toBe('x'.repeat(48));

@@ -39,6 +39,13 @@ it('finishes an in-flight request after SIGTERM, refuses new ones, and exits 0',
   });
   const exited = once(child, 'exit');
   await waitUntilReady(base);
+  // The demo world's agent has an event already (the grant its write waits on): acknowledge it,
+  // so the long poll below has nothing to return early with.
+  const auth = { Authorization: `Bearer ${agentToken}` };
+  const waiting = (await (await fetch(`${base}/api/agents/runtime/events?waitMs=0`, { headers: auth })).json()) as {
+    items: Array<{ id: string }>;
+  };
+  for (const event of waiting.items) await fetch(`${base}/api/agents/runtime/events/${event.id}/ack`, { method: 'POST', headers: auth });
 
   const started = Date.now();
   const longPoll = fetch(`${base}/api/agents/runtime/events?waitMs=2000`, { headers: { Authorization: `Bearer ${agentToken}` } });

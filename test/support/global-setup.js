@@ -10,6 +10,8 @@ module.exports = async () => {
   process.env.NODE_ENV = 'test';
   // Production refuses the development sealing key: the production replicas tests start use this one.
   process.env.APPROVAL_ARGS_KEY ??= randomBytes(32).toString('base64');
+  // Test files share one database: only the webhook tests deliver the outbox, each by its own clock.
+  process.env.WEBHOOK_DELIVERY = 'false';
   const { createDatabase, ensureDatabaseExists, migrateToLatest } = require('../../dist/src/db/database');
   await ensureDatabaseExists(process.env.DATABASE_URL);
   const db = createDatabase(process.env.DATABASE_URL, 2);

@@ -1,19 +1,12 @@
-import type { components } from '@grant-broker/client';
-import { Failed, Loading } from '../parts/states';
+import type { Api } from '../session';
+import { Empty, Failed, Loading } from '../parts/states';
 import { Time } from '../parts/time';
 import { useLoad } from '../parts/useLoad';
 
-type Readiness = components['schemas']['Readiness'];
+const MODE_TEXT = { enforce: 'enforced', shadow: 'shadow (logged, never enforced)', off: 'off' } as const;
 
-async function readiness(): Promise<Readiness> {
-  // /readyz answers 503 with the same body while something is down: that is what to show then.
-  const response = await fetch('/readyz', { headers: { Accept: 'application/json' } });
-  if (response.status !== 200 && response.status !== 503) throw new Error(`/readyz answered ${response.status}`);
-  return (await response.json()) as Readiness;
-}
-
-export function PolicyPage() {
-  const { result, reload } = useLoad(readiness, [], 10_000);
+export function PolicyPage({ api }: { api: Api }) {
+  const { result, reload } = useLoad(() => api.unwrap(api.api.GET('/api/policy/status')), [api], 10_000);
   return (
     <section aria-labelledby="policy-title">
       <h1 id="policy-title">Policy</h1>
@@ -22,31 +15,69 @@ export function PolicyPage() {
       {result.state === 'ready' && (
         <>
           <dl className="facts wide">
-            <dt>Service</dt>
-            <dd>
-              <span className={`badge ${result.data.status}`}>{result.data.status}</span> (Postgres{' '}
-              {result.data.checks.postgres ? 'up' : 'down'}, Redis {result.data.checks.redis ? 'up' : 'down'}, policy{' '}
-              {result.data.checks.policy ? 'loaded' : 'not loaded'})
-            </dd>
             <dt>Loaded revision</dt>
             <dd>
-              <code>{result.data.policyRevision ?? 'none'}</code>
+              <code>{result.data.revision ?? 'none'}</code>
             </dd>
             <dt>Source</dt>
             <dd>
-              <code>{result.data.policySource}</code>
+              <code>{result.data.source}</code>
+            </dd>
+            <dt>Signature</dt>
+            <dd>
+              {result.data.signature === 'verified' && <span className="badge active">verified</span>}
+              {result.data.signature === 'unsigned' && <span className="badge expired">unsigned (development)</span>}
+              {result.data.signature === null && 'nothing loaded'}
             </dd>
             <dt>Last load error</dt>
             <dd>
-              {result.data.policyLastError ? (
+              {result.data.lastError ? (
                 <span className="error">
-                  {result.data.policyLastError.message} (<Time iso={result.data.policyLastError.at} />)
+                  {result.data.lastError.message} (<Time iso={result.data.lastError.at} />)
                 </span>
               ) : (
                 'none since the last good load'
               )}
             </dd>
           </dl>
+          <h2>Org packages</h2>
+          {result.data.orgPackages.length === 0 ? (
+            <Empty>
+              <p>The security team has no org package in this policy.</p>
+            </Empty>
+          ) : (
+            <div className="table-wrap">
+              <table>
+                <caption className="sr-only">Org packages and their modes</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Decision</th>
+                    <th scope="col">Package</th>
+                    <th scope="col">Mode</th>
+                    <th scope="col">Shadow disagreements</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {result.data.orgPackages.map((pkg) => (
+                    <tr key={`${pkg.decision}.${pkg.name}`}>
+                      <td>
+                        <code>{pkg.decision}</code>
+                      </td>
+                      <th scope="row">
+                        <code>{pkg.name}</code>
+                      </th>
+                      <td>{MODE_TEXT[pkg.mode]}</td>
+                      <td>{pkg.mode === 'shadow' ? pkg.shadowDisagreements : '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+          <p className="hint">
+            Shadow disagreements count the decisions a shadow package would have refused while the policy allowed them, on this replica
+            since it started.
+          </p>
         </>
       )}
     </section>

@@ -9,7 +9,10 @@ import { budgetLevels } from './charge';
 import { decisions, type DecisionInput } from '../../kernel/decisions/catalogue';
 import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';
 
-export type SettleDeps = Pick<BrokerDeps, 'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy' | 'approvalArgs'>;
+export type SettleDeps = Pick<
+  BrokerDeps,
+  'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy' | 'approvalArgs' | 'approvalWebhooks'
+>;
 
 /**
  * The last stage: the answer, and the call record it waits for. No record, no answer: the broker
@@ -41,7 +44,7 @@ export async function settle(
     } else if (answer.reason === 'approval_required') {
       const request = approvalRequestOf(deps, call, verdict);
       answer = await deps.db.transaction(async (trx) => {
-        const asked = await requestApproval(trx, request, deps.approvalArgs);
+        const asked = await requestApproval(trx, request, { vault: deps.approvalArgs, webhooks: deps.approvalWebhooks });
         await insertCallRecord(trx, { ...record, outcome: 'awaiting_approval', approval_id: asked.id });
         return { ...answer, decision: 'approval_required' as const, approvalId: asked.id, approval: asked };
       });

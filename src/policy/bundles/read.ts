@@ -12,6 +12,8 @@ export interface PolicyArtifact {
   /** sha256 of the module: two artifacts with the same digest are the same policy. */
   digest: string;
   data?: Record<string, unknown>;
+  /** The bundle's signature was verified with a configured key (a bare module never is). */
+  signed?: boolean;
 }
 
 /** What a bundle may unpack to unless told otherwise (the service passes its configured cap). */
