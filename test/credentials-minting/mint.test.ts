@@ -70,6 +70,17 @@ describe('a credential for the call', () => {
     expect(world.github.requests).toBe(requests + 1);
   });
 
+  it('is one request for concurrent checks that need the same token', async () => {
+    world.clock.advance(60 * 60_000);
+    const requests = world.github.requests;
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => checkWithCredential(world, grantId, { repository: 'acme/web', path: `concurrent-${i}` })),
+    );
+    expect(new Set(answers.map((res) => res.body.credential?.token)).size).toBe(1);
+    expect(answers.every((res) => res.body.decision === 'allow')).toBe(true);
+    expect(world.github.requests).toBe(requests + 1);
+  });
+
   it('is never given for a denied call, and the call takes no credential request', async () => {
     const narrow = await appGrant(world, (await connectionId()) as string, { resources: { repositories: ['acme/api'] } });
     const requests = world.github.requests;
