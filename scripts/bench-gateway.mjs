@@ -148,7 +148,9 @@ async function main() {
       }),
     );
     const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
-    const gateway = start('node', [...nodeArgs, 'dist/gateway/src/main.js', '--config', configFile], { GATEWAY_BROKER_TOKEN: world.brokerToken });
+    const gateway = start('node', [...nodeArgs, 'dist/gateway/src/main.js', '--config', configFile], {
+      GATEWAY_BROKER_TOKEN: world.brokerToken,
+    });
     const gatewayUrl = `http://127.0.0.1:${port}/mcp`;
     await waitFor(gatewayUrl.replace('/mcp', '/healthz')).catch(() => undefined);
     await new Promise((resolve) => setTimeout(resolve, 500));
