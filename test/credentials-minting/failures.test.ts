@@ -36,7 +36,8 @@ describe.each([
   ['refuses with 422', { kind: 'refuse', status: 422 } as const, 'acme/api', /refused the token request \(422\)/],
   ['refuses with 403', { kind: 'refuse', status: 403 } as const, 'acme/web', /refused the token request \(403\)/],
   ['never answers', { kind: 'hang' } as const, 'acme/api', /no answer within 1000 ms/],
-  ['answers with far too many bytes', { kind: 'huge', bytes: 1024 * 1024 } as const, 'acme/web', /larger than 65536 bytes/],
+  ['declares far too many bytes', { kind: 'huge', bytes: 1024 * 1024 } as const, 'acme/web', /larger than 65536 bytes/],
+  ['streams far too many bytes', { kind: 'huge', bytes: 1024 * 1024, streamed: true } as const, 'acme/api', /larger than 65536 bytes/],
 ])('GitHub %s', (_label, mode, repository, detail) => {
   it('answers 503 credential_unavailable, records the call as denied and takes no unit', async () => {
     // A fresh clock hour: nothing of an earlier test's tokens is reused.
