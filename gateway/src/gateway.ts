@@ -21,19 +21,13 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const brokerToken = env[config.brokerTokenEnv];
   if (!brokerToken) throw new Error(`set ${config.brokerTokenEnv} (brokerTokenEnv: the gateway's broker token)`);
   const upstream = options.upstream ?? upstreamOf(config, env);
-  const broker = createClient({
-    baseUrl: config.brokerUrl,
-    token: brokerToken,
-    fetch: options.fetch,
-    // stdout may be the MCP protocol: a report that failed is said on stderr, without arguments.
-    onOutcomeError: (error) => process.stderr.write(`mcp-gateway: ${error.message}\n`),
-  });
+  const broker = createClient({ baseUrl: config.brokerUrl, token: brokerToken, fetch: options.fetch });
   return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: options.fetch };
 }
 
 function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
   const upstream = config.upstream;
-  if ('builtin' in upstream) return GithubUpstream.fromEnvironment(upstream.apiUrl, upstream.tokenEnv, env);
+  if ('builtin' in upstream) return GithubUpstream.fromConfig(upstream, env);
   return new McpUpstream(upstream, config.callTimeoutMs);
 }
 
