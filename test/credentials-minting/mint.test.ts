@@ -20,6 +20,14 @@ beforeAll(async () => {
 });
 afterAll(() => world.close());
 
+/** github_installation_tokens_total by result, from /metrics (one registry per process: compare deltas). */
+async function tokenCounts(): Promise<Record<string, number>> {
+  const text = (await world.service.http.get('/metrics')).text;
+  const counts: Record<string, number> = { reused: 0, minted: 0, failed: 0 };
+  for (const match of text.matchAll(/^github_installation_tokens_total\{result="(\w+)"\} (\d+)$/gm)) counts[match[1]!] = Number(match[2]);
+  return counts;
+}
+
 const fingerprint = (token: string) => `sha256:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`;
 
 describe('a credential for the call', () => {
@@ -46,6 +54,7 @@ describe('a credential for the call', () => {
   });
 
   it('is reused while more than 5 minutes remain, by the service clock, and minted again past that', async () => {
+    const counted = await tokenCounts();
     const first = await checkWithCredential(world, grantId, { repository: 'acme/web', path: 'a.md' });
     const requests = world.github.requests;
     world.clock.advance(54 * 60_000);
@@ -58,6 +67,8 @@ describe('a credential for the call', () => {
     expect(renewed.body.credential.token).not.toBe(first.body.credential.token);
     expect(world.github.requests).toBe(requests + 1);
     expect(world.github.rejected).toEqual([]);
+    const now = await tokenCounts();
+    expect({ minted: now.minted - counted.minted, reused: now.reused - counted.reused }).toEqual({ minted: 2, reused: 1 });
   });
 
   it('is one token per repository and per permission set: another repository or tool is another request', async () => {
