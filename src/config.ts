@@ -124,6 +124,12 @@ const environmentSchema = z
         message: 'the development secret is refused in production: set JWT_SECRET or JWT_JWKS_URI',
       });
     }
+    // The token request carries the app's JWT: in production it goes over TLS only.
+    for (const [name, app] of Object.entries(env.GITHUB_APPS)) {
+      if (env.NODE_ENV === 'production' && !app.apiUrl.startsWith('https://')) {
+        ctx.addIssue({ code: 'custom', path: ['GITHUB_APPS', name, 'apiUrl'], message: 'production reaches GitHub over https only' });
+      }
+    }
     if (env.POLICY_BUNDLE_PATH && env.POLICY_BUNDLE_URL) {
       ctx.addIssue({ code: 'custom', path: ['POLICY_BUNDLE_URL'], message: 'set POLICY_BUNDLE_PATH or POLICY_BUNDLE_URL, not both' });
     }
