@@ -75,10 +75,6 @@ export class InstallationTokens {
     this.fetch = boundedFetch(limits);
   }
 
-  has(app: string): boolean {
-    return this.apps.has(app);
-  }
-
   async mint(wanted: MintRequest): Promise<MintedCredential> {
     const key = JSON.stringify([wanted.app, wanted.installationId, wanted.repository.toLowerCase(), sorted(wanted.permissions)]);
     const cached = this.cache.get(key);
