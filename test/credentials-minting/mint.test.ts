@@ -237,10 +237,19 @@ describe('who gets a credential', () => {
 
   it('a tool without permissions, or a call without a repository, gets none (422)', async () => {
     expectProblem(await checkWithCredential(world, grantId, {}, { tool: 'repos.list' }), 422, 'credential_unavailable');
-    for (const repository of [undefined, 'acme', '../acme/api', 'acme/..', 'acme/api/extra', 42]) {
+    const requests = world.github.requests;
+    const outcomes: string[] = [];
+    for (const repository of [undefined, 'acme', '../acme/api', 'acme/..', 'acme/api/extra', 42, 'acme/api\u0000']) {
       const res = await checkWithCredential(world, grantId, { repository, path: 'x' });
-      if (res.body.decision === 'deny') continue; // the policy's resource checks came first
-      expectProblem(res, 422, 'credential_unavailable');
+      // The policy may deny a non-canonical value first (resource_invalid); it never gets a token.
+      expect(res.body.credential).toBeUndefined();
+      if (res.status === 200) expect(res.body).toMatchObject({ decision: 'deny', reason: 'resource_invalid' });
+      else if (res.status === 400)
+        expectProblem(res, 400, 'invalid_request'); // NUL: refused with the body
+      else expectProblem(res, 422, 'credential_unavailable');
+      outcomes.push(String(res.status));
     }
+    expect(outcomes).toContain('422');
+    expect(world.github.requests).toBe(requests);
   });
 });
