@@ -157,7 +157,7 @@ async function main() {
     const direct = await client(everything.url);
     const through = await client(gatewayUrl, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
 
-    console.log(`machine: ${machine()}`);
+    console.log(`machine: ${machine()}; bench pid ${process.pid}, gateway pid ${gateway.pid}`);
     console.log(`warm-up: ${WARMUP_S} s each path at ${RATE} calls/s`);
     await atRate(direct, WARMUP_S);
     await atRate(through, WARMUP_S);

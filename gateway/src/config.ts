@@ -70,6 +70,8 @@ export const GatewayConfig = z.strictObject({
     .optional(),
   /** How long an upstream tool call may take before it is abandoned and reported failed. */
   callTimeoutMs: z.number().int().min(1).max(600_000).default(30_000),
+  /** How long one request to the grant broker may take; past it the call is not made (fail closed). */
+  brokerTimeoutMs: z.number().int().min(1).max(60_000).default(10_000),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 export type ToolMapping = GatewayConfig['tools'][string];

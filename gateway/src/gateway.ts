@@ -21,8 +21,19 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const brokerToken = env[config.brokerTokenEnv];
   if (!brokerToken) throw new Error(`set ${config.brokerTokenEnv} (brokerTokenEnv: the gateway's broker token)`);
   const upstream = options.upstream ?? upstreamOf(config, env);
-  const broker = createClient({ baseUrl: config.brokerUrl, token: brokerToken, fetch: options.fetch });
-  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: options.fetch };
+  const fetchWithin = bounded(options.fetch ?? fetch, config.brokerTimeoutMs);
+  const broker = createClient({ baseUrl: config.brokerUrl, token: brokerToken, fetch: fetchWithin });
+  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: fetchWithin };
+}
+
+/** fetch that gives up after `timeoutMs`: a grant broker that never answers must not hold an agent's call. */
+function bounded(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+  return (input, init) => {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    // openapi-fetch hands a Request whose own signal (a caller's abort) must still count.
+    const own = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+    return fetchImpl(input, { ...init, signal: own ? AbortSignal.any([own, timeout]) : timeout });
+  };
 }
 
 function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
