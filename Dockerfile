@@ -11,16 +11,18 @@ RUN GOBIN=/out go install tool
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm workspaces (the SDK, grantctl, the MCP broker example): npm ci needs each one's package.json.
+# npm workspaces (the SDK, grantctl, the MCP broker example, the MCP gateway): npm ci needs each one's package.json.
 COPY clients/typescript/package.json clients/typescript/package.json
 COPY clients/grantctl/package.json clients/grantctl/package.json
 COPY examples/mcp-broker/package.json examples/mcp-broker/package.json
+COPY gateway/package.json gateway/package.json
 RUN npm ci --no-audit --no-fund
 COPY --from=tools /out/opa .tools/bin/opa
 COPY tsconfig.json tsconfig.build.json ./
 COPY src src
 COPY migrations migrations
 COPY examples examples
+COPY gateway gateway
 COPY clients clients
 COPY policies policies
 COPY scripts scripts
@@ -49,10 +51,11 @@ ENV NODE_ENV=production \
     POLICY_BUNDLE_PATH=build/policy/bundle.tar.gz
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm workspaces (the SDK, grantctl, the MCP broker example): npm ci needs each one's package.json.
+# npm workspaces (the SDK, grantctl, the MCP broker example, the MCP gateway): npm ci needs each one's package.json.
 COPY clients/typescript/package.json clients/typescript/package.json
 COPY clients/grantctl/package.json clients/grantctl/package.json
 COPY examples/mcp-broker/package.json examples/mcp-broker/package.json
+COPY gateway/package.json gateway/package.json
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
 COPY --from=build /app/build/policy build/policy

@@ -147,14 +147,17 @@ async function main() {
         listen: { port, host: '127.0.0.1' },
       }),
     );
-    const gateway = start('node', ['dist/gateway/src/main.js', '--config', configFile], { GATEWAY_BROKER_TOKEN: world.brokerToken });
+    const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
+    const gateway = start('node', [...nodeArgs, 'dist/gateway/src/main.js', '--config', configFile], {
+      GATEWAY_BROKER_TOKEN: world.brokerToken,
+    });
     const gatewayUrl = `http://127.0.0.1:${port}/mcp`;
     await waitFor(gatewayUrl.replace('/mcp', '/healthz')).catch(() => undefined);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const direct = await client(everything.url);
     const through = await client(gatewayUrl, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
 
-    console.log(`machine: ${machine()}`);
+    console.log(`machine: ${machine()}; bench pid ${process.pid}, gateway pid ${gateway.pid}`);
     console.log(`warm-up: ${WARMUP_S} s each path at ${RATE} calls/s`);
     await atRate(direct, WARMUP_S);
     await atRate(through, WARMUP_S);

@@ -167,6 +167,12 @@ const environmentSchema = z
         message: 'production seals approval arguments with a key of its own: set APPROVAL_ARGS_KEY (openssl rand -base64 32)',
       });
     }
+    // The token request carries the app's JWT: in production it goes over TLS only.
+    for (const [name, app] of Object.entries(env.GITHUB_APPS)) {
+      if (env.NODE_ENV === 'production' && !app.apiUrl.startsWith('https://')) {
+        ctx.addIssue({ code: 'custom', path: ['GITHUB_APPS', name, 'apiUrl'], message: 'production reaches GitHub over https only' });
+      }
+    }
     if (env.POLICY_BUNDLE_PATH && env.POLICY_BUNDLE_URL) {
       ctx.addIssue({ code: 'custom', path: ['POLICY_BUNDLE_URL'], message: 'set POLICY_BUNDLE_PATH or POLICY_BUNDLE_URL, not both' });
     }

@@ -45,18 +45,20 @@ export async function checkedCall(
   const key = `${tool.name}\u0000${canonicalize(args)}`;
   const approvalId = context.approvals.get(key);
   try {
-    const { result } = await broker.withCheck(
+    const result = await checkThenCall(
+      broker,
       {
         grantId: context.grantId,
         tool: tool.mapping.grantTool,
         args,
         subjectToken: context.agentToken,
         ...(approvalId ? { approvalId } : {}),
+        ...(upstream.wantsCredential ? { credential: true } : {}),
       },
-      async () => {
+      async (credential) => {
         let answer: CallToolResult;
         try {
-          answer = await upstream.callTool(tool.name, args);
+          answer = await upstream.callTool(tool.name, args, credential);
         } catch (error) {
           // Whatever the upstream threw is its failure, never taken for the grant broker's.
           throw error instanceof UpstreamFailure ? error : new UpstreamFailure('upstream_error', 'the upstream failed');
@@ -69,6 +71,45 @@ export async function checkedCall(
     return result;
   } catch (error) {
     return refusalFor(error, key, context);
+  }
+}
+
+type CheckBody = {
+  grantId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  subjectToken: string;
+  approvalId?: string;
+  credential?: boolean;
+};
+
+/**
+ * The SDK's `withCheck` loop (check; the call only on allow; the outcome reported, a failed report
+ * never turning the call's result into a failure), with the minted credential of the check handed
+ * to the call.
+ */
+async function checkThenCall<T>(broker: GrantBrokerClient, body: CheckBody, run: (credential?: string) => Promise<T>): Promise<T> {
+  const check = await broker.unwrap(broker.api.POST('/api/broker/check', { body }));
+  if (check.decision === 'approval_required') throw new ApprovalRequired(check.approvalId!, check.callId, check.approval!.expiresAt);
+  if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message);
+  const started = Date.now();
+  let result: T;
+  try {
+    result = await run(check.credential?.token);
+  } catch (error) {
+    await report(broker, check.callId, 'failed', Date.now() - started, (error as { code?: unknown }).code);
+    throw error;
+  }
+  await report(broker, check.callId, 'succeeded', Date.now() - started);
+  return result;
+}
+
+async function report(broker: GrantBrokerClient, callId: string, outcome: 'succeeded' | 'failed', durationMs: number, errorCode?: unknown) {
+  try {
+    await broker.recordOutcome(callId, outcome, durationMs, typeof errorCode === 'string' ? errorCode : undefined);
+  } catch (error) {
+    // The call happened: its result stands. The record stays pending, and the operator hears of it.
+    process.stderr.write(`mcp-gateway: the ${outcome} outcome of ${callId} was not recorded (${(error as Error).message})\n`);
   }
 }
 

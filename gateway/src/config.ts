@@ -19,8 +19,13 @@ const GithubUpstream = z.strictObject({
   builtin: z.literal('github'),
   /** The REST API's base URL; GitHub's own when absent. */
   apiUrl: z.url({ protocol: /^https?$/ }).optional(),
-  /** The environment variable holding the installation's token. */
+  /** The environment variable holding the installation's token (unused with `credential`). */
   tokenEnv: z.string().min(1).default('GITHUB_TOKEN'),
+  /**
+   * Ask each check for a token minted for exactly that call's repository and tool (the
+   * connection's GitHub App), and send the call with it: no long-lived token in the gateway.
+   */
+  credential: z.boolean().default(false),
 });
 
 export const GatewayConfig = z.strictObject({
@@ -37,6 +42,8 @@ export const GatewayConfig = z.strictObject({
         grantTool: GrantTool,
         access: z.enum(['read', 'write']),
         resource: z.strictObject({ repository: Pointer.optional(), ref: Pointer.optional(), path: Pointer.optional() }).optional(),
+        /** GitHub's installation permissions a minted token for this tool carries (`{contents: "read"}`). */
+        permissions: z.record(z.string().regex(/^[a-z_]{1,100}$/), z.enum(['read', 'write'])).optional(),
       }),
     )
     .refine((tools) => Object.keys(tools).length > 0, 'name at least one upstream tool')
@@ -63,6 +70,8 @@ export const GatewayConfig = z.strictObject({
     .optional(),
   /** How long an upstream tool call may take before it is abandoned and reported failed. */
   callTimeoutMs: z.number().int().min(1).max(600_000).default(30_000),
+  /** How long one request to the grant broker may take; past it the call is not made (fail closed). */
+  brokerTimeoutMs: z.number().int().min(1).max(60_000).default(10_000),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 export type ToolMapping = GatewayConfig['tools'][string];
@@ -119,9 +128,10 @@ function fieldName(path: readonly PropertyKey[]): string {
 
 /** The `tools` of `POST /api/connections` for the connection this gateway checks against. */
 export function connectionTools(config: GatewayConfig) {
-  return Object.values(config.tools).map(({ grantTool, access, resource }) => ({
+  return Object.values(config.tools).map(({ grantTool, access, resource, permissions }) => ({
     name: grantTool,
     access,
     ...(resource ? { resource } : {}),
+    ...(permissions ? { permissions } : {}),
   }));
 }

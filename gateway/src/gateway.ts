@@ -21,19 +21,24 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const brokerToken = env[config.brokerTokenEnv];
   if (!brokerToken) throw new Error(`set ${config.brokerTokenEnv} (brokerTokenEnv: the gateway's broker token)`);
   const upstream = options.upstream ?? upstreamOf(config, env);
-  const broker = createClient({
-    baseUrl: config.brokerUrl,
-    token: brokerToken,
-    fetch: options.fetch,
-    // stdout may be the MCP protocol: a report that failed is said on stderr, without arguments.
-    onOutcomeError: (error) => process.stderr.write(`mcp-gateway: ${error.message}\n`),
-  });
-  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: options.fetch };
+  const fetchWithin = bounded(options.fetch ?? fetch, config.brokerTimeoutMs);
+  const broker = createClient({ baseUrl: config.brokerUrl, token: brokerToken, fetch: fetchWithin });
+  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: fetchWithin };
+}
+
+/** fetch that gives up after `timeoutMs`: a grant broker that never answers must not hold an agent's call. */
+function bounded(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+  return (input, init) => {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    // openapi-fetch hands a Request whose own signal (a caller's abort) must still count.
+    const own = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+    return fetchImpl(input, { ...init, signal: own ? AbortSignal.any([own, timeout]) : timeout });
+  };
 }
 
 function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
   const upstream = config.upstream;
-  if ('builtin' in upstream) return GithubUpstream.fromEnvironment(upstream.apiUrl, upstream.tokenEnv, env);
+  if ('builtin' in upstream) return GithubUpstream.fromConfig(upstream, env);
   return new McpUpstream(upstream, config.callTimeoutMs);
 }
 

@@ -6,6 +6,7 @@
 #   a GitHub App names an installation of it, and only the user the operator bound that
 #   installation to may connect it: anyone else who types its id gets no connection and so no
 #   token. The operator binds an installation once; it never moves to another owner.
+#   Listing connections is a person's: each listed connection is then read with `connection.read`.
 # schemas:
 #   - input: schema.connections.access
 package connections.access
@@ -19,7 +20,7 @@ actions := {"connection.read", "connection.update"}
 default decision := {"allow": false, "reasons": ["unknown_action"]}
 
 decision := {"allow": count(reasons) == 0, "reasons": sort(reasons)} if {
-	input.action in (actions | {"connection.create", "installation.bind"})
+	input.action in (actions | {"connection.create", "connections.list", "installation.bind"})
 }
 
 reasons contains "not_found" if {
@@ -30,7 +31,7 @@ reasons contains "not_found" if {
 # Creating a connection: anyone signed in as a human; one that names an app only on an
 # installation bound to the caller. Binding: the operator alone.
 reasons contains "credential_not_accepted" if {
-	input.action == "connection.create"
+	input.action in {"connection.create", "connections.list"}
 	input.caller.kind != "human"
 }
 

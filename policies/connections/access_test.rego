@@ -108,3 +108,14 @@ test_binding_an_unknown_app_is_refused if {
 	}
 	d.reasons == ["unknown_app"]
 }
+
+test_a_person_lists_connections if {
+	access.decision == {"allow": true, "reasons": []} with input as {"action": "connections.list", "caller": {"kind": "human", "id": "alice"}}
+}
+
+test_only_a_person_lists_connections if {
+	every kind in {"agent", "broker", "operator"} {
+		d := access.decision with input as {"action": "connections.list", "caller": {"kind": kind, "id": "alice"}}
+		d == {"allow": false, "reasons": ["credential_not_accepted"]}
+	}
+}

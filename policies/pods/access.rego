@@ -5,6 +5,8 @@
 #   any member reads; owners and admins write; only owners touch the owner role; a pod keeps
 #   at least one owner. Webhooks (where approvals are sent, and their URLs) are for owners and
 #   admins alone, to read too. Someone outside the pod learns nothing, not even that it exists.
+#   Listing pods is a person's: they see the pods they are members of, each one then read
+#   with `pod.read` and their role there.
 # schemas:
 #   - input: schema.pods.access
 package pods.access
@@ -45,9 +47,20 @@ known_action if input.action in read_actions
 
 known_action if input.action in manage_actions
 
+known_action if input.action == "pods.list"
+
 is_member if input.caller.role in {"owner", "admin", "member"}
 
-reasons contains "not_found" if not is_member
+reasons contains "not_found" if {
+	input.action != "pods.list"
+	not is_member
+}
+
+# A list is of one person's memberships: an agent's pods are its runtime's own route.
+reasons contains "credential_not_accepted" if {
+	input.action == "pods.list"
+	input.caller.kind != "human"
+}
 
 reasons contains "not_pod_admin" if {
 	is_member

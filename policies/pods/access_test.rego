@@ -71,3 +71,20 @@ test_second_owner_may_go if {
 test_unknown_action_refused if {
 	access.decision == {"allow": false, "reasons": ["unknown_action"]} with input as object.union(caller("owner"), {"action": "pods.delete"})
 }
+
+test_a_person_lists_their_pods if {
+	access.decision == {"allow": true, "reasons": []} with input as {"caller": {"kind": "human", "role": null}, "action": "pods.list"}
+}
+
+test_only_a_person_lists_pods if {
+	every kind in {"agent", "broker"} {
+		d := access.decision with input as {"caller": {"kind": kind, "role": null}, "action": "pods.list"}
+		d == {"allow": false, "reasons": ["credential_not_accepted"]}
+	}
+}
+
+test_a_listed_pod_is_read_with_the_role_there if {
+	access.decision.allow with input as object.union(caller("member"), {"action": "pod.read"})
+	d := access.decision with input as {"caller": {"kind": "human", "role": null}, "action": "pod.read"}
+	d.reasons == ["not_found"]
+}

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import type { ListPosition } from '../kernel/cursor';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -34,26 +35,54 @@ export function findConnection(db: Queryable, id: string): Promise<ConnectionRow
   return db<ConnectionRow>('connections').where({ id }).first();
 }
 
+interface ToolRow {
+  name: string;
+  access: 'read' | 'write';
+  resource: ToolResourcePointers | null;
+  permissions: Record<string, string> | null;
+}
+
+const toTool = ({ resource, permissions, ...tool }: ToolRow): ConnectionTool => ({
+  ...tool,
+  ...(resource ? { resource } : {}),
+  ...(permissions ? { permissions } : {}),
+});
+
 export function listConnectionTools(db: Queryable, connectionId: string): Promise<ConnectionTool[]> {
   return db('connection_tools')
     .where({ connection_id: connectionId })
     .orderBy('name')
     .select('name', 'access', 'resource', 'permissions')
-    .then(
-      (
-        rows: Array<{
-          name: string;
-          access: 'read' | 'write';
-          resource: ToolResourcePointers | null;
-          permissions: Record<string, string> | null;
-        }>,
-      ) =>
-        rows.map(({ resource, permissions, ...tool }) => ({
-          ...tool,
-          ...(resource ? { resource } : {}),
-          ...(permissions ? { permissions } : {}),
-        })),
-    );
+    .then((rows: ToolRow[]) => rows.map(toTool));
+}
+
+/** The tools of many connections in one query, by connection id, each list by name. */
+export async function toolsOfConnections(db: Queryable, connectionIds: readonly string[]): Promise<Map<string, ConnectionTool[]>> {
+  const tools = new Map<string, ConnectionTool[]>(connectionIds.map((id) => [id, []]));
+  if (connectionIds.length === 0) return tools;
+  const rows: Array<ToolRow & { connection_id: string }> = await db('connection_tools')
+    .whereIn('connection_id', [...connectionIds])
+    .orderBy([{ column: 'connection_id' }, { column: 'name' }])
+    .select('connection_id', 'name', 'access', 'resource', 'permissions');
+  for (const { connection_id: connectionId, ...tool } of rows) tools.get(connectionId)?.push(toTool(tool));
+  return tools;
+}
+
+/** The connections a person owns, newest first, after a position: a page of `GET /api/connections`. */
+export function connectionsOfOwnerAfter(
+  db: Queryable,
+  ownerId: string,
+  after: ListPosition | null,
+  size: number,
+): Promise<ConnectionRow[]> {
+  const query = db<ConnectionRow>('connections').where({ owner_id: ownerId });
+  if (after) query.whereRaw('(created_at, id) < (?, ?)', [after.at, after.id]);
+  return query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(size);
 }
 
 /** Connections by id, each with its enabled tools by name (read or write); unknown ids are absent. */

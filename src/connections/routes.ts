@@ -1,5 +1,6 @@
 import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
-import { ConnectionParams, ConnectionSchema, CreateConnectionBody, UpdateConnectionBody } from './schemas';
+import { page } from '../kernel/schema';
+import { ConnectionParams, ConnectionSchema, CreateConnectionBody, ListConnectionsQuery, UpdateConnectionBody } from './schemas';
 import type { ConnectionsService } from './service';
 
 const tag = 'Connections';
@@ -24,6 +25,20 @@ export function connectionRoutes(connections: ConnectionsService, auth: Credenti
         errors: ['unknown_app', 'installation_not_bound'],
       },
       async ({ principal, body }) => ({ body: await connections.create(principal, body) }),
+    ),
+    defineRoute(
+      {
+        method: 'get',
+        path: '/api/connections',
+        operationId: 'listConnections',
+        tag,
+        summary: 'List the connections the caller may read (those they own), with their tools',
+        description: 'Newest first. Nobody sees a connection of someone else.',
+        auth: human,
+        query: ListConnectionsQuery,
+        success: { status: 200, description: "The caller's connections, newest first", schema: page(ConnectionSchema) },
+      },
+      async ({ principal, query }) => ({ body: await connections.listOfCaller(principal, query) }),
     ),
     defineRoute(
       {

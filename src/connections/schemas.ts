@@ -1,5 +1,5 @@
 import { GITHUB_APP_PERMISSIONS } from '../github-apps/permission-names';
-import { idParam, timestamp, z } from '../kernel/schema';
+import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';
 
 export const ToolName = z
   .string()
@@ -98,3 +98,5 @@ export const CreateConnectionBody = z
 export const UpdateConnectionBody = z.strictObject({ status: z.enum(['connected', 'disconnected']) }).openapi('UpdateConnection');
 
 export const ConnectionParams = z.strictObject({ connectionId: idParam('con_01jd0000000000000000000000') });
+
+export const ListConnectionsQuery = z.strictObject({ limit: listLimit(), cursor });

@@ -5,9 +5,10 @@ import type { PolicyEngine } from '../policy/engine';
 import type { Clock } from '../kernel/clock';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
-import { iso } from '../kernel/schema';
 import { newId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
+import { listConnectionsOfCaller } from './list';
+import { present } from './presenters';
 import {
   brokerExists,
   findConnection,
@@ -33,27 +34,12 @@ export function createConnectionsService(deps: ConnectionsDeps) {
   return {
     create: createConnection.bind(null, deps),
     read: readConnection.bind(null, deps),
+    listOfCaller: listConnectionsOfCaller.bind(null, deps),
     setStatus: setConnectionStatus.bind(null, deps),
   };
 }
 
 export type ConnectionsService = ReturnType<typeof createConnectionsService>;
-
-function present(row: ConnectionRow, tools: ConnectionTool[]) {
-  return {
-    id: row.id,
-    kind: row.kind,
-    status: row.status,
-    ownerId: row.owner_id,
-    brokerId: row.broker_id,
-    installationId: row.installation_id,
-    externalInstallationId: row.external_installation_id,
-    app: row.app,
-    tools,
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-  };
-}
 
 async function authorized(deps: ConnectionsDeps, caller: HumanPrincipal, id: string, action: 'connection.read' | 'connection.update') {
   const connection = await findConnection(deps.db, id);

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createAppAuth } from '@octokit/auth-app';
 import { request as octokitRequest } from '@octokit/request';
+import { Counter } from 'prom-client';
 import { LruCache } from '../cache/lru';
+import { metricsRegistry } from '../kernel/metrics';
 import type { Clock } from '../kernel/clock';
 import { boundedFetch, GitHubUnreachableError } from './bounded-fetch';
 import type { GitHubApps } from './settings';
@@ -26,6 +28,14 @@ export interface MintedCredential {
   repositories: string[];
   permissions: Record<string, string>;
 }
+
+/** What a credential cost: a token reused from memory, one GitHub minted, or a request that failed. */
+const credentialRequests = new Counter({
+  name: 'github_installation_tokens_total',
+  help: 'Installation tokens handed to checks, by source: reused, minted (one GitHub request) or failed',
+  labelNames: ['result'],
+  registers: [metricsRegistry],
+});
 
 /** No credential can be had for the call right now (GitHub refused, was slow, or answered amiss). */
 export class CredentialUnavailableError extends Error {}
@@ -65,26 +75,34 @@ export class InstallationTokens {
     this.fetch = boundedFetch(limits);
   }
 
-  has(app: string): boolean {
-    return this.apps.has(app);
-  }
-
   async mint(wanted: MintRequest): Promise<MintedCredential> {
     const key = JSON.stringify([wanted.app, wanted.installationId, wanted.repository.toLowerCase(), sorted(wanted.permissions)]);
     const cached = this.cache.get(key);
-    if (cached && cached.expiresAtMs - this.clock.now() > MIN_REMAINING_MS) return cached.credential;
+    if (cached && cached.expiresAtMs - this.clock.now() > MIN_REMAINING_MS) {
+      credentialRequests.labels('reused').inc();
+      return cached.credential;
+    }
     let pending = this.inFlight.get(key);
     if (!pending) {
-      pending = this.request(wanted).finally(() => this.inFlight.delete(key));
+      pending = this.request(wanted)
+        .then((credential) => {
+          const expiresAtMs = Date.parse(credential.expiresAt);
+          // A token that arrives with 5 minutes or less is not handed out: the call might outlive it.
+          if (!(expiresAtMs - this.clock.now() > MIN_REMAINING_MS)) {
+            throw new CredentialUnavailableError('GitHub issued a token that expires too soon');
+          }
+          this.cache.set(key, { credential, expiresAtMs });
+          credentialRequests.labels('minted').inc();
+          return credential;
+        })
+        .catch((error: unknown) => {
+          credentialRequests.labels('failed').inc();
+          throw error;
+        })
+        .finally(() => this.inFlight.delete(key));
       this.inFlight.set(key, pending);
     }
-    const credential = await pending;
-    const expiresAtMs = Date.parse(credential.expiresAt);
-    // A token that arrives with 5 minutes or less is not handed out: the call might outlive it.
-    if (!(expiresAtMs - this.clock.now() > MIN_REMAINING_MS))
-      throw new CredentialUnavailableError('GitHub issued a token that expires too soon');
-    this.cache.set(key, { credential, expiresAtMs });
-    return credential;
+    return pending;
   }
 
   private async request(wanted: MintRequest): Promise<MintedCredential> {

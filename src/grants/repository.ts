@@ -40,10 +40,8 @@ export interface GrantRow {
 }
 
 /** A position in a newest-first list: the sort key of the last item of the previous page. */
-export interface ListPosition {
-  at: Date;
-  id: string;
-}
+import type { ListPosition } from '../kernel/cursor';
+export type { ListPosition };
 
 export async function insertGrant(trx: Knex.Transaction, row: GrantRow): Promise<GrantRow> {
   const [inserted] = await trx<GrantRow>('grants').insert(row).returning('*');

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import type { ListPosition } from '../kernel/cursor';
 
 export type Role = 'owner' | 'admin' | 'member';
 export type MemberKind = 'human' | 'agent';
@@ -67,4 +68,27 @@ export async function insertMember(trx: Queryable, member: Omit<MemberRow, 'adde
 
 export async function deleteMember(trx: Knex.Transaction, podId: string, memberId: string): Promise<boolean> {
   return (await trx('pod_members').where({ pod_id: podId, member_id: memberId }).delete()) > 0;
+}
+
+/**
+ * The pods a person is a member of, with their role in each, newest pod first, after a position:
+ * a page of `GET /api/pods` (the index on pod_members.member_id finds them).
+ */
+export function podsOfMemberAfter(
+  db: Queryable,
+  memberId: string,
+  after: ListPosition | null,
+  size: number,
+): Promise<Array<PodRow & { role: Role }>> {
+  const query = db('pods as p')
+    .join('pod_members as m', 'm.pod_id', 'p.id')
+    .where('m.member_id', memberId)
+    .select('p.id', 'p.name', 'p.created_by', 'p.created_at', 'm.role');
+  if (after) query.whereRaw('(p.created_at, p.id) < (?, ?)', [after.at, after.id]);
+  return query
+    .orderBy([
+      { column: 'p.created_at', order: 'desc' },
+      { column: 'p.id', order: 'desc' },
+    ])
+    .limit(size);
 }

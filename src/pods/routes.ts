@@ -1,7 +1,16 @@
 import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
 import { page } from '../kernel/schema';
 import { presentMember, presentPod } from './presenters';
-import { AddMemberBody, CreatePodBody, MemberParams, MemberSchema, PodParams, PodSchema } from './schemas';
+import {
+  AddMemberBody,
+  CreatePodBody,
+  ListPodsQuery,
+  MemberParams,
+  MemberSchema,
+  MembershipPodSchema,
+  PodParams,
+  PodSchema,
+} from './schemas';
 import type { PodsService } from './service';
 
 const tag = 'Pods';
@@ -21,6 +30,22 @@ export function podRoutes(pods: PodsService, auth: CredentialAuthenticators): Ro
         success: { status: 201, description: 'The new pod', schema: PodSchema },
       },
       async ({ principal, body }) => ({ body: presentPod(await pods.create(principal, body.name)) }),
+    ),
+    defineRoute(
+      {
+        method: 'get',
+        path: '/api/pods',
+        operationId: 'listPods',
+        tag,
+        summary: 'List the pods the caller is a member of, with their role in each',
+        description:
+          "A person's memberships only (an installed agent lists its pods at `/api/agents/runtime/pods`). Newest pod first; " +
+          'nobody sees a pod they are not in.',
+        auth: human,
+        query: ListPodsQuery,
+        success: { status: 200, description: "The caller's pods, newest first", schema: page(MembershipPodSchema) },
+      },
+      async ({ principal, query }) => ({ body: await pods.listOfCaller(principal, query) }),
     ),
     defineRoute(
       {

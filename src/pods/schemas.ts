@@ -1,8 +1,15 @@
-import { idParam, timestamp, z } from '../kernel/schema';
+import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';
 
 export const RoleSchema = z.enum(['owner', 'admin', 'member']);
 
 export const PodSchema = z.object({ id: z.string(), name: z.string(), createdBy: z.string(), createdAt: timestamp }).openapi('Pod');
+
+export const MembershipPodSchema = PodSchema.extend({ role: RoleSchema.openapi({ description: "The caller's role in the pod" }) }).openapi(
+  'MembershipPod',
+  { description: 'A pod the caller is a member of, with their role there' },
+);
+
+export const ListPodsQuery = z.strictObject({ limit: listLimit(), cursor });
 
 export const MemberSchema = z
   .object({

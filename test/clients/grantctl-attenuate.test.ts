@@ -135,6 +135,22 @@ it("patterns beyond the parent's name the resource dimension; a pattern no canon
   expect(await childrenOf(root.id)).toEqual([]);
 });
 
+it('a count that is not a whole number is bad usage, named, and nothing is sent', async () => {
+  const root = await podGrant({});
+  for (const [flag, value] of [
+    ['--calls', '1e999'],
+    ['--calls', '2.5'],
+    ['--window-ms', 'ten'],
+    ['--calls', '99999999999999999999'],
+  ]) {
+    expect(refused(await grantctl(['grants', 'attenuate', root.id, flag!, value!]))).toEqual({
+      code: 'usage',
+      detail: `${flag} takes a whole number (got ${JSON.stringify(value)})`,
+    });
+  }
+  expect(await childrenOf(root.id)).toEqual([]);
+});
+
 it('an unknown or hostile parent id: 404 naming that id, as given', async () => {
   const unknown = 'grt_01jzzzzzzzzzzzzzzzzzzzzzzz';
   expect(refused(await grantctl(['grants', 'attenuate', unknown, '--calls', '1']))).toMatchObject({

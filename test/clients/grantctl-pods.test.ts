@@ -1,7 +1,7 @@
 import { brokerWorld, type BrokerWorld } from '../support/broker-world';
 import { grantctl as runGrantctl, type GrantctlRun } from '../support/grantctl';
 import { startService, type TestService } from '../support/service';
-import { human } from '../support/world';
+import { human, podWith, rootGrant } from '../support/world';
 
 /**
  * `grantctl pods list|show` and `connections show` against the real service, and what a person's
@@ -38,6 +38,27 @@ it("pods list: the installed agent's pods, as the API lists them", async () => {
     status: 403,
     fault: 'GRANT_BROKER_AGENT_TOKEN',
   });
+});
+
+it('pods context: what the agent sees of its pod, the grants it can use now among them; another pod is a 404 naming it', async () => {
+  const usable = await rootGrant(service, world.owner, world.connectionId, { kind: 'pod', id: world.podId });
+  const notForIt = await rootGrant(
+    service,
+    world.owner,
+    world.connectionId,
+    { kind: 'pod', id: world.podId },
+    { audience: [world.owner.userId] },
+  );
+  const viaApi = await service.http.get(`/api/agents/runtime/pods/${world.podId}/context`).set(world.agent.auth).expect(200);
+  expect(json(await grantctl(['pods', 'context', world.podId, '--json']))).toEqual(viaApi.body);
+  const table = (await grantctl(['pods', 'context', world.podId])).stdout;
+  expect(table).toMatch(new RegExp(`^${world.podId}  Test pod  as bot \\(${world.agent.agentId}\\), runtime \\w+$`, 'm'));
+  expect(table).toMatch(new RegExp(`^${world.member.userId}\\s+human\\s+member$`, 'm'));
+  expect(table).toMatch(new RegExp(`^${usable.id}\\s+read\\s+repos\\.read_file,pulls\\.list\\s`, 'm'));
+  expect(table).not.toContain(notForIt.id);
+
+  const elsewhere = await podWith(service, human(service, 'elsewhere'));
+  expect(refused(await grantctl(['pods', 'context', elsewhere]))).toMatchObject({ status: 404, fault: elsewhere });
 });
 
 it('pods show: the pod as the API gives it; as a table, with its members', async () => {

@@ -1,4 +1,5 @@
 import { expectProblem } from '../support/problems';
+import { human, podWith } from '../support/world';
 import { appConnection, appGrant, checkWithCredential, credentialWorld, type CredentialWorld } from './world';
 
 /**
@@ -35,7 +36,8 @@ describe.each([
   ['refuses with 422', { kind: 'refuse', status: 422 } as const, 'acme/api', /refused the token request \(422\)/],
   ['refuses with 403', { kind: 'refuse', status: 403 } as const, 'acme/web', /refused the token request \(403\)/],
   ['never answers', { kind: 'hang' } as const, 'acme/api', /no answer within 1000 ms/],
-  ['answers with far too many bytes', { kind: 'huge', bytes: 1024 * 1024 } as const, 'acme/web', /larger than 65536 bytes/],
+  ['declares far too many bytes', { kind: 'huge', bytes: 1024 * 1024 } as const, 'acme/web', /larger than 65536 bytes/],
+  ['streams far too many bytes', { kind: 'huge', bytes: 1024 * 1024, streamed: true } as const, 'acme/api', /larger than 65536 bytes/],
 ])('GitHub %s', (_label, mode, repository, detail) => {
   it('answers 503 credential_unavailable, records the call as denied and takes no unit', async () => {
     // A fresh clock hour: nothing of an earlier test's tokens is reused.
@@ -98,5 +100,47 @@ describe('a check that asks for a credential it cannot have', () => {
     expect(world.github.requests).toBe(requests);
     const trail = await world.service.http.get(`/api/grants/${grant.body.id}/calls`).set(world.alice.auth);
     expect(trail.body.items).toEqual([]);
+  });
+});
+
+describe('a call a human approved', () => {
+  it('keeps its approval when GitHub fails, and uses it once the credential can be had', async () => {
+    const bob = human(world.service, 'bob');
+    const podId = await podWith(world.service, world.alice, [{ who: bob, role: 'admin' }]);
+    const connection = await appConnection(world, world.alice);
+    const grant = await world.service.http
+      .post('/api/grants')
+      .set(world.alice.auth)
+      .send({
+        connectionId: connection.body.id,
+        target: { kind: 'pod', id: podId },
+        tools: ['issues.create_comment'],
+        writeMode: 'approve',
+      });
+    expect(grant.status).toBe(201);
+    const args = { repository: 'acme/api', body: 'ship it' };
+    const call = { tool: 'issues.create_comment' };
+    const asked = await checkWithCredential(world, grant.body.id as string, args, call);
+    expect(asked.body).toMatchObject({ decision: 'approval_required' });
+    expect(asked.body.credential).toBeUndefined();
+    const approvalId = asked.body.approvalId as string;
+    expect((await world.service.http.post(`/api/approvals/${approvalId}/approve`).set(bob.auth).send({})).status).toBe(200);
+
+    // No token for issues on acme/api is cached yet in this world: the re-sent check asks GitHub.
+    world.github.mode = { kind: 'refuse', status: 403 };
+    const failed = await checkWithCredential(world, grant.body.id as string, args, { ...call, approvalId });
+    expectProblem(failed, 503, 'credential_unavailable');
+    const still = await world.service.http.get(`/api/approvals/${approvalId}`).set(bob.auth);
+    expect(still.body.state).toBe('approved');
+
+    world.github.mode = { kind: 'normal' };
+    const allowed = await checkWithCredential(world, grant.body.id as string, args, { ...call, approvalId });
+    expect(allowed.body).toMatchObject({ decision: 'allow' });
+    expect(allowed.body.credential).toMatchObject({ repositories: ['acme/api'], permissions: { issues: 'write' } });
+    const used = await world.service.http.get(`/api/approvals/${approvalId}`).set(bob.auth);
+    expect(used.body.state).toBe('used');
+    const again = await checkWithCredential(world, grant.body.id as string, args, { ...call, approvalId });
+    expect(again.body).toMatchObject({ decision: 'deny', reason: 'approval_used' });
+    expect(again.body.credential).toBeUndefined();
   });
 });

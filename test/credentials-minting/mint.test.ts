@@ -20,6 +20,16 @@ beforeAll(async () => {
 });
 afterAll(() => world.close());
 
+/** github_installation_tokens_total by result, from /metrics (one registry per process: compare deltas). */
+async function tokenCounts(): Promise<{ reused: number; minted: number; failed: number }> {
+  const text = (await world.service.http.get('/metrics')).text;
+  const counts = { reused: 0, minted: 0, failed: 0 };
+  for (const match of text.matchAll(/^github_installation_tokens_total\{result="(reused|minted|failed)"\} (\d+)$/gm)) {
+    counts[match[1] as keyof typeof counts] = Number(match[2]);
+  }
+  return counts;
+}
+
 const fingerprint = (token: string) => `sha256:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`;
 
 describe('a credential for the call', () => {
@@ -46,6 +56,7 @@ describe('a credential for the call', () => {
   });
 
   it('is reused while more than 5 minutes remain, by the service clock, and minted again past that', async () => {
+    const counted = await tokenCounts();
     const first = await checkWithCredential(world, grantId, { repository: 'acme/web', path: 'a.md' });
     const requests = world.github.requests;
     world.clock.advance(54 * 60_000);
@@ -58,6 +69,8 @@ describe('a credential for the call', () => {
     expect(renewed.body.credential.token).not.toBe(first.body.credential.token);
     expect(world.github.requests).toBe(requests + 1);
     expect(world.github.rejected).toEqual([]);
+    const now = await tokenCounts();
+    expect({ minted: now.minted - counted.minted, reused: now.reused - counted.reused }).toEqual({ minted: 2, reused: 1 });
   });
 
   it('is one token per repository and per permission set: another repository or tool is another request', async () => {
@@ -67,6 +80,17 @@ describe('a credential for the call', () => {
     expect(comment.body.credential.permissions).toEqual({ issues: 'write', metadata: 'read' });
     expect(comment.body.credential.token).not.toBe(a.body.credential.token);
     expect(world.github.issued.at(-1)!.body).toEqual({ repositories: ['api'], permissions: { issues: 'write' } });
+    expect(world.github.requests).toBe(requests + 1);
+  });
+
+  it('is one request for concurrent checks that need the same token', async () => {
+    world.clock.advance(60 * 60_000);
+    const requests = world.github.requests;
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => checkWithCredential(world, grantId, { repository: 'acme/web', path: `concurrent-${i}` })),
+    );
+    expect(new Set(answers.map((res) => res.body.credential?.token)).size).toBe(1);
+    expect(answers.every((res) => res.body.decision === 'allow')).toBe(true);
     expect(world.github.requests).toBe(requests + 1);
   });
 
@@ -215,10 +239,19 @@ describe('who gets a credential', () => {
 
   it('a tool without permissions, or a call without a repository, gets none (422)', async () => {
     expectProblem(await checkWithCredential(world, grantId, {}, { tool: 'repos.list' }), 422, 'credential_unavailable');
-    for (const repository of [undefined, 'acme', '../acme/api', 'acme/..', 'acme/api/extra', 42]) {
+    const requests = world.github.requests;
+    const outcomes: string[] = [];
+    for (const repository of [undefined, 'acme', '../acme/api', 'acme/..', 'acme/api/extra', 42, 'acme/api\u0000']) {
       const res = await checkWithCredential(world, grantId, { repository, path: 'x' });
-      if (res.body.decision === 'deny') continue; // the policy's resource checks came first
-      expectProblem(res, 422, 'credential_unavailable');
+      // The policy may deny a non-canonical value first (resource_invalid); it never gets a token.
+      expect(res.body.credential).toBeUndefined();
+      if (res.status === 200) expect(res.body).toMatchObject({ decision: 'deny', reason: 'resource_invalid' });
+      else if (res.status === 400)
+        expectProblem(res, 400, 'invalid_request'); // NUL: refused with the body
+      else expectProblem(res, 422, 'credential_unavailable');
+      outcomes.push(String(res.status));
     }
+    expect(outcomes).toContain('422');
+    expect(world.github.requests).toBe(requests);
   });
 });

@@ -34,7 +34,11 @@ it('takes a valid config, with defaults, and prints the connection tools it need
   expect(parseConfig({ ...valid, upstream: { url: 'http://127.0.0.1:3001/mcp', headers: { 'X-Team': 'a' } } }).upstream).toMatchObject({
     url: 'http://127.0.0.1:3001/mcp',
   });
-  expect(parseConfig({ ...valid, upstream: { builtin: 'github' } }).upstream).toEqual({ builtin: 'github', tokenEnv: 'GITHUB_TOKEN' });
+  expect(parseConfig({ ...valid, upstream: { builtin: 'github' } }).upstream).toEqual({
+    builtin: 'github',
+    tokenEnv: 'GITHUB_TOKEN',
+    credential: false,
+  });
 });
 
 it.each([

@@ -106,6 +106,15 @@ describe('GITHUB_APPS', () => {
   });
 
   it.each([
+    [
+      'an http apiUrl in production',
+      {
+        NODE_ENV: 'production',
+        GITHUB_APPS: JSON.stringify({ a: { appId: 1, privateKeyEnv: 'K', apiUrl: 'http://github.internal' } }),
+        K: rsa,
+      },
+      /GITHUB_APPS\.a\.apiUrl: production reaches GitHub over https only/,
+    ],
     ['not JSON', { GITHUB_APPS: '{acme' }, /GITHUB_APPS: must be JSON/],
     [
       'both key sources',

@@ -89,7 +89,9 @@ it('keeps in every file the Dockerfile COPYs from the context', () => {
     ]),
   );
   const files = sources.flatMap(filesOf);
-  expect(files).toEqual(expect.arrayContaining(['src/main.ts', 'examples/mcp-broker/server.ts', 'tools/opa/capabilities.json']));
+  expect(files).toEqual(
+    expect.arrayContaining(['src/main.ts', 'examples/mcp-broker/main.ts', 'gateway/src/main.ts', 'tools/opa/capabilities.json']),
+  );
   expect(sources.filter(excluded)).toEqual([]);
   expect(files.filter(excluded)).toEqual([]);
 });

@@ -89,7 +89,7 @@ export interface LocalGitHub {
   /** Requests refused for breaking GitHub's contract, with why. */
   rejected: string[];
   /** How the next requests are answered: normally, refused with a status, never, or with far too much. */
-  mode: { kind: 'normal' } | { kind: 'refuse'; status: 403 | 422 } | { kind: 'hang' } | { kind: 'huge'; bytes: number };
+  mode: { kind: 'normal' } | { kind: 'refuse'; status: 403 | 422 } | { kind: 'hang' } | { kind: 'huge'; bytes: number; streamed?: boolean };
   close(): Promise<void>;
 }
 
@@ -159,8 +159,16 @@ export async function startLocalGitHub(
         return;
       }
       if (state.mode.kind === 'huge') {
+        const text = `{"token":"${'x'.repeat(state.mode.bytes)}"}`;
+        if (!state.mode.streamed) {
+          res.writeHead(201, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) });
+          res.end(text);
+          return;
+        }
+        // No Content-Length: the reader finds out only as the bytes arrive.
         res.writeHead(201, { 'Content-Type': 'application/json' });
-        res.end(`{"token":"${'x'.repeat(state.mode.bytes)}"}`);
+        for (let at = 0; at < text.length; at += 16_384) res.write(text.slice(at, at + 16_384));
+        res.end();
         return;
       }
       const names = asked.repositories ?? installation.repositories;

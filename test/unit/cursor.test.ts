@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '../../src/grants/cursor';
+import { decodeCursor, encodeCursor } from '../../src/kernel/cursor';
 import { ApiError } from '../../src/kernel/errors';
 
 describe('list cursors', () => {
@@ -14,6 +14,11 @@ describe('list cursors', () => {
     Buffer.from('[1,2]').toString('base64url'),
     Buffer.from('["not a date","x"]').toString('base64url'),
     Buffer.from('{}').toString('base64url'),
+    // Well-formed JSON whose text would reach SQL: a NUL, a lone surrogate, a year Postgres cannot hold.
+    Buffer.from('["2026-11-22T10:00:00.123Z","grt_\\u0000"]').toString('base64url'),
+    Buffer.from('["2026-11-22T10:00:00.123Z","grt_\\ud800"]').toString('base64url'),
+    Buffer.from('["-271821-04-20T00:00:00.000Z","grt_x"]').toString('base64url'),
+    Buffer.from('["2026-11-22","grt_x"]').toString('base64url'),
   ])('refuses a cursor it did not issue (%s) with a 400', (cursor) => {
     expect(() => decodeCursor(cursor)).toThrow(ApiError);
     try {

@@ -8,13 +8,15 @@ export function activityCommands(program: Command): void {
   program
     .command('calls <grantId>')
     .description("a grant's call trail, newest first")
+    .option('--credential <fingerprint>', 'only the calls that received the minted token of this fingerprint (sha256:…), a leaked one say')
     .option('--json', 'the API body as is')
     .option(...LIMIT)
     .option(...CURSOR)
     .action(async (grantId: string, o) => {
       const c = clientFor(PERSON);
+      const query = { ...pageQuery(o), ...(o.credential ? { credential: o.credential } : {}) };
       const page = await blamed({ credential: PERSON, id: grantId }, () =>
-        c.unwrap(c.api.GET('/api/grants/{grantId}/calls', { params: { path: { grantId }, query: pageQuery(o) } })),
+        c.unwrap(c.api.GET('/api/grants/{grantId}/calls', { params: { path: { grantId }, query } })),
       );
       printPage(o.json, page, () =>
         columns([

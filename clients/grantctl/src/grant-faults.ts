@@ -37,7 +37,7 @@ async function widening(problem: ApiProblem, parentId: string, asked: LimitsBody
   const parent = await c.unwrap(c.api.GET('/api/grants/{grantId}', { params: { path: { grantId: parentId } } })).catch(() => undefined);
   const named = fields.map((field) => (parent ? beyond(field, asked, parent) : field));
   return {
-    fault: joined(named),
+    fault: named.join('; '),
     hint: `a child only narrows its parent: ask for no more than ${parentId} allows (grantctl grants show ${parentId})`,
   };
 }

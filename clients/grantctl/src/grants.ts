@@ -24,8 +24,8 @@ function withLimits(command: Command, tools: 'required' | 'optional'): Command {
     .option('--seat <agentId>', 'target an installed agent')
     .option('--write-mode <mode>', 'read, approve or write')
     .option('--audience <ids>', 'a listed audience', list)
-    .option('--calls <n>', 'budget: calls per window', Number)
-    .option('--window-ms <ms>', 'budget: window', Number)
+    .option('--calls <n>', 'budget: calls per window')
+    .option('--window-ms <ms>', 'budget: window')
     .option('--expires-at <iso>', 'expiry (ISO 8601 UTC)')
     .option('--repositories <patterns>', 'resources: repositories (acme/*)', list)
     .option('--refs <patterns>', 'resources: refs (refs/heads/feature/*)', list)
@@ -40,8 +40,8 @@ interface LimitOptions {
   seat?: string;
   writeMode?: string;
   audience?: string[];
-  calls?: number;
-  windowMs?: number;
+  calls?: string;
+  windowMs?: string;
   expiresAt?: string;
   repositories?: string[];
   refs?: string[];
@@ -51,7 +51,10 @@ interface LimitOptions {
 /** The request body from the options: only what was given, so an attenuation inherits the rest. */
 function limitsOf(o: LimitOptions): LimitsBody {
   if (o.pod && o.seat) throw new UsageError('give --pod or --seat, not both');
-  const budget = { ...(o.calls !== undefined ? { calls: o.calls } : {}), ...(o.windowMs !== undefined ? { windowMs: o.windowMs } : {}) };
+  const budget = {
+    ...(o.calls !== undefined ? { calls: wholeNumber('--calls', o.calls) } : {}),
+    ...(o.windowMs !== undefined ? { windowMs: wholeNumber('--window-ms', o.windowMs) } : {}),
+  };
   const resources = {
     ...(o.repositories ? { repositories: o.repositories } : {}),
     ...(o.refs ? { refs: o.refs } : {}),
@@ -67,6 +70,14 @@ function limitsOf(o: LimitOptions): LimitsBody {
     ...(o.expiresAt ? { expiresAt: o.expiresAt } : {}),
     ...(Object.keys(resources).length > 0 ? { resources } : {}),
   };
+}
+
+/** A count as typed: digits only, so `1e999`, `2.5` or `ten` is bad usage here rather than a `null` sent. */
+function wholeNumber(flag: string, value: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number))
+    throw new UsageError(`${flag} takes a whole number (got ${JSON.stringify(value)})`);
+  return number;
 }
 
 export function grantCommands(program: Command): void {

@@ -8,7 +8,7 @@ import { blamed } from './problems';
  * for an agent's runtime token); a person reads a pod they belong to, and a connection they own, by id.
  */
 export function podAndConnectionCommands(program: Command): void {
-  const pods = program.command('pods').description('pods: the pods of an installed agent, and one pod with its members');
+  const pods = program.command('pods').description("pods: an installed agent's pods and what it sees of one; a pod with its members");
   pods
     .command('list')
     .description(`the pods the installed agent of ${AGENT.env} is installed in`)
@@ -36,6 +36,29 @@ export function podAndConnectionCommands(program: Command): void {
           ]),
           '',
           columns([['MEMBER', 'KIND', 'ROLE', 'ADDED'], ...members.items.map((m) => [m.memberId, m.kind, m.role, m.addedAt])]),
+        ].join('\n'),
+      );
+    });
+
+  pods
+    .command('context <podId>')
+    .description(`what the installed agent of ${AGENT.env} sees of a pod it is installed in: members and the grants it can use now`)
+    .option('--json', 'the API body as is')
+    .action(async (podId: string, o) => {
+      const c = clientFor(AGENT);
+      const context = await blamed({ credential: AGENT, id: podId }, () =>
+        c.unwrap(c.api.GET('/api/agents/runtime/pods/{podId}/context', { params: { path: { podId } } })),
+      );
+      print(o.json, context, () =>
+        [
+          `${context.pod.id}  ${context.pod.name}  as ${context.agent.name} (${context.agent.agentId}), runtime ${context.agent.runtime.state}`,
+          '',
+          columns([['MEMBER', 'KIND', 'ROLE'], ...context.members.map((m) => [m.memberId, m.kind, m.role])]),
+          '',
+          columns([
+            ['GRANT', 'MODE', 'TOOLS', 'EXPIRES'],
+            ...context.grants.map((g) => [g.id, g.writeMode, g.tools.join(','), g.expiresAt]),
+          ]),
         ].join('\n'),
       );
     });

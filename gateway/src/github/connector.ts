@@ -35,13 +35,17 @@ export class CodeHostConnector {
 
   constructor(
     baseUrl: string,
-    private readonly token: string,
+    /** The installation's token; undefined when every call brings a token minted for it. */
+    private readonly token: string | undefined,
     private readonly fetchImpl: typeof fetch = fetch,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
   }
 
-  async call(tool: ToolDefinition, args: Record<string, unknown>): Promise<unknown> {
+  /** The call as the code host's request, with `credential` (minted for this call) or else the installation's token. */
+  async call(tool: ToolDefinition, args: Record<string, unknown>, credential?: string): Promise<unknown> {
+    const token = credential ?? this.token;
+    if (!token) throw new UpstreamFailure('credential_missing', 'no token to send it with');
     const repository = stringArgument(args, 'repository').split('/');
     if (repository.length !== 2) throw new UnsendableCall('repository must be owner/name');
     const repo = urlPath('repository', repository);
@@ -49,27 +53,27 @@ export class CodeHostConnector {
       case 'repos.read_file': {
         const path = urlPath('path', stringArgument(args, 'path').split('/'));
         const ref = encodeURIComponent(args.ref === undefined ? 'refs/heads/main' : stringArgument(args, 'ref'));
-        return this.request('GET', `/repos/${repo}/contents/${path}?ref=${ref}`);
+        return this.request(token, 'GET', `/repos/${repo}/contents/${path}?ref=${ref}`);
       }
       case 'pulls.list':
-        return this.request('GET', `/repos/${repo}/pulls?state=open`);
+        return this.request(token, 'GET', `/repos/${repo}/pulls?state=open`);
       case 'issues.create_comment': {
         const issue = args.issue;
         // Number() of anything else could make `NaN`, `Infinity` or `1e+300` a path segment.
         if (typeof issue !== 'number' || !Number.isSafeInteger(issue) || issue < 1)
           throw new UnsendableCall('issue must be a positive safe integer');
-        return this.request('POST', `/repos/${repo}/issues/${issue}/comments`, { body: stringArgument(args, 'body') });
+        return this.request(token, 'POST', `/repos/${repo}/issues/${issue}/comments`, { body: stringArgument(args, 'body') });
       }
       default:
         throw new ConnectorError(501, 'tool_not_implemented');
     }
   }
 
-  private async request(method: string, path: string, body?: unknown): Promise<unknown> {
+  private async request(token: string, method: string, path: string, body?: unknown): Promise<unknown> {
     const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
       method,
       headers: {
-        Authorization: `Bearer ${this.token}`,
+        Authorization: `Bearer ${token}`,
         Accept: 'application/json',
         ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
       },

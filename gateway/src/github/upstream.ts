@@ -9,22 +9,32 @@ import { TOOLS, toolNamed } from './tools';
  * installation's token the agent never sees.
  */
 export class GithubUpstream implements Upstream {
-  constructor(private readonly connector: CodeHostConnector) {}
+  constructor(
+    private readonly connector: CodeHostConnector,
+    readonly wantsCredential = false,
+  ) {}
 
-  static fromEnvironment(apiUrl: string | undefined, tokenEnv: string, env: NodeJS.ProcessEnv = process.env): GithubUpstream {
-    const token = env[tokenEnv];
-    if (!token) throw new Error(`set ${tokenEnv} (the GitHub connector's installation token)`);
-    return new GithubUpstream(new CodeHostConnector(apiUrl ?? 'https://api.github.com', token));
+  static fromConfig(
+    upstream: { apiUrl?: string; tokenEnv: string; credential: boolean },
+    env: NodeJS.ProcessEnv = process.env,
+  ): GithubUpstream {
+    const apiUrl = upstream.apiUrl ?? 'https://api.github.com';
+    // With minted credentials the gateway holds no token of its own: each call brings its own.
+    if (upstream.credential) return new GithubUpstream(new CodeHostConnector(apiUrl, undefined), true);
+    const token = env[upstream.tokenEnv];
+    if (!token) throw new Error(`set ${upstream.tokenEnv} (the GitHub connector's installation token)`);
+    return new GithubUpstream(new CodeHostConnector(apiUrl, token));
   }
 
   listTools(): Promise<Tool[]> {
     return Promise.resolve(TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })));
   }
 
-  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  async callTool(name: string, args: Record<string, unknown>, credential?: string): Promise<CallToolResult> {
     const tool = toolNamed(name);
     if (!tool) throw new UpstreamFailure('tool_not_implemented', `the GitHub connector has no tool ${name}`);
-    const result = await this.connector.call(tool, args);
+    if (this.wantsCredential && !credential) throw new UpstreamFailure('credential_missing', 'the check minted no credential for it');
+    const result = await this.connector.call(tool, args, credential);
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: { result } };
   }
 

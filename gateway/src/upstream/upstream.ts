@@ -7,8 +7,13 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 export interface Upstream {
   /** The upstream's tools as it lists them (the gateway keeps only the mapped ones). */
   listTools(): Promise<Tool[]>;
-  /** One allowed call. Throws UpstreamFailure when no answer came; a tool's own error is a result. */
-  callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /** Whether each check should ask for a credential minted for the call (`credential: true`). */
+  readonly wantsCredential?: boolean;
+  /**
+   * One allowed call, with the credential the check minted for it when `wantsCredential`. Throws
+   * UpstreamFailure when no answer came; a tool's own error is a result.
+   */
+  callTool(name: string, args: Record<string, unknown>, credential?: string): Promise<CallToolResult>;
   /** Calls when the upstream's tool list changed, so the gateway compiles its schemas again. */
   onToolsChanged(listener: () => void): void;
   close(): Promise<void>;

@@ -10,6 +10,9 @@ export type CredentialDeps = Pick<BrokerDeps, 'db' | 'tokens' | 'credentialSourc
 /** What a check that asked for a credential has for it: a token, none needed, or a failed mint. */
 export type Minted = { kind: 'none' } | { kind: 'minted'; credential: MintedCredential } | { kind: 'failed'; detail: string };
 
+// The shape the token request is built from (owner, then name): not an authorization rule (the
+// policy has already allowed the call), but a token must never be asked for a string it would
+// have to guess at, such as `acme/api/extra`.
 const CANONICAL_REPOSITORY = /^(?!\.\.?\/)[A-Za-z0-9_.-]{1,100}\/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}$/;
 
 const unavailable = (detail: string) => new ApiError('credential_unavailable', detail, {}, {}, 422);

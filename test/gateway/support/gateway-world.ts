@@ -67,7 +67,7 @@ export async function grantOn(world: GatewayWorld, connectionId: string, options
 }
 
 /** The grant's call trail, oldest first, as `tool:outcome` (and the records themselves). */
-export async function trail(world: GatewayWorld, grantId: string) {
+export async function trail(world: Pick<GatewayWorld, 'service' | 'owner'>, grantId: string) {
   const answer = await world.service.http.get(`/api/grants/${grantId}/calls`).set(world.owner.auth).expect(200);
   const items = [...(answer.body.items as Array<{ tool: string; outcome: string; reason: string; durationMs?: number }>)].reverse();
   return { items, outcomes: items.map((item) => `${item.tool}:${item.outcome}`) };
