@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { CallDenied } from '@grant-broker/client';
+import type { CallDenied, DenialExplanation } from '@grant-broker/client';
 
 /** What a refusal carries for a program; the text says the same for a model. */
 export interface RefusalDetail {
@@ -7,6 +7,8 @@ export interface RefusalDetail {
   message?: string;
   retryAfterMs?: number;
   approvalId?: string;
+  /** The rule that refused, the level of the chain and what would unlock the call. */
+  explanation?: DenialExplanation;
 }
 
 /** A refused or failed call as an MCP tool error: readable text, and `structuredContent` for a program. */
@@ -37,5 +39,7 @@ export function denialDetail(denied: CallDenied): RefusalDetail {
     reason: denied.reason,
     ...(denied.orgMessage ? { message: denied.orgMessage } : {}),
     ...(denied.retryAfterMs !== undefined ? { retryAfterMs: denied.retryAfterMs } : {}),
+    // For the model and the human behind it: which rule, where in the chain, and what would change it.
+    ...(denied.explanation ? { explanation: denied.explanation } : {}),
   };
 }
