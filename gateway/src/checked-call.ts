@@ -91,7 +91,7 @@ type CheckBody = {
 async function checkThenCall<T>(broker: GrantBrokerClient, body: CheckBody, run: (credential?: string) => Promise<T>): Promise<T> {
   const check = await broker.unwrap(broker.api.POST('/api/broker/check', { body }));
   if (check.decision === 'approval_required') throw new ApprovalRequired(check.approvalId!, check.callId, check.approval!.expiresAt);
-  if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message);
+  if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message, check.explanation);
   const started = Date.now();
   let result: T;
   try {

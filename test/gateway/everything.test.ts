@@ -75,7 +75,11 @@ async function agentStory(connect: (grantId: string) => Promise<Client>, connect
 
   // Mapped but not in the grant: the check refuses it (and records the refusal).
   const notGranted = await call(agent, 'trigger-long-running-operation', { duration: 0.01, steps: 1 });
-  expect(notGranted).toMatchObject({ isError: true, structuredContent: { reason: 'tool_not_allowed' } });
+  // The check's explanation reaches the agent: which rule, at which level, and what would unlock it.
+  expect(notGranted).toMatchObject({
+    isError: true,
+    structuredContent: { reason: 'tool_not_allowed', explanation: { rule: 'broker.check.tool_not_allowed', level: 0, unlock: expect.any(String) } },
+  });
 
   // A write under `approve` waits for a human; once approved, the same call goes through once.
   const asked = await call(agent, 'get-annotated-message', { messageType: 'success' });
