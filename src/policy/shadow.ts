@@ -26,16 +26,33 @@ export function reportShadow(log: Logger, decisionId: string, entrypoint: string
   }
 }
 
-/** A decision as the decision log keeps it: org findings without their messages. */
-export function loggableResult(result: { allow: boolean; org?: OrgFindings }): object {
-  if (!result.org) return result;
+/**
+ * A decision as the decision log keeps it: org findings without their messages, and an
+ * explanation's `value` (a resource value the call named) cut like the input's resource values.
+ */
+export function loggableResult(
+  result: { allow: boolean; org?: OrgFindings; explanation?: { value?: unknown } },
+  cut: { maxChars: number; marker: string },
+): object {
+  const value = result.explanation?.value;
+  const explained =
+    typeof value === 'string' && value.length > cut.maxChars
+      ? { ...result, explanation: { ...result.explanation, value: `${sliceChars(value, cut.maxChars)}${cut.marker}` } }
+      : result;
+  if (!explained.org) return explained;
   const strip = ({ package: pkg, reason }: { package: string; reason: string }) => ({ package: pkg, reason });
   return {
-    ...result,
+    ...explained,
     org: {
-      denials: result.org.denials.map(strip),
-      approvals: result.org.approvals.map(strip),
-      shadow: result.org.shadow.map((f) => ({ ...strip(f), effect: f.effect })),
+      denials: explained.org.denials.map(strip),
+      approvals: explained.org.approvals.map(strip),
+      shadow: explained.org.shadow.map((f) => ({ ...strip(f), effect: f.effect })),
     },
   };
+}
+
+/** The first `chars` UTF-16 units of `text`, never ending between the two halves of a pair. */
+function sliceChars(text: string, chars: number): string {
+  const last = text.charCodeAt(chars - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? chars - 1 : chars);
 }
