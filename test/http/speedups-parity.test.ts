@@ -68,8 +68,15 @@ interface LoggedDecision {
   path: string;
   level: number;
   input: { chain?: Array<{ id: string }>; args?: unknown; tool?: unknown };
-  result: unknown;
+  result: { explanation?: { grantId?: string; level?: number } };
   masked?: string[];
+}
+
+/** A result with its explanation's grant named by its place in the chain, which both runs share. */
+function placed(result: LoggedDecision['result'], chain: Array<{ id: string }> = []) {
+  if (!result.explanation?.grantId) return result;
+  const level = chain.findIndex((grant) => grant.id === result.explanation!.grantId);
+  return { ...result, explanation: { ...result.explanation, grantId: `chain[${level}]` } };
 }
 
 /** The broker-check decisions the service logged for checks of this grant, less what differs per run. */
@@ -78,7 +85,13 @@ function decisionsOf(service: TestService, grantId: string) {
     .map((line) => JSON.parse(line) as LoggedDecision)
     .filter((line) => line.msg === 'decision' && line.path === 'broker/check/decision')
     .filter((line) => line.input.chain?.some((grant) => grant.id === grantId))
-    .map((line) => ({ level: line.level, args: line.input.args, tool: line.input.tool, result: line.result, masked: line.masked }));
+    .map((line) => ({
+      level: line.level,
+      args: line.input.args,
+      tool: line.input.tool,
+      result: placed(line.result, line.input.chain),
+      masked: line.masked,
+    }));
 }
 
 describe('with SPEEDUPS=off', () => {
