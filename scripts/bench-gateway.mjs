@@ -44,6 +44,7 @@ const RATE = Number(process.env.BENCH_GATEWAY_RATE ?? 200);
 const ROUNDS = Number(process.env.BENCH_GATEWAY_ROUNDS ?? 3);
 const ROUND_S = Number(process.env.BENCH_GATEWAY_ROUND_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_GATEWAY_WARMUP_S ?? 3);
+const IDLE_S = 5;
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 const EVERYTHING = path.join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const LOOPBACK_LISTEN = path.join(root, 'test/gateway/support/loopback-listen.cjs');
@@ -162,6 +163,13 @@ async function main() {
     await atRate(direct, WARMUP_S);
     await atRate(through, WARMUP_S);
 
+    // What the gateway burns with no call at all (its sessions, timers, the upstream's open stream),
+    // so that the CPU per call below counts only the calls.
+    const idleBefore = processCpuMs(gateway.pid);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_S * 1000));
+    const idleMsPerS = (processCpuMs(gateway.pid) - idleBefore) / IDLE_S;
+    console.log(`gateway idle: ${idleMsPerS.toFixed(1)} ms of CPU per second`);
+
     const all = { direct: [], through: [] };
     let failures = 0;
     let gatewayCpu = 0;
@@ -171,7 +179,7 @@ async function main() {
       const straight = await atRate(direct, ROUND_S);
       const [gatewayBefore, serviceBefore] = [processCpuMs(gateway.pid), serviceCpuMs(base)];
       const gated = await atRate(through, ROUND_S);
-      gatewayCpu += processCpuMs(gateway.pid) - gatewayBefore;
+      gatewayCpu += processCpuMs(gateway.pid) - gatewayBefore - idleMsPerS * gated.seconds;
       serviceCpu += serviceCpuMs(base) - serviceBefore;
       gatewayCalls += gated.latencies.length;
       failures += straight.failures + gated.failures;
@@ -188,7 +196,7 @@ async function main() {
     console.log(`| through the gateway, checked | ${b.n} | ${ms(b.p50)} | ${ms(b.p90)} | ${ms(b.p99)} |`);
     console.log(`| added by the gateway | | ${ms(b.p50 - a.p50)} | ${ms(b.p90 - a.p90)} | ${ms(b.p99 - a.p99)} |`);
     console.log(
-      `gateway CPU per call: ${((gatewayCpu / gatewayCalls) * 1000).toFixed(0)} µs; the service's (check + outcome): ${((serviceCpu / gatewayCalls) * 1000).toFixed(0)} µs`,
+      `gateway CPU per call (its idle CPU taken out): ${((gatewayCpu / gatewayCalls) * 1000).toFixed(0)} µs; the service's (check + outcome): ${((serviceCpu / gatewayCalls) * 1000).toFixed(0)} µs`,
     );
     await Promise.allSettled([direct.close(), through.close()]);
     everything.child.kill('SIGTERM');

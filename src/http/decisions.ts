@@ -54,6 +54,11 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   still reads each grant by id). Items are filtered grant by grant by the read scope; \`status\`
   filters on the status computed at read time. Lists are newest first by \`createdAt\` (calls by
   \`requestedAt\`), ties by id; a cursor this service did not issue is a 400.
+- Pods and connections, list: \`GET /api/pods\` and \`GET /api/connections\` take a person's
+  token only (an agent's is a 403 \`credential_not_accepted\`; its pods are
+  \`/api/agents/runtime/pods\`). Pods are the caller's memberships, newest pod first, each with the
+  caller's \`role\`; connections are those the caller owns, newest first, with their tools. A
+  page may hold fewer than \`limit\` items while \`nextCursor\` is set, should the policy drop a row.
 - Grants, attenuate: a caller who can read the parent but is not in its effective audience gets
   403 \`principal_not_in_audience\`; a reader that is an agent of another pod (cannot happen with
   today's read scope) 403 \`not_installed_agent\`; an agent that cannot read it 404. A stopped

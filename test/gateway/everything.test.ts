@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { GatewayConfig } from '../../gateway/src/config';
+import { attenuateGrant } from '../support/world';
 import {
   call,
   configFor,
@@ -171,6 +172,17 @@ describe('server-everything over streamable HTTP, agents over streamable HTTP', 
       'tool_not_allowed',
       'tool_not_allowed',
     ]);
+  });
+
+  it("an agent's attenuated child grant lists and allows only what the child keeps", async () => {
+    const parent = await grantOn(world, connectionId, { tools: ['everything.echo', 'everything.sum'] });
+    const child = await attenuateGrant(world.service, world.agent, parent, { tools: ['everything.sum'] });
+    const agent = await httpAgent(gateway.url, world.agent.token, child.id);
+    cleanups.push(() => agent.close());
+    expect(names((await agent.listTools()).tools)).toEqual(['get-sum']);
+    expect(await call(agent, 'echo', { message: 'x' })).toMatchObject({ isError: true, structuredContent: { reason: 'tool_not_allowed' } });
+    expect(text(await call(agent, 'get-sum', { a: 2, b: 2 }))).toMatch(/4/);
+    expect((await trail(world, child.id)).outcomes).toEqual(['everything.echo:denied', 'everything.sum:succeeded']);
   });
 
   it('a revoke empties the list and cuts the next call', async () => {

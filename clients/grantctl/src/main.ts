@@ -16,7 +16,7 @@ const program = new Command('grantctl')
   .addHelpText(
     'after',
     '\nEnvironment: GRANT_BROKER_URL (default http://127.0.0.1:8080), GRANT_BROKER_TOKEN (a person), ' +
-      'GRANT_BROKER_AGENT_TOKEN (an installed agent: grants attenuate, pods list, pods context).\n' +
+      'GRANT_BROKER_AGENT_TOKEN (an installed agent: grants attenuate, pods context, and pods list when set; --as person lists yours).\n' +
       'Exit codes: 0 done, 1 refused (the problem document on stderr), 2 service unreachable or failing.',
   );
 grantCommands(program);

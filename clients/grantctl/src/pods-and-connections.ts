@@ -1,22 +1,50 @@
-import type { Command } from 'commander';
-import { AGENT, clientFor, PERSON } from './credentials';
-import { columns, print, printPage } from './output';
+import { Option, type Command } from 'commander';
+import { AGENT, clientFor, PERSON, tokenSet, type Credential } from './credentials';
+import { columns, CURSOR, LIMIT, pageQuery, print, printPage, UsageError } from './output';
 import { blamed } from './problems';
 
 /**
- * Where grants live and what backs them. `pods list` is the installed agent's (the API lists pods
- * for an agent's runtime token); a person reads a pod they belong to, and a connection they own, by id.
+ * Whose pods `pods list` lists. `--as` says; without it, the installed agent's when
+ * GRANT_BROKER_AGENT_TOKEN is set (what `pods list` has always done, so scripts holding an
+ * agent's token keep their answer), otherwise the person's of GRANT_BROKER_TOKEN.
+ */
+export function podsListCredential(as: 'person' | 'agent' | undefined): Credential {
+  if (as) return as === 'agent' ? AGENT : PERSON;
+  return tokenSet(AGENT) ? AGENT : PERSON;
+}
+
+/**
+ * Where grants live and what backs them: a person's pods (with their role) and connections, an
+ * installed agent's pods and what it sees of one, a pod with its members, a connection with its tools.
  */
 export function podAndConnectionCommands(program: Command): void {
-  const pods = program.command('pods').description("pods: an installed agent's pods and what it sees of one; a pod with its members");
+  const pods = program
+    .command('pods')
+    .description("pods: a person's or an installed agent's pods, what an agent sees of one, a pod with its members");
   pods
     .command('list')
-    .description(`the pods the installed agent of ${AGENT.env} is installed in`)
+    .description(
+      `the pods you are a member of, with your role (${PERSON.env}), or those the installed agent of ${AGENT.env} is in; ` +
+        `without --as, the agent's when ${AGENT.env} is set`,
+    )
+    .addOption(new Option('--as <who>', 'whose pods: person or agent').choices(['person', 'agent']))
     .option('--json', 'the API body as is')
+    .option(...LIMIT)
+    .option(...CURSOR)
     .action(async (o) => {
-      const c = clientFor(AGENT);
-      const page = await blamed({ credential: AGENT }, () => c.unwrap(c.api.GET('/api/agents/runtime/pods')));
-      printPage(o.json, page, () => columns([['ID', 'NAME'], ...page.items.map((pod) => [pod.id, pod.name])]));
+      const credential = podsListCredential(o.as);
+      if (credential === AGENT) {
+        // An agent is in one pod or a few: its list is one page.
+        if (o.cursor) throw new UsageError(`--cursor pages a person's list (--as person); an agent's pods come in one page`);
+        const c = clientFor(AGENT);
+        const page = await blamed({ credential: AGENT }, () => c.unwrap(c.api.GET('/api/agents/runtime/pods')));
+        return printPage(o.json, page, () => columns([['ID', 'NAME'], ...page.items.map((pod) => [pod.id, pod.name])]));
+      }
+      const c = clientFor(PERSON);
+      const page = await blamed({ credential: PERSON }, () => c.unwrap(c.api.GET('/api/pods', { params: { query: pageQuery(o) } })));
+      printPage(o.json, page, () =>
+        columns([['ID', 'NAME', 'ROLE', 'CREATED'], ...page.items.map((pod) => [pod.id, pod.name, pod.role, pod.createdAt])]),
+      );
     });
   pods
     .command('show <podId>')
@@ -63,7 +91,29 @@ export function podAndConnectionCommands(program: Command): void {
       );
     });
 
-  const connections = program.command('connections').description('a connection you own: its installation and tools');
+  const connections = program.command('connections').description('the connections you own: their installations and tools');
+  connections
+    .command('list')
+    .description(`the connections you may read (${PERSON.env}): those you own, newest first`)
+    .option('--json', 'the API body as is')
+    .option(...LIMIT)
+    .option(...CURSOR)
+    .action(async (o) => {
+      const c = clientFor(PERSON);
+      const page = await blamed({ credential: PERSON }, () => c.unwrap(c.api.GET('/api/connections', { params: { query: pageQuery(o) } })));
+      printPage(o.json, page, () =>
+        columns([
+          ['ID', 'KIND', 'STATUS', 'EXTERNAL', 'TOOLS'],
+          ...page.items.map((connection) => [
+            connection.id,
+            connection.kind,
+            connection.status,
+            connection.externalInstallationId,
+            connection.tools.map((tool) => tool.name).join(','),
+          ]),
+        ]),
+      );
+    });
   connections
     .command('show <connectionId>')
     .description(`a connection you own (${PERSON.env}) with its tools, their access and where their resources sit`)
