@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
 if [[ ! -x "$chromium" ]]; then
   echo "installing Debian's chromium for the browser tests ..." >&2
-  if [[ $(id -u) -eq 0 ]]; then apt-get install -y chromium >&2; else sudo apt-get install -y chromium >&2; fi
+  sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  # A machine whose package lists were never fetched knows no chromium yet: fetch them once then.
+  "${sudo[@]}" apt-get install -y chromium >&2 || { "${sudo[@]}" apt-get update >&2 && "${sudo[@]}" apt-get install -y chromium >&2; }
 fi
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 exec npx playwright test "$@"

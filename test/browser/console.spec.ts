@@ -73,6 +73,9 @@ test('an approver reads the arguments, approves, and the re-sent check is allowe
   await expect(card).toContainText(grant.id);
   await accessible(page);
   await page.screenshot({ path: 'docs/console/approvals.png', fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: 'docs/console/approvals-phone.png', fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
 
   await card.getByRole('textbox', { name: 'Note' }).fill('read it, fine');
   await card.getByRole('button', { name: 'Approve' }).click();
@@ -92,10 +95,19 @@ test('a new request appears without a reload; denying it makes the re-sent check
   const asked = await world.check(grant.id, 'issues.create_comment', args);
   const card = page.getByRole('article').filter({ hasText: asked.approvalId });
   await expect(card).toBeVisible(); // arrived while the page was open
-  await card.getByRole('button', { name: 'Deny' }).click();
+  // With the keyboard alone: type a note, tab past Approve to Deny, press Enter.
+  await card.getByRole('textbox', { name: 'Note' }).focus();
+  await page.keyboard.type('not on main');
+  await page.keyboard.press('Tab');
+  await expect(card.getByRole('button', { name: 'Approve' })).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expect(card.getByRole('button', { name: 'Deny' })).toBeFocused();
+  await page.keyboard.press('Enter');
   await expect(page.getByRole('status').filter({ hasText: 'Denied' })).toBeVisible();
   const denied = await world.check(grant.id, 'issues.create_comment', args, asked.approvalId);
   expect(denied).toMatchObject({ decision: 'deny', reason: 'approval_denied' });
+  const decided = await world.owner.get(`/api/approvals/${asked.approvalId}`);
+  expect(decided).toMatchObject({ state: 'denied', note: 'not on main', decidedBy: world.ownerId });
 });
 
 test('hostile arguments are shown as inert text', async ({ page }) => {

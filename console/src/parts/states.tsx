@@ -1,3 +1,4 @@
+import { clearSession } from '../session';
 import type { ReactNode } from 'react';
 
 export function Loading({ what }: { what: string }) {
@@ -12,6 +13,13 @@ export function Failed({ error, retry }: { error: unknown; retry?: () => void })
   return (
     <div className="state error" role="alert">
       <p>{describeError(error)}</p>
+      {(error as { status?: number } | null)?.status === 401 && (
+        <p>
+          <a href="/console/sign-in" onClick={clearSession}>
+            Sign in again
+          </a>
+        </p>
+      )}
       {retry && (
         <button type="button" onClick={retry}>
           Try again
