@@ -321,6 +321,8 @@ it('policy eval and policy impact work on files, without a service', async () =>
   writeFileSync(log, `${JSON.stringify({ ...event, result: { allow: false, reason: 'tool_not_allowed' } })}\n`);
   const changed = await grantctl(['policy', 'impact', bundle, '--log', log]);
   expect(changed.code).toBe(0);
-  expect(changed.stdout).toMatch(/1 replayed, 0 skipped, 1 would change/);
+  expect(changed.stdout).toMatch(/1 replayed, 0 skipped, 1 would change \(0 allow→deny, 1 deny→allow\)/);
+  expect((await grantctl(['policy', 'impact', bundle, '--log', log, '--max-changes', '0'])).code).toBe(1);
+  expect((await grantctl(['policy', 'impact', bundle, '--log', log, '--max-changes', '1'])).code).toBe(0);
   expect(changed.stdout).toMatch(/broker\/check\/decision\s+deny: tool_not_allowed\s+allow\s+1\s+d1/);
 });

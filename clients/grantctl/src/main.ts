@@ -201,11 +201,15 @@ policy
   .description('replay logged decisions (OPA decision events) through a candidate bundle or module; print what would change')
   .requiredOption('--log <file>', "decision events: the service's log lines or a collector's gzip batches (a file or a directory)")
   .option('--json', 'the report as JSON')
+  .option('--max-changes <n>', 'exit 1 when more than this many decisions would change (a CI gate)')
   .action(async (candidate: string, o) => {
+    const limit = o.maxChanges === undefined ? undefined : Number(o.maxChanges);
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) throw new Error('--max-changes takes a whole number of decisions');
     const report = await policyImpact({ candidate, logFile: o.log });
     print(o.json, report, () =>
       [
-        `candidate ${report.candidate ?? candidate}: ${report.replayed} replayed, ${report.skipped} skipped, ${report.changed} would change` +
+        `candidate ${report.candidate ?? candidate}: ${report.replayed} replayed, ${report.skipped} skipped, ${report.changed} would change ` +
+          `(${report.allowToDeny} allow→deny, ${report.denyToAllow} deny→allow)` +
           (report.notReplayable.count > 0
             ? `; ${report.notReplayable.count} not replayable (masked: ${Object.keys(report.notReplayable.fields).join(', ')})`
             : ''),
@@ -219,6 +223,10 @@ policy
           : []),
       ].join('\n'),
     );
+    if (limit !== undefined && report.changed > limit) {
+      console.error(`${report.changed} decisions would change, more than --max-changes ${limit}`);
+      process.exitCode = 1;
+    }
   });
 
 program.parseAsync(process.argv).catch(fail);
