@@ -114,8 +114,9 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   when the call is charged; at most 32 live labels a tree (a call that would add one more is
   denied \`session_label_limit\`, nothing taken). \`session.calls\` counts allowed calls per tool in
   the root grant's window, bucketed by a 24th of it (never lower than the truth). A check decided
-  on other labels than the tree holds is decided again on the script's answer (its first decision
-  is logged too). After Redis lost a tree, its calls per tool are rebuilt from the trail and a
+  on other labels than the tree holds, or on another count of a tool an enforced package declares
+  in METADATA \`custom.counts\`, is decided again on the script's answer (its first decision is
+  logged too). After Redis lost a tree, its calls per tool are rebuilt from the trail and a
   tree with an allowed call within a label's life is labelled \`labels_lost\` (fail safe).
 - Resource values: a value a tool's pointer finds in \`args\` is matched only in
   its canonical spelling, else the check denies \`resource_invalid\` whatever the grant's
