@@ -59,6 +59,7 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     'service POST /api/broker/check': r.service,
     [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s, alternating`]: tableRow(r.pairPlain),
     [`service, org packages + resources, alternating`]: tableRow(r.serviceOrg),
+    [`service, information_flow enforced, alternating`]: tableRow(r.serviceInformationFlow),
     [`service, DECISION_LOG=off, alternating`]: tableRow(r.serviceUnlogged),
     ...(r.serviceImageNode ? { [`service on Node ${r.imageNodeVersion} (the image's), alternating`]: tableRow(r.serviceImageNode) } : {}),
     'opa run --server (REST)': r.opaRest,
@@ -122,6 +123,13 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     console.log(`steal >= ${STEAL_NOTICE_PCT} % of the cores' time (the hypervisor's, not the service's) during: ${stolen.join(', ')}`);
   }
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
+  const flow = ratio(r.serviceInformationFlow.cpuMicrosPerCheck, r.pairPlain.cpuMicrosPerCheck, 3);
+  console.log(
+    `session rules: information_flow enforced ${r.serviceInformationFlow.cpuMicrosPerCheck} µs CPU per check, ${flow}× the plain ` +
+      `one's (target <= 1.10: ${Number(flow) <= 1.1 ? 'met' : 'not met'}); Redis bytes per tree (${r.flowTree.levels} grants, ` +
+      `MEMORY USAGE of every key): ${r.flowTree.totalBytes} with a label, of which the session ${r.flowTree.sessionBytes}; ` +
+      `${r.plainTree.totalBytes} without org rules (session ${r.plainTree.sessionBytes})`,
+  );
   const m = r.redisMemory;
   console.log(
     `redis memory: ${m.bytesPerCallPerLevel} bytes per allowed call per chain level (${m.calls} calls through ${m.levels} levels, exact windows: ${m.totalBytes} bytes)`,

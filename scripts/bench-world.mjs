@@ -122,3 +122,23 @@ export async function redisBytesPerCall(base, db, world) {
     redis.disconnect();
   }
 }
+
+/**
+ * Redis bytes one tree holds (MEMORY USAGE of each of its keys: version, every level's window,
+ * session labels and calls per tool), and the session keys alone.
+ */
+export async function redisBytesPerTree(db, leafId) {
+  const grant = await db('grants').where('id', leafId).first('root_id');
+  const rootId = grant.root_id;
+  const levels = await db('grants').where('root_id', rootId).select('id');
+  const redis = new Redis(REDIS_URL, { keyPrefix: REDIS_KEY_PREFIX });
+  try {
+    const bytes = async (key) => Number((await redis.memory('USAGE', key, 'SAMPLES', '0')) ?? 0);
+    const session = (await bytes(`{${rootId}}:labels`)) + (await bytes(`{${rootId}}:calls`));
+    let windows = await bytes(`{${rootId}}:ver`);
+    for (const level of levels) windows += await bytes(`{${rootId}}:win:${level.id}`);
+    return { levels: levels.length, totalBytes: windows + session, sessionBytes: session };
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -9,6 +9,9 @@
 //   5. the service again, on a module with the three example org packages enforced
 //      (ORG_POLICY_MODES) and a chain whose root constrains repositories, refs and paths, so
 //      every check also extracts its resources from `args`;
+//   5b. the service on a module with the example information_flow enforced (its private
+//      repositories matching the checked one, so every check is labelled and reads its tree's
+//      labels), alternating with 1.: what session rules cost a check, and the Redis bytes of a tree;
 //   6. 1. on the Node pinned in tools/node (the release line the Docker image runs), when
 //      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1.
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,
@@ -21,7 +24,7 @@
 //      BENCH_SERVICE_STDOUT (a file the services' stdout is appended to: decision logs and V8
 //      traces; by default it is discarded).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -42,7 +45,7 @@ import {
 } from './bench-harness.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
-import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, seed } from './bench-world.mjs';
+import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
 
 const autocannon = require('autocannon');
 const { loadPolicy } = require('@open-policy-agent/opa-wasm');
@@ -121,6 +124,28 @@ async function main() {
     const orgBody = checkBody(orgWorld);
     const probe = await api(orgBase, 'POST', '/api/broker/check', orgWorld.brokerToken, JSON.parse(orgBody));
     if (probe.decision !== 'allow') throw new Error(`the org-packages check is denied: ${JSON.stringify(probe)}`);
+    // information_flow enforced, on a copy of the policies whose private repositories hold the
+    // checked one: every check is labelled `private_data` and reads the tree's labels.
+    const flowDir = mkdtempSync(path.join(tmpdir(), 'bench-flow-'));
+    cpSync(path.join(root, 'policies'), path.join(flowDir, 'policies'), { recursive: true });
+    writeFileSync(
+      path.join(flowDir, 'policies/org/repositories.rego'),
+      'package org\n\nprivate_repositories := ["acme/*"]\n\npublic_repositories := ["oss/*"]\n',
+    );
+    execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
+      env: {
+        ...process.env,
+        POLICY_SOURCES: path.join(flowDir, 'policies'),
+        POLICY_BUILD_OUT: path.join(flowDir, 'policy.wasm'),
+        ORG_POLICY_MODES: 'broker.check.information_flow=enforce',
+      },
+      stdio: 'ignore',
+    });
+    const flowBase = await startService({ DECISION_LOG: DECISION_LOG, POLICY_WASM_PATH: path.join(flowDir, 'policy.wasm') });
+    const flowWorld = await seed(flowBase, db, { name: 'bench-flow' });
+    const flowBody = checkBody(flowWorld);
+    const flowProbe = await api(flowBase, 'POST', '/api/broker/check', flowWorld.brokerToken, JSON.parse(flowBody));
+    if (flowProbe.decision !== 'allow') throw new Error(`the information-flow check is denied: ${JSON.stringify(flowProbe)}`);
     // A third service logging no decision: what decision logs (written to stdout, read by nobody
     // here) cost the others.
     const unloggedBase = await startService({ DECISION_LOG: 'off' });
@@ -142,6 +167,13 @@ async function main() {
         orgBase,
         orgWorld.brokerToken,
         orgBody,
+      ],
+      [
+        'serviceInformationFlow',
+        'POST /api/broker/check, information_flow enforced, every check labelled',
+        flowBase,
+        flowWorld.brokerToken,
+        flowBody,
       ],
       ['serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody],
       ...(imageNodeBase
@@ -184,6 +216,9 @@ async function main() {
     }
     // Its part is done: it would only idle beside the fixed-rate runs (and hold Postgres connections).
     if (imageNodeBase) await stopService(imageNodeBase);
+    results.flowTree = await redisBytesPerTree(db, flowWorld.leafId);
+    results.plainTree = await redisBytesPerTree(db, world.leafId);
+    await stopService(flowBase);
 
     // A steady 1 000 checks/s: the latency a broker sees when the service is not saturated, with
     // decision logs on (the default) and off.

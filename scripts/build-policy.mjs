@@ -9,7 +9,8 @@
 //     (METADATA `custom: {mode: enforce|shadow|off}`, overridden by ORG_POLICY_MODES, e.g.
 //     `broker.check.protected_branches=enforce,broker.check.working_hours=shadow`) into a
 //     generated package `org_settings`, which lib.org reads: a mode is a policy change; with
-//     them what their denials say of themselves (METADATA `custom: {rule, unlock}`);
+//     them what their denials say of themselves (METADATA `custom: {rule, unlock}`) and the tools
+//     whose count they read (`custom: {counts: [tool, ...]}`);
 //   - compiles `system/log/mask` too when a package `system.log` exists (decision log masking,
 //     OPA's convention).
 // Writes build/policy/policy.wasm (or POLICY_BUILD_OUT) and build/policy/bundle.tar.gz (or
@@ -127,7 +128,11 @@ for (const [namespace, files] of Object.entries(namespaces)) {
   if (!MODES.includes(mode)) problems.push(`${namespace}: mode ${JSON.stringify(mode)} is not one of ${MODES.join(', ')}`);
   overrides.delete(name);
   modes[decision][name.slice(decision.length + 1)] = mode;
-  const { rule, unlock } = annotations.custom ?? {};
+  const { rule, unlock, counts } = annotations.custom ?? {};
+  const toolName = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+  if (counts !== undefined && !(Array.isArray(counts) && counts.every((tool) => typeof tool === 'string' && toolName.test(tool)))) {
+    problems.push(`${namespace}: custom.counts is a list of tool names`);
+  }
   if (rule !== undefined && (typeof rule !== 'string' || !/^[A-Za-z0-9_.-]{1,200}$/.test(rule))) {
     problems.push(`${namespace}: custom.rule ${JSON.stringify(rule)} is not an id of letters, digits and _ . -`);
   }
@@ -135,6 +140,7 @@ for (const [namespace, files] of Object.entries(namespaces)) {
   rules[decision][name.slice(decision.length + 1)] = {
     ...(rule !== undefined ? { rule } : {}),
     ...(unlock !== undefined ? { unlock } : {}),
+    ...(counts !== undefined ? { counts } : {}),
   };
 }
 for (const name of overrides.keys()) problems.push(`ORG_POLICY_MODES names ${name}, which is no org package`);

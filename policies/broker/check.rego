@@ -45,7 +45,8 @@ precedence := [
 #   those of enforced org rules, and `approval_required` when one of them asks for approval; `org`
 #   holds the org findings (lib.org), shadow ones included; `labels` what enforced org rules label
 #   an allowed call with (kept on the tree by the budget script), `shadow_labels` those of shadow
-#   packages (logged, never kept); a refusal explains its reason (explanations.rego).
+#   packages (logged, never kept); `exact_calls` that an enforced rule reads the count of the tool
+#   called; a refusal explains its reason (explanations.rego).
 # entrypoint: true
 default decision := {"allow": false, "reasons": ["not_found"], "reason": "not_found"}
 
@@ -58,6 +59,7 @@ decision := object.union(
 		"consumes_approval": approved,
 		"labels": kept_labels,
 		"shadow_labels": session_labels.shadow,
+		"exact_calls": input.tool.name in org.counted_tools("broker.check"),
 	},
 	explained,
 ) if {

@@ -32,7 +32,7 @@ test_allows_a_usable_chain if {
 	d := check.decision with input as object.union(base, {})
 	d == {
 		"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings,
-		"consumes_approval": false, "labels": [], "shadow_labels": [],
+		"consumes_approval": false, "labels": [], "shadow_labels": [], "exact_calls": false,
 	}
 }
 
@@ -192,7 +192,7 @@ test_an_org_rule_that_is_off_is_not_read if {
 		with data.org.broker.check.team_rule.deny as org_deny
 	d == {
 		"allow": true, "reasons": [], "reason": "allowed", "org": fixtures.no_org_findings,
-		"consumes_approval": false, "labels": [], "shadow_labels": [],
+		"consumes_approval": false, "labels": [], "shadow_labels": [], "exact_calls": false,
 	}
 }
 
@@ -286,4 +286,16 @@ test_a_call_on_a_non_canonical_resource_is_invalid if {
 test_a_constrained_chain_cannot_be_walked_out_of if {
 	d := check.decision with input as on_repository(constrained_base, "acme/..")
 	d.reasons == ["resource_invalid"]
+}
+
+test_a_tool_an_enforced_rule_counts_is_charged_on_its_exact_count if {
+	counting := {"broker.check": {"team_rule": {"counts": ["repos.read_file"]}}}
+	d := check.decision with input as base
+		with data.org_settings.modes as with_org_rule("enforce")
+		with data.org_settings.rules as counting
+	d.exact_calls
+	shadow := check.decision with input as base
+		with data.org_settings.modes as with_org_rule("shadow")
+		with data.org_settings.rules as counting
+	shadow.exact_calls == false
 }

@@ -29,6 +29,18 @@ rule_settings(decision, name) := object.get(rules, [decision, name], {})
 
 # METADATA
 # scope: document
+# description: |
+#   The tools whose count in `input.session.calls` an enforced package of the decision reads
+#   (METADATA `custom: {counts: [tool, ...]}`): a check of one of them is charged only if the
+#   count it saw is still the tree's.
+counted_tools(decision) := {tool |
+	some name, mode in modes[decision]
+	mode == "enforce"
+	some tool in object.get(rules, [decision, name, "counts"], [])
+}
+
+# METADATA
+# scope: document
 # description: The findings of the org packages of one decision (`broker.check`, ...), by their modes.
 decision_findings(decision) := findings(decision, denies(decision), approvals(decision))
 

@@ -13,8 +13,9 @@
 -- ARGV[6]        how long a label lives after it is first seen (ms)
 -- ARGV[7]        the bucket length of the calls per tool (ms)
 -- ARGV[8]        the most labels a tree holds
--- ARGV[9]        L, the number of labels the call adds; ARGV[10..9+L] the labels
--- then ARGV[b+3i-2], ARGV[b+3i-1], ARGV[b+3i] (b = 9 + L)   calls, windowMs, bucketMs of level i
+-- ARGV[9]        the tool's count the decision read ('' when no rule read it)
+-- ARGV[10]       L, the number of labels the call adds; ARGV[11..10+L] the labels
+-- then ARGV[b+3i-2], ARGV[b+3i-1], ARGV[b+3i] (b = 10 + L)   calls, windowMs, bucketMs of level i
 --
 -- A window is exact (bucketMs 0): a list of the allowed calls' times, oldest first, about
 -- 11 bytes a call. A large budget is bucketed (bucketMs > 0): a hash of bucket start -> count,
@@ -26,7 +27,8 @@
 -- the script, which the caller's next decision of the tree reads):
 --          {'missing'}                                no version: rebuild the tree's windows first
 --          {'stale', currentVersion, 0, 0, S, ...}    nothing consumed; reload facts and retry
---          {'session', 0, 0, 0, S, ...}               the labels changed since the decision: decide again
+--          {'session', 0, 0, 0, S, ...}               the labels, or the count the decision read,
+--                                                     changed since the decision: decide again
 --          {'label_limit', 0, 0, 0, S, ...}           the call would pass the labels cap; nothing taken
 --          {'allowed', remaining, resetMs, atMs, S, ...}   one unit taken at every level, at atMs
 --          {'exhausted', retryAfterMs, resetMs, fullLevels, S, ...}   levels full (0-based); nothing taken
@@ -49,8 +51,8 @@ end
 local levels = #KEYS - 3
 local labels_key, calls_key = KEYS[levels + 2], KEYS[levels + 3]
 local label_ttl, call_bucket, label_cap = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local added = tonumber(ARGV[9])
-local base = 9 + added
+local added = tonumber(ARGV[10])
+local base = 10 + added
 local root_window = tonumber(ARGV[base + 3 * levels - 1])
 
 -- A new stamp for the labels: a count and the time, so labels that expired and came back under the
@@ -117,6 +119,14 @@ if current ~= ARGV[1] then
 end
 if ARGV[4] ~= '*' and stamp ~= ARGV[4] then
   return reply('session', 0, 0, 0)
+end
+-- A rule read this tool's count: the decision holds only on the count the tree has now.
+if ARGV[9] ~= '' then
+  local counted, flat = 0, tool_calls()
+  for j = 1, #flat, 2 do
+    if flat[j] == ARGV[5] then counted = flat[j + 1] end
+  end
+  if counted ~= tonumber(ARGV[9]) then return reply('session', 0, 0, 0) end
 end
 local consume = ARGV[2] == 'consume'
 
@@ -206,7 +216,7 @@ end
 -- The labels this call adds, unless they would take the tree past its cap: then nothing is taken
 -- (a label dropped would let through what a rule means to refuse after it).
 local new_labels = {}
-for j = 10, 9 + added do
+for j = 11, 10 + added do
   if redis.call('HEXISTS', labels_key, ARGV[j]) == 0 then new_labels[#new_labels + 1] = ARGV[j] end
 end
 if #new_labels > 0 then

@@ -42,7 +42,13 @@ export interface BudgetRequest {
    * The stamp of the labels the decision saw, the tool and what an allowed call adds; absent for
    * a budget alone (no decision read the session: nothing is checked or recorded of it).
    */
-  session?: { stamp: string; tool: string; labels: readonly string[] };
+  session?: {
+    stamp: string;
+    tool: string;
+    labels: readonly string[];
+    /** The tool's count the decision read, when a rule read it: charged only if still the tree's. */
+    seenCalls?: number;
+  };
   /** The grant first, its root last. */
   levels: readonly BudgetLevel[];
   /** Version the caller's cached facts were loaded under ('' when it has none yet). */
@@ -158,6 +164,7 @@ export class SlidingWindowBudget {
       labelTtlMs,
       this.callBucketMsOf(rootWindowMs),
       maxLabels,
+      session.seenCalls ?? '',
       session.labels.length,
       ...session.labels,
     ];

@@ -107,6 +107,22 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   counted call of that level leaves its window. \`Retry-After\` is \`retryAfterMs\` in seconds,
   rounded up. The principal must be in the effective audience of every grant of the chain; an
   agent principal whose runtime is stopped is denied \`runtime_stopped\`.
+- Explained denials: every deny and \`approval_required\` carries \`explanation\`, written by the
+  policy (Rego gives the rule id and the level; nothing is guessed). \`level\` is the depth of the
+  refusing grant, 0 the root (the chain's index counted from the root), the one nearest the root
+  when several refuse; a refusal of the call rather than of a level (a non-canonical value, a
+  stopped runtime, an approval, an org rule) names the grant called. A refusal of the budget
+  script after the policy allowed (budget_exhausted, an approval another re-send used,
+  session_label_limit) is explained by \`broker/charge/decision\`, whose decision event holds it.
+- Session labels: an enforced org rule's \`labels\` on an allowed call are kept on the tree's root
+  (\`{root}:labels\`, first-seen Redis time, \`SESSION_LABEL_TTL_MS\`) by the budget script only
+  when the call is charged; at most 32 live labels a tree (a call that would add one more is
+  denied \`session_label_limit\`, nothing taken). \`session.calls\` counts allowed calls per tool in
+  the root grant's window, bucketed by a 24th of it (never lower than the truth). A check decided
+  on other labels than the tree holds, or on another count of a tool an enforced package declares
+  in METADATA \`custom.counts\`, is decided again on the script's answer (its first decision is
+  logged too). After Redis lost a tree, its calls per tool are rebuilt from the trail and a
+  tree with an allowed call within a label's life is labelled \`labels_lost\` (fail safe).
 - Resource values: a value a tool's pointer finds in \`args\` is matched only in
   its canonical spelling, else the check denies \`resource_invalid\` whatever the grant's
   patterns (an unconstrained grant too: a connector would send the value on). A repository is

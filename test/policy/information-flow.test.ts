@@ -148,15 +148,32 @@ describe('a tree whose session Redis lost', () => {
 });
 
 describe('branch_deletions: the tree calls per tool', () => {
-  it('allows three deletions in the window, then refuses and says to wait', async () => {
+  it('allows three deletions in the window across replicas, then refuses and says to wait', async () => {
     const grantId = await tree();
-    for (let i = 0; i < 3; i += 1) expect((await check(a, grantId, 'repos.delete_branch', 'acme/api')).body.decision).toBe('allow');
-    const res = await check(a, grantId, 'repos.delete_branch', 'acme/api');
+    // Both replicas know the tree before the deletions: each decides on the count it last saw, and
+    // the script charges only on the tree's own.
+    expect((await check(a, grantId, 'repos.push', 'acme/api')).body.decision).toBe('allow');
+    expect((await check(b, grantId, 'repos.push', 'acme/api')).body.decision).toBe('allow');
+    for (const replica of [a, b, a]) expect((await check(replica, grantId, 'repos.delete_branch', 'acme/api')).body.decision).toBe('allow');
+    const res = await check(b, grantId, 'repos.delete_branch', 'acme/api');
     expect(res.body).toMatchObject({
       reason: 'branch_deletions_exhausted',
       explanation: { rule: 'org.branch_deletions', unlock: 'wait', grantId },
     });
+    expect((await check(a, grantId, 'repos.delete_branch', 'acme/api')).body.reason).toBe('branch_deletions_exhausted');
     expect((await check(a, grantId, 'repos.push', 'acme/api')).body.decision).toBe('allow');
+  });
+
+  it('never lets more than three of many concurrent deletions through two replicas', async () => {
+    const grantId = await tree();
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => check(i % 2 ? a : b, grantId, 'repos.delete_branch', 'acme/api')),
+    );
+    const allowed = answers.filter((r) => r.body.decision === 'allow');
+    expect(allowed.length).toBeLessThanOrEqual(3);
+    // A check whose count kept moving is refused rather than let through (503), never allowed.
+    expect(answers.every((r) => r.status === 200 || r.status === 503)).toBe(true);
+    expect((await check(a, grantId, 'repos.delete_branch', 'acme/api')).body.decision).toBe(allowed.length < 3 ? 'allow' : 'deny');
   });
 });
 

@@ -29,7 +29,12 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
       levels: budgetLevels(call.chain),
       expectedVersion: call.snapshot.version,
       mode: verdict.kind === 'allow' && claimed ? 'consume' : 'probe',
-      session: { stamp: call.session.stamp, tool: call.request.tool, labels: verdict.kind === 'allow' ? verdict.labels : [] },
+      session: {
+        stamp: call.session.stamp,
+        tool: call.request.tool,
+        labels: verdict.kind === 'allow' ? verdict.labels : [],
+        ...(verdict.exactCalls ? { seenCalls: call.session.calls[call.request.tool] ?? 0 } : {}),
+      },
     });
     if (unitOfWork && answer.kind !== 'allowed') await unitOfWork.rollback();
     // What the tree's next check on this replica decides on.

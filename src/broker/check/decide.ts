@@ -40,10 +40,12 @@ export function decide(deps: DecideDeps, call: Resolved): Verdict {
   if (!principal) throw new Error('broker/check went on without a verified principal');
 
   const { decisionId, explanation } = decision;
+  const exact = decision.exact_calls ? { exactCalls: true } : {};
   if (decision.allow) {
-    return { kind: 'allow', decisionId, principal, spendsApproval: decision.consumes_approval === true, labels: decision.labels ?? [] };
+    const labels = decision.labels ?? [];
+    return { kind: 'allow', decisionId, principal, spendsApproval: decision.consumes_approval === true, labels, ...exact };
   }
-  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal, explanation, checkInput: input };
+  if (decision.reason === 'approval_required') return { kind: 'ask', decisionId, principal, explanation, checkInput: input, ...exact };
   const message = decision.org?.denials.find((finding) => finding.reason === decision.reason)?.message;
-  return { kind: 'deny', decisionId, principal, reason: String(decision.reason), ...(message ? { message } : {}), explanation };
+  return { kind: 'deny', decisionId, principal, reason: String(decision.reason), ...(message ? { message } : {}), explanation, ...exact };
 }

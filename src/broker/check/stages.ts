@@ -70,10 +70,15 @@ export interface Resolved extends Start {
 /** What broker/check decided about the call (a refusal of the request itself is thrown instead). */
 export type Verdict =
   /** `labels`: what enforced org rules label the call with, kept on the tree if it is charged. */
-  | { kind: 'allow'; decisionId: string; principal: CallPrincipal; spendsApproval: boolean; labels: readonly string[] }
-  | { kind: 'deny'; decisionId: string; principal: CallPrincipal; reason: string; message?: string; explanation?: Explanation }
-  /** `checkInput`: what the policy's mask rule judges when the approval keeps the arguments. */
-  | { kind: 'ask'; decisionId: string; principal: CallPrincipal; explanation?: Explanation; checkInput: object };
+  (
+    | { kind: 'allow'; decisionId: string; principal: CallPrincipal; spendsApproval: boolean; labels: readonly string[] }
+    | { kind: 'deny'; decisionId: string; principal: CallPrincipal; reason: string; message?: string; explanation?: Explanation }
+    /** `checkInput`: what the policy's mask rule judges when the approval keeps the arguments. */
+    | { kind: 'ask'; decisionId: string; principal: CallPrincipal; explanation?: Explanation; checkInput: object }
+  ) & {
+    /** An enforced rule read the tool's count: the charge holds only if the tree's count is the one seen. */
+    exactCalls?: boolean;
+  };
 
 /** An approval taken for this call, in a transaction the call's record commits with. */
 export interface ApprovalClaim {

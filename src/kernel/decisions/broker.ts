@@ -88,6 +88,10 @@ export const brokerCheck = defineDecision(
     consumes_approval: z.boolean().optional().describe('the call is allowed by the approval it brings, which is used up by it'),
     labels: z.array(SessionLabel).optional().describe("an allowed call's labels from enforced org rules: kept on the grant's tree"),
     shadow_labels: z.array(SessionLabel).optional().describe('the labels of org packages in shadow mode: logged, never kept'),
+    exact_calls: z
+      .boolean()
+      .optional()
+      .describe('an enforced org rule reads the count of the tool called: charge only on the count the decision saw'),
     explanation: Explanation.optional().describe('a refusal: why, at which level, and what would change it'),
   }),
 );
