@@ -2,6 +2,7 @@ import { Counter } from 'prom-client';
 import type { OrgFindings } from '../kernel/decisions/org';
 import type { Logger } from '../kernel/log';
 import { metricsRegistry } from '../kernel/metrics';
+import { RESOURCE_VALUE_MAX_CHARS, TRUNCATED } from './decision-log';
 
 export const shadowDisagreements = new Counter({
   name: 'policy_shadow_disagreements_total',
@@ -26,8 +27,16 @@ export function reportShadow(log: Logger, decisionId: string, entrypoint: string
   }
 }
 
-/** A decision as the decision log keeps it: org findings without their messages. */
-export function loggableResult(result: { allow: boolean; org?: OrgFindings }): object {
+/**
+ * A decision as the decision log keeps it: org findings without their messages, and an
+ * explanation's `value` (a resource the call named, as long as a caller makes it) cut as the
+ * input's resource values are.
+ */
+export function loggableResult(result: { allow: boolean; org?: OrgFindings; explanation?: { value?: string } }): object {
+  const value = result.explanation?.value;
+  if (value !== undefined && value.length > RESOURCE_VALUE_MAX_CHARS) {
+    result = { ...result, explanation: { ...result.explanation, value: `${value.slice(0, RESOURCE_VALUE_MAX_CHARS)}${TRUNCATED}` } };
+  }
   if (!result.org) return result;
   const strip = ({ package: pkg, reason }: { package: string; reason: string }) => ({ package: pkg, reason });
   return {
