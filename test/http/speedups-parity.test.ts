@@ -78,7 +78,21 @@ function decisionsOf(service: TestService, grantId: string) {
     .map((line) => JSON.parse(line) as LoggedDecision)
     .filter((line) => line.msg === 'decision' && line.path === 'broker/check/decision')
     .filter((line) => line.input.chain?.some((grant) => grant.id === grantId))
-    .map((line) => ({ level: line.level, args: line.input.args, tool: line.input.tool, result: line.result, masked: line.masked }));
+    .map((line) => ({
+      level: line.level,
+      args: line.input.args,
+      tool: line.input.tool,
+      result: withChainIndex(line),
+      masked: line.masked,
+    }));
+}
+
+/** The result with its explanation's grant named by its place in the chain: the ids differ per run. */
+function withChainIndex(line: LoggedDecision): unknown {
+  const result = line.result as { explanation?: { grantId: string } };
+  if (!result.explanation) return result;
+  const index = line.input.chain?.findIndex((grant) => grant.id === result.explanation!.grantId);
+  return { ...result, explanation: { ...result.explanation, grantId: `chain[${index}]` } };
 }
 
 describe('with SPEEDUPS=off', () => {
