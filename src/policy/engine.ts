@@ -314,7 +314,7 @@ export class PolicyEngine {
     const decisionId = randomUUID();
     const verdict = result as { allow: boolean; org?: OrgFindings };
     if (this.decisionLog.wants(verdict.allow)) {
-      this.decisionLog.record(decisionId, entrypoint, json, loggableResult(verdict, RESOURCE_CUT), loaded.revision, evalNs);
+      this.decisionLog.record(decisionId, entrypoint, json, loggableResult(verdict), loaded.revision, evalNs);
     }
     reportShadow(this.log, decisionId, entrypoint, verdict.allow, verdict.org);
     return { ...(result as object), decisionId } as Decided<D>;

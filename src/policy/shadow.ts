@@ -2,6 +2,7 @@ import { Counter } from 'prom-client';
 import type { OrgFindings } from '../kernel/decisions/org';
 import type { Logger } from '../kernel/log';
 import { metricsRegistry } from '../kernel/metrics';
+import { RESOURCE_VALUE_MAX_CHARS, TRUNCATED } from './decision-log';
 
 export const shadowDisagreements = new Counter({
   name: 'policy_shadow_disagreements_total',
@@ -28,31 +29,22 @@ export function reportShadow(log: Logger, decisionId: string, entrypoint: string
 
 /**
  * A decision as the decision log keeps it: org findings without their messages, and an
- * explanation's `value` (a resource value the call named) cut like the input's resource values.
+ * explanation's `value` (a resource the call named, as long as a caller makes it) cut as the
+ * input's resource values are.
  */
-export function loggableResult(
-  result: { allow: boolean; org?: OrgFindings; explanation?: { value?: unknown } },
-  cut: { maxChars: number; marker: string },
-): object {
+export function loggableResult(result: { allow: boolean; org?: OrgFindings; explanation?: { value?: string } }): object {
   const value = result.explanation?.value;
-  const explained =
-    typeof value === 'string' && value.length > cut.maxChars
-      ? { ...result, explanation: { ...result.explanation, value: `${sliceChars(value, cut.maxChars)}${cut.marker}` } }
-      : result;
-  if (!explained.org) return explained;
+  if (value !== undefined && value.length > RESOURCE_VALUE_MAX_CHARS) {
+    result = { ...result, explanation: { ...result.explanation, value: `${value.slice(0, RESOURCE_VALUE_MAX_CHARS)}${TRUNCATED}` } };
+  }
+  if (!result.org) return result;
   const strip = ({ package: pkg, reason }: { package: string; reason: string }) => ({ package: pkg, reason });
   return {
-    ...explained,
+    ...result,
     org: {
-      denials: explained.org.denials.map(strip),
-      approvals: explained.org.approvals.map(strip),
-      shadow: explained.org.shadow.map((f) => ({ ...strip(f), effect: f.effect })),
+      denials: result.org.denials.map(strip),
+      approvals: result.org.approvals.map(strip),
+      shadow: result.org.shadow.map((f) => ({ ...strip(f), effect: f.effect })),
     },
   };
-}
-
-/** The first `chars` UTF-16 units of `text`, never ending between the two halves of a pair. */
-function sliceChars(text: string, chars: number): string {
-  const last = text.charCodeAt(chars - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? chars - 1 : chars);
 }

@@ -68,15 +68,8 @@ interface LoggedDecision {
   path: string;
   level: number;
   input: { chain?: Array<{ id: string }>; args?: unknown; tool?: unknown };
-  result: { explanation?: { grantId?: string; level?: number } };
+  result: unknown;
   masked?: string[];
-}
-
-/** A result with its explanation's grant named by its place in the chain, which both runs share. */
-function placed(result: LoggedDecision['result'], chain: Array<{ id: string }> = []) {
-  if (!result.explanation?.grantId) return result;
-  const level = chain.findIndex((grant) => grant.id === result.explanation!.grantId);
-  return { ...result, explanation: { ...result.explanation, grantId: `chain[${level}]` } };
 }
 
 /** The broker-check decisions the service logged for checks of this grant, less what differs per run. */
@@ -89,9 +82,17 @@ function decisionsOf(service: TestService, grantId: string) {
       level: line.level,
       args: line.input.args,
       tool: line.input.tool,
-      result: placed(line.result, line.input.chain),
+      result: withChainIndex(line),
       masked: line.masked,
     }));
+}
+
+/** The result with its explanation's grant named by its place in the chain: the ids differ per run. */
+function withChainIndex(line: LoggedDecision): unknown {
+  const result = line.result as { explanation?: { grantId: string } };
+  if (!result.explanation) return result;
+  const index = line.input.chain?.findIndex((grant) => grant.id === result.explanation!.grantId);
+  return { ...result, explanation: { ...result.explanation, grantId: `chain[${index}]` } };
 }
 
 describe('with SPEEDUPS=off', () => {
