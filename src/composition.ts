@@ -15,6 +15,7 @@ import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
 import { callsInWindows } from './grants/repositories/call-records';
 import { createGrantsService } from './grants/service';
+import { startTrailMaintenance } from './grants/trail-maintenance';
 import { createApp } from './http/app';
 import { API_DECISIONS } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
@@ -165,6 +166,13 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
+  const trailMaintenance = startTrailMaintenance({
+    db,
+    clock,
+    log: log.child({ component: 'call-trail' }),
+    retentionDays: config.CALL_RECORD_RETENTION_DAYS,
+    archiveDir: config.CALL_RECORD_ARCHIVE_DIR,
+  });
 
   const routes = allRoutes(services, credentialAuthenticators(resolveCredential));
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
@@ -183,6 +191,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   async function close(): Promise<void> {
     policy.close();
     retention.stop();
+    await trailMaintenance.stop();
     invalidation.close();
     await services.broker.settle();
     // Decisions made until now are written, and uploaded if the collector answers in time.
@@ -193,7 +202,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   }
 
   /** The infrastructure itself, for operators' commands and tests. */
-  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps };
+  const infrastructure = { config, db, redis, policy, log, invalidation, eventWaker, speedUps, trailMaintenance };
   return { app, metricsApp, services, infrastructure, close };
 }
 

@@ -7,6 +7,7 @@ import { registerBroker, revokeBrokerTokens } from './brokers';
 import { demoCurlLines, seedDemoWorld } from './demo';
 import { evaluatePolicyFile, UsageError } from './policy-eval';
 import { policyImpact } from './policy-impact';
+import { trailCommand } from './trail';
 
 const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
@@ -16,7 +17,13 @@ const USAGE = `usage: npm run admin -- <command>
                                 evaluate the built policy module (POLICY_WASM_PATH) on an input
   policy impact --bundle CANDIDATE --log FILE
                                 replay logged decisions through a candidate bundle (or .wasm);
-                                prints the decisions that would change, by path and reason`;
+                                prints the decisions that would change, by path and reason
+  trail hold --grant GRANT_ID   keep that grant tree's call records past retention
+  trail release --grant GRANT_ID
+                                end the hold (its records past retention go)
+  trail export --day YYYY-MM-DD --out FILE
+                                write one UTC day of the call trail as gzip JSON lines, and
+                                FILE.sha256; prints the record count and the SHA-256`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -31,6 +38,9 @@ async function main(argv: string[]): Promise<number> {
       module: { type: 'string' },
       bundle: { type: 'string' },
       log: { type: 'string' },
+      grant: { type: 'string' },
+      day: { type: 'string' },
+      out: { type: 'string' },
     },
   });
   const config = loadConfig();
@@ -83,6 +93,15 @@ async function main(argv: string[]): Promise<number> {
         return revokeBrokerTokens(trx, brokerId);
       });
       console.log(JSON.stringify({ revoked }));
+      return 0;
+    }
+    if (command === 'trail') {
+      const answer = await trailCommand(service.infrastructure.db, sub, values);
+      if (answer === undefined) {
+        console.error(USAGE);
+        return 2;
+      }
+      console.log(JSON.stringify(answer));
       return 0;
     }
     if (command === 'demo') {

@@ -117,3 +117,27 @@ export async function heldRowCount(db: Database): Promise<number> {
   const [row] = (await db('held_call_records').count({ n: '*' })) as Array<{ n: string }>;
   return Number(row?.n ?? 0);
 }
+
+/** Records kept (days, default partition and held rows) and their bytes on disk, indexes included. */
+export async function trailFootprint(db: Database): Promise<{ records: number; bytes: number; bytesPerRecord: number }> {
+  const { rows } = await db.raw<{ rows: Array<{ records: string; bytes: string }> }>(
+    `select (select count(*) from call_records) + (select count(*) from held_call_records) as records,
+            (select sum(pg_total_relation_size(relid)) from pg_partition_tree('call_records'))
+              + pg_total_relation_size('held_call_records') as bytes`,
+  );
+  const records = Number(rows[0]!.records);
+  const bytes = Number(rows[0]!.bytes);
+  return { records, bytes, bytesPerRecord: records > 0 ? Math.round(bytes / records) : 0 };
+}
+
+/** Bytes of the trail by kind of relation (heap, its TOAST, each access method's indexes): where a record's bytes go. */
+export async function trailBreakdown(db: Database): Promise<Record<string, number>> {
+  const { rows } = await db.raw<{ rows: Array<{ part: string; bytes: string }> }>(
+    `select 'heap' as part, sum(pg_relation_size(relid)) as bytes from pg_partition_tree('call_records')
+     union all
+     select 'index ' || am.amname, sum(pg_relation_size(i.indexrelid))
+       from pg_partition_tree('call_records') t join pg_index i on i.indrelid = t.relid
+       join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam group by am.amname`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.part, Number(row.bytes)]));
+}

@@ -3,6 +3,7 @@ import type { Database } from '../../db/database';
 import { idBytes, idTimeMs } from '../../kernel/ids';
 import type { BudgetLevelRow, ListPosition } from '../repository';
 import * as codec from './call-record-codec';
+import { shapeCodes } from './call-record-shapes';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -37,15 +38,15 @@ type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration
 /** A row of call_records as a check writes it. */
 export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
 
-/** A row as Postgres answers it: uuids as text, bytea as Buffers, codes as numbers. */
+/** A row as Postgres answers it (its shape joined): uuids as text, bytea as Buffers, codes as numbers. */
 interface StoredRow {
   id: string;
   grant_id: string;
   tool: string;
   principal_kind: number;
-  principal_id: Buffer;
+  principal_id: string;
   outcome: number;
-  reason: string;
+  reason: string | null;
   approval_id: string | null;
   error_code: string | null;
   args_digest: Buffer;
@@ -54,19 +55,21 @@ interface StoredRow {
   duration_ms: number | null;
 }
 
-const SELECTED = `id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code, args_digest,
-  requested_at, completed_at, duration_ms`;
+/** A query of rows of the trail (`r`) read back with their shape. */
+const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.error_code,
+  r.args_digest, r.requested_at, r.completed_at, r.duration_ms`;
+const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
 
 function decode(row: StoredRow): CallRecordRow {
-  const kind = codec.principalKindOf(row.principal_kind);
+  const outcome = codec.outcomeOf(row.outcome);
   return {
     id: codec.idOfUuid('call', row.id),
     grant_id: codec.idOfUuid('grant', row.grant_id),
     tool: row.tool,
-    principal_kind: kind,
-    principal_id: codec.principalOfBytes(kind, row.principal_id),
-    outcome: codec.outcomeOf(row.outcome),
-    reason: row.reason,
+    principal_kind: codec.principalKindOf(row.principal_kind),
+    principal_id: row.principal_id,
+    outcome,
+    reason: row.reason ?? codec.usualReason(outcome) ?? '',
     approval_id: row.approval_id && codec.approvalOfUuid(row.approval_id),
     error_code: row.error_code,
     args_digest: codec.digestOfBytes(row.args_digest),
@@ -77,15 +80,13 @@ function decode(row: StoredRow): CallRecordRow {
 }
 
 /** The record's columns, in the order of INSERT_ROWS's arrays. */
-function encode(row: NewCallRecord): unknown[] {
+function encode(row: NewCallRecord, shape: number): unknown[] {
   return [
     codec.uuidOf('call', row.id),
     codec.uuidOf('grant', row.grant_id),
-    row.tool,
-    codec.PRINCIPAL_KIND_CODES[row.principal_kind],
-    codec.principalBytes(row.principal_kind, row.principal_id),
+    shape,
     codec.OUTCOME_CODES[row.outcome],
-    row.reason,
+    row.reason === codec.usualReason(row.outcome) ? null : row.reason,
     row.approval_id ? codec.approvalUuidOf(row.approval_id) : null,
     row.error_code ?? null,
     codec.digestBytes(row.args_digest),
@@ -95,6 +96,9 @@ function encode(row: NewCallRecord): unknown[] {
   ];
 }
 
+const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason, approval_id, error_code, args_digest, requested_at,
+                                            completed_at, duration_ms)`;
+
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
  * never changes, so it is a named prepared statement: each connection parses and plans it once,
@@ -102,10 +106,9 @@ function encode(row: NewCallRecord): unknown[] {
  */
 const INSERT_ROWS = {
   name: 'call_records_insert_v2',
-  text: `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
-                                   args_digest, requested_at, completed_at, duration_ms)
-select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::smallint[], $5::bytea[], $6::smallint[], $7::text[], $8::uuid[],
-                     $9::text[], $10::bytea[], $11::timestamptz[], $12::timestamptz[], $13::integer[])`,
+  text: `${INSERTED}
+select * from unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
+                     $9::timestamptz[], $10::timestamptz[], $11::integer[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
@@ -113,19 +116,16 @@ interface PgConnection {
   query(statement: { name?: string; text: string; values: unknown[] }): Promise<unknown>;
 }
 
-async function insertRows(connection: PgConnection, rows: readonly NewCallRecord[]): Promise<void> {
-  const encoded = rows.map(encode);
-  // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
-  const values = INSERT_ROWS.text.match(/\$\d+/g)!.map((_, column) => encoded.map((row) => row[column]));
-  await connection.query({ ...INSERT_ROWS, values });
-}
-
 /** Any number of records in one statement (the group commit of concurrent checks). */
 export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[]): Promise<void> {
+  const shapes = await shapeCodes(db, rows, { remember: true });
+  const encoded = rows.map((row, i) => encode(row, shapes[i]!));
+  // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
+  const values = encoded[0]!.map((_, column) => encoded.map((row) => row[column]));
   // Straight to a connection of knex's pool: knex cannot send a named statement.
   const connection = (await db.client.acquireConnection()) as PgConnection;
   try {
-    await insertRows(connection, rows);
+    await connection.query({ ...INSERT_ROWS, values });
   } finally {
     await db.client.releaseConnection(connection);
   }
@@ -133,12 +133,8 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 
 /** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
 export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
-  await trx.raw(
-    `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
-                               args_digest, requested_at, completed_at, duration_ms)
-     values (?::uuid, ?::uuid, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?)`,
-    encode(row) as Knex.RawBinding[],
-  );
+  const [shape] = await shapeCodes(trx, [row], { remember: false });
+  await trx.raw(`${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?)`, encode(row, shape!) as Knex.RawBinding[]);
 }
 
 /**
@@ -151,7 +147,7 @@ function byCallId(callId: string): { sql: string; bindings: Knex.RawBinding[] } 
   if (!bytes) return undefined;
   const at = idTimeMs(bytes);
   return {
-    sql: 'id = ?::uuid and requested_at between ? and ?',
+    sql: 'r.id = ?::uuid and r.requested_at between ? and ?',
     bindings: [bytes.toString('hex'), new Date(at - 1000), new Date(at + 1000)],
   };
 }
@@ -159,7 +155,7 @@ function byCallId(callId: string): { sql: string; bindings: Knex.RawBinding[] } 
 export async function findCallRecord(db: Queryable, callId: string): Promise<CallRecordRow | undefined> {
   const where = byCallId(callId);
   if (!where) return undefined;
-  const { rows } = await db.raw<{ rows: StoredRow[] }>(`select ${SELECTED} from call_records where ${where.sql}`, where.bindings);
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(`${withShape('call_records r')} where ${where.sql}`, where.bindings);
   return rows[0] && decode(rows[0]);
 }
 
@@ -180,8 +176,9 @@ export async function completeCallRecord(
   const where = byCallId(callId);
   if (!where) return undefined;
   const { rows } = await db.raw<{ rows: StoredRow[] }>(
-    `update call_records set outcome = ?, completed_at = now(), duration_ms = ?, error_code = ?
-      where ${where.sql} and outcome = ? returning ${SELECTED}`,
+    `update call_records r set outcome = ?, completed_at = now(), duration_ms = ?, error_code = ?
+       from call_record_shapes s
+      where s.code = r.shape and ${where.sql} and r.outcome = ? returning ${READ}`,
     [
       codec.OUTCOME_CODES[report.outcome],
       report.durationMs ?? null,
@@ -204,32 +201,46 @@ async function withApprovers(db: Queryable, rows: CallRecordRow[]): Promise<Call
   return rows.map((row) => ({ ...row, approval_decided_by: (row.approval_id && decidedBy.get(row.approval_id)) ?? null }));
 }
 
-/** A grant's records newest first, after a position: the live days, and a held tree's dropped ones. */
-export async function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
+function listing(grantId: string, after: ListPosition | null, size: number): { sql: string; bindings: Knex.RawBinding[] } | undefined {
   const grant = idBytes('grant', grantId);
   const afterId = after && idBytes('call', after.id);
-  if (!grant || (after && !afterId)) return [];
+  if (!grant || (after && !afterId)) return undefined;
   // The time bound is what the (grant_id, requested_at) index ranges on; the row comparison breaks ties.
-  const position = after ? 'and requested_at <= ? and (requested_at, id) < (?, ?::uuid)' : '';
+  const position = after ? 'and r.requested_at <= ? and (r.requested_at, r.id) < (?, ?::uuid)' : '';
   const positionBindings = after ? [after.at, after.at, afterId!.toString('hex')] : [];
   const page = (table: string) =>
-    `(select ${SELECTED} from ${table} where grant_id = ?::uuid ${position} order by requested_at desc, id desc limit ?)`;
+    `(select * from ${table} r where r.grant_id = ?::uuid ${position} order by r.requested_at desc, r.id desc limit ?)`;
   const bindings = [grant.toString('hex'), ...positionBindings, size];
-  const { rows } = await db.raw<{ rows: StoredRow[] }>(
-    `select * from (${page('call_records')} union all ${page('held_call_records')}) r order by requested_at desc, id desc limit ?`,
-    [...bindings, ...bindings, size],
-  );
+  return {
+    sql: `${withShape(`(${page('call_records')} union all ${page('held_call_records')}) r`)} order by r.requested_at desc, r.id desc limit ?`,
+    bindings: [...bindings, ...bindings, size],
+  };
+}
+
+/** A grant's records newest first, after a position: the live days, and a held tree's dropped ones. */
+export async function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
+  const query = listing(grantId, after, size);
+  if (!query) return [];
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(query.sql, query.bindings);
   return withApprovers(db, rows.map(decode));
+}
+
+/** The plan Postgres runs callRecordsAfter with, and its timing (`npm run bench:trail` prints it). */
+export async function callRecordsAfterPlan(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<string> {
+  const query = listing(grantId, after, size);
+  if (!query) return '';
+  const { rows } = await db.raw<{ rows: Array<{ 'QUERY PLAN': string }> }>(`explain (analyze, buffers) ${query.sql}`, query.bindings);
+  return rows.map((row) => row['QUERY PLAN']).join('\n');
 }
 
 /** One UTC day's records in time order after a position (the export): live and held alike. */
 export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, after: { at: Date; uuid: string } | null, size: number) {
-  const position = after ? 'and (requested_at, id) > (?, ?::uuid)' : '';
+  const position = after ? 'and (r.requested_at, r.id) > (?, ?::uuid)' : '';
   const page = (table: string) =>
-    `(select ${SELECTED} from ${table} where requested_at >= ? and requested_at < ? ${position} order by requested_at, id limit ?)`;
+    `(select * from ${table} r where r.requested_at >= ? and r.requested_at < ? ${position} order by r.requested_at, r.id limit ?)`;
   const bindings = [from, to, ...(after ? [after.at, after.uuid] : []), size];
   const { rows } = await db.raw<{ rows: StoredRow[] }>(
-    `select * from (${page('call_records')} union all ${page('held_call_records')}) r order by requested_at, id limit ?`,
+    `${withShape(`(${page('call_records')} union all ${page('held_call_records')}) r`)} order by r.requested_at, r.id limit ?`,
     [...bindings, ...bindings, size],
   );
   const last = rows.at(-1);
