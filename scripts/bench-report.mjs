@@ -122,6 +122,11 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     console.log(`steal >= ${STEAL_NOTICE_PCT} % of the cores' time (the hypervisor's, not the service's) during: ${stolen.join(', ')}`);
   }
   console.log(`call records: ${JSON.stringify(r.recorded)}; 2xx answers: ${r.service.ok2xx}`);
+  if (r.trail) {
+    console.log(
+      `call trail on disk: ${r.trail.bytesPerRecord} bytes per record (${r.trail.bytes} bytes, indexes included, for ${r.trail.records} records)`,
+    );
+  }
   const m = r.redisMemory;
   console.log(
     `redis memory: ${m.bytesPerCallPerLevel} bytes per allowed call per chain level (${m.calls} calls through ${m.levels} levels, exact windows: ${m.totalBytes} bytes)`,

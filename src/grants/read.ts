@@ -60,7 +60,7 @@ export async function listPodGrants(
 
 /** The call trail of a grant, newest first, for whoever may read the grant. */
 export async function listGrantCalls(deps: GrantsDeps, principal: GrantCaller, grantId: string, query: { limit: number; cursor?: string }) {
-  const after = decodeCursor(query.cursor);
+  const after = decodeCursor(query.cursor, 'call');
   await readableGrant(deps, principal, grantId);
   const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1);
   const page = rows.slice(0, query.limit);

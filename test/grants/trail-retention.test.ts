@@ -61,7 +61,7 @@ async function served(grantId: string) {
   const items: Array<Record<string, unknown>> = [];
   let cursor: string | null = null;
   do {
-    const res = await service.http
+    const res: { status: number; body: { items: Array<Record<string, unknown>>; nextCursor: string | null } } = await service.http
       .get(`/api/grants/${grantId}/calls`)
       .query({ limit: 2, ...(cursor ? { cursor } : {}) })
       .set(world.owner.auth);
@@ -151,5 +151,14 @@ describe('the call trail past retention', () => {
     expect(again).toEqual(first);
     await expect(exportTrailDay(service.deps.db, '2026-13-45', out)).rejects.toThrow('not a day');
     await expect(exportTrailDay(service.deps.db, '../../etc', out)).rejects.toThrow('not a day');
+  });
+
+  it('refuses a cursor naming anything but a call (400), as any cursor it did not issue', async () => {
+    const { rootId } = await chainOf(service, world, 0);
+    for (const id of [rootId, 'call_..', 'call_01jd6x3c4vf8r9t2y5u7w0z1a\u0000']) {
+      const cursor = Buffer.from(JSON.stringify([new Date(clock.now()).toISOString(), id])).toString('base64url');
+      const res = await service.http.get(`/api/grants/${rootId}/calls`).query({ cursor }).set(world.owner.auth);
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 400, code: 'invalid_request' });
+    }
   });
 });

@@ -1,5 +1,5 @@
 import type { Database } from '../../db/database';
-import { uuidOf } from './call-record-codec';
+import { outcomeOf, uuidOf } from './call-record-codec';
 
 /**
  * The days of the call trail (`call_records`' partitions, `call_records_YYYYMMDD`, each one UTC
@@ -140,4 +140,10 @@ export async function trailBreakdown(db: Database): Promise<Record<string, numbe
        join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam group by am.amname`,
   );
   return Object.fromEntries(rows.map((row) => [row.part, Number(row.bytes)]));
+}
+
+/** How many records the trail keeps of each outcome (the bench checks every answer was recorded). */
+export async function trailRecordsByOutcome(db: Database): Promise<Record<string, number>> {
+  const rows: Array<{ outcome: number; n: string }> = await db('call_records').select('outcome').count({ n: '*' }).groupBy('outcome');
+  return Object.fromEntries(rows.map((row) => [outcomeOf(row.outcome), Number(row.n)]));
 }
