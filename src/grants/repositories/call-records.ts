@@ -55,6 +55,15 @@ interface StoredRow {
   duration_ms: number | null;
 }
 
+/**
+ * The grant as the trail's B-tree keys it: 48 random bits of its UUID (UUIDv7's last group), a
+ * bigint, 8 bytes smaller than the UUID in every entry. A query names the grant by both: the key
+ * ranges the index, the UUID confirms (two grants sharing a key only cost a filtered row). The
+ * migration's index spells it exactly so.
+ */
+const grantKey = (uuid: string) => `(('x' || right((${uuid})::text, 12))::bit(48)::bigint)`;
+const ofGrant = (column: string, uuid: string) => `${grantKey(column)} = ${grantKey(uuid)} and ${column} = ${uuid}`;
+
 /** A query of rows of the trail (`r`) read back with their shape. */
 const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.error_code,
   r.args_digest, r.requested_at, r.completed_at, r.duration_ms`;
@@ -209,8 +218,8 @@ function listing(grantId: string, after: ListPosition | null, size: number): { s
   const position = after ? 'and r.requested_at <= ? and (r.requested_at, r.id) < (?, ?::uuid)' : '';
   const positionBindings = after ? [after.at, after.at, afterId!.toString('hex')] : [];
   const page = (table: string) =>
-    `(select * from ${table} r where r.grant_id = ?::uuid ${position} order by r.requested_at desc, r.id desc limit ?)`;
-  const bindings = [grant.toString('hex'), ...positionBindings, size];
+    `(select * from ${table} r where ${ofGrant('r.grant_id', '?::uuid')} ${position} order by r.requested_at desc, r.id desc limit ?)`;
+  const bindings = [grant.toString('hex'), grant.toString('hex'), ...positionBindings, size];
   return {
     sql: `${withShape(`(${page('call_records')} union all ${page('held_call_records')}) r`)} order by r.requested_at desc, r.id desc limit ?`,
     bindings: [...bindings, ...bindings, size],
@@ -262,11 +271,11 @@ with recursive tree as (
          (extract(epoch from r.requested_at) * 1000)::bigint + ?::bigint as at_ms
     from closure cl
     join tree l on l.id = cl.level_id
-    -- One index range scan (grant_id, requested_at) per level and live day; OFFSET 0 keeps the
+    -- One index range scan (grant key, requested_at) per level and live day; OFFSET 0 keeps the
     -- planner from flattening it into a merge join that walks the index of every grant's calls.
     cross join lateral (
       select r.requested_at from call_records r
-       where r.grant_id = cl.grant_uid
+       where ${ofGrant('r.grant_id', 'cl.grant_uid')}
          and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
          and r.outcome in (${codec.OUTCOME_CODES.pending}, ${codec.OUTCOME_CODES.succeeded}, ${codec.OUTCOME_CODES.failed})
       offset 0
