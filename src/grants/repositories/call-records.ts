@@ -226,11 +226,27 @@ function listing(grantId: string, after: ListPosition | null, size: number): { s
   };
 }
 
-/** A grant's records newest first, after a position: the live days, and a held tree's dropped ones. */
-export async function callRecordsAfter(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
+/**
+ * A grant's records newest first, after a position: the live days, and a held tree's dropped ones.
+ * A named prepared statement (one per shape of the query): planning a union over every day's
+ * partition costs more than running it, and a connection plans each statement once.
+ */
+export async function callRecordsAfter(db: Database, grantId: string, after: ListPosition | null, size: number): Promise<CallRecordRow[]> {
   const query = listing(grantId, after, size);
   if (!query) return [];
-  const { rows } = await db.raw<{ rows: StoredRow[] }>(query.sql, query.bindings);
+  let index = 0;
+  const statement = {
+    name: after ? 'call_records_after_v1' : 'call_records_newest_v1',
+    text: query.sql.replace(/\?/g, () => `$${(index += 1)}`),
+    values: query.bindings,
+  };
+  const connection = (await db.client.acquireConnection()) as PgConnection;
+  let rows: StoredRow[];
+  try {
+    ({ rows } = (await connection.query(statement)) as { rows: StoredRow[] });
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
   return withApprovers(db, rows.map(decode));
 }
 
