@@ -161,4 +161,23 @@ describe('the call trail past retention', () => {
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 400, code: 'invalid_request' });
     }
   });
+
+  it('records a check of a day with no partition yet, and moves it into the day once made', async () => {
+    const { rootId } = await chainOf(service, world, 0, { budget: { calls: 100, windowMs: 60_000 } });
+    clock.advance(10 * DAY); // past the days made ahead
+    const day = utcDay(clock.now());
+    expect((await trailDays(service.deps.db)).days.map((d) => d.day)).not.toContain(day);
+    const res = await checkAs(service, world, rootId, world.agent);
+    expect(res.status).toBe(200);
+    expect((await served(rootId)).map((r) => r.id)).toEqual([res.body.callId]);
+    const run = await service.deps.trailMaintenance.runNow();
+    expect(run.created).toContain(day);
+    expect((await served(rootId)).map((r) => r.id)).toEqual([res.body.callId]);
+    // Its outcome finds it in its day, by its id alone.
+    const outcome = await service.http
+      .post(`/api/broker/calls/${res.body.callId}/outcome`)
+      .set(world.broker.auth)
+      .send({ outcome: 'succeeded', durationMs: 5 });
+    expect(outcome.body).toMatchObject({ id: res.body.callId, outcome: 'succeeded', durationMs: 5 });
+  });
 });

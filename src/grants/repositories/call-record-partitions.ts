@@ -55,6 +55,8 @@ export async function createTrailDay(db: Database, day: string): Promise<void> {
   await db.transaction(async (trx) => {
     await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
     if ((await trx.raw<{ rows: unknown[] }>('select 1 from pg_class where relname = ?', [table])).rows.length > 0) return;
+    // No record of that day may reach the default partition between the move and the attach.
+    await trx.raw('lock table call_records_default in share row exclusive mode');
     await trx.raw('create table ?? (like call_records including defaults including constraints)', [table]);
     const stray = 'from call_records_default where requested_at >= ?::timestamptz and requested_at < ?::timestamptz';
     await trx.raw(`insert into ?? select * ${stray}`, [table, ...range]);
