@@ -4,13 +4,14 @@
 // prepared statement), then answers. No authentication, no policy, no facts, no decision log.
 // The service at a steady rate is reported against this server at the same rate in the same run:
 // what remains is the service's own cost; what the floor itself takes is the machine's.
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { Redis } = require('ioredis');
 const pg = require('pg');
+const { TypeID } = require('typeid-js');
 
 const { PORT, HOST = '127.0.0.1', DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX = '', FLOOR_GRANT_ID } = process.env;
 
@@ -22,16 +23,35 @@ redis.defineCommand('take', {
 const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 });
 const INSERT = {
   name: 'bench_floor_insert',
-  text: `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, args_digest, requested_at)
-         values ($1, $2, $3, 'agent', 'bench-floor', 'pending', 'allowed', 'sha256:floor', now())`,
+  // The service's row: ids as UUIDs, the digest as 32 bytes, the (tool, principal) pair and the outcome as codes.
+  text: `insert into call_records (id, grant_id, shape, outcome, args_digest, requested_at)
+         values ($1::uuid, $2::uuid, $3, 0, $4::bytea, now())`,
 };
+const GRANT_UUID = Buffer.from(TypeID.fromString(FLOOR_GRANT_ID).toUUIDBytes()).toString('hex');
+const DIGEST = Buffer.alloc(32);
+
+/** The code of each tool's (tool, principal) pair, made once per tool as the service does. */
+const shapes = new Map();
+async function shapeOf(tool) {
+  if (!shapes.has(tool)) {
+    const { rows } = await pool.query(
+      `insert into call_record_shapes (tool, principal_kind, principal_id) values ($1, 1, 'bench-floor')
+       on conflict (tool, principal_kind, principal_id) do update set tool = excluded.tool returning code`,
+      [tool],
+    );
+    shapes.set(tool, rows[0].code);
+  }
+  return shapes.get(tool);
+}
 
 async function check(body) {
   const { tool } = JSON.parse(body);
   const taken = await redis.take(`floor:${FLOOR_GRANT_ID}`);
-  // Call ids as the service makes them: time-ordered, so the primary key grows at its right edge.
-  const id = `call_floor_${Date.now().toString(36)}_${randomUUID()}`;
-  await pool.query({ ...INSERT, values: [id, FLOOR_GRANT_ID, tool] });
+  // Call ids as the service makes them: a UUIDv7 of the time of the check.
+  const uuid = randomBytes(16);
+  uuid.writeUIntBE(Date.now(), 0, 6);
+  const id = uuid.toString('hex');
+  await pool.query({ ...INSERT, values: [id, GRANT_UUID, await shapeOf(tool), DIGEST] });
   return JSON.stringify({ allowed: true, callId: id, remaining: 1_000_000 - taken });
 }
 

@@ -130,6 +130,11 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
       `MEMORY USAGE of every key): ${r.flowTree.totalBytes} with a label, of which the session ${r.flowTree.sessionBytes}; ` +
       `${r.plainTree.totalBytes} without org rules (session ${r.plainTree.sessionBytes})`,
   );
+  if (r.trail) {
+    console.log(
+      `call trail on disk: ${r.trail.bytesPerRecord} bytes per record (${r.trail.bytes} bytes, indexes included, for ${r.trail.records} records)`,
+    );
+  }
   const m = r.redisMemory;
   console.log(
     `redis memory: ${m.bytesPerCallPerLevel} bytes per allowed call per chain level (${m.calls} calls through ${m.levels} levels, exact windows: ${m.totalBytes} bytes)`,

@@ -47,6 +47,8 @@ import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
 
+const { trailFootprint, trailRecordsByOutcome } = require(path.join(root, 'dist/src/grants/repositories/call-record-partitions.js'));
+
 const autocannon = require('autocannon');
 const { loadPolicy } = require('@open-policy-agent/opa-wasm');
 
@@ -91,7 +93,7 @@ async function main() {
     const base = await startService({ DECISION_LOG: DECISION_LOG });
     const world = await seed(base, db);
     const body = checkBody(world);
-    const before = Number((await db('call_records').count({ n: '*' }))[0].n);
+    const before = Object.values(await trailRecordsByOutcome(db)).reduce((sum, n) => sum + n, 0);
     const cpuBefore = serviceCpuMs(base);
     const service = await load('POST /api/broker/check', {
       url: `${base}/api/broker/check`,
@@ -102,9 +104,7 @@ async function main() {
     // CPU time of the service process per answered check: unlike req/s, it does not move with
     // whatever else the shared cores are doing (the load generator, Postgres, Redis).
     results.cpuMicrosPerCheck = Math.round((1000 * (serviceCpuMs(base) - cpuBefore)) / service.requests.total);
-    const records = await db('call_records').select('outcome').count({ n: '*' }).groupBy('outcome');
-    const byOutcome = Object.fromEntries(records.map((r) => [r.outcome, Number(r.n)]));
-    results.recorded = { ...byOutcome, before };
+    results.recorded = { ...(await trailRecordsByOutcome(db)), before };
 
     results.redisMemory = await redisBytesPerCall(base, db, world);
 
@@ -320,6 +320,8 @@ async function main() {
       body: JSON.stringify({ input }),
     });
     results.opaRest = summary(opa);
+    // What the call trail costs on disk after all the runs above: every partition, indexes included.
+    results.trail = await trailFootprint(db);
   } finally {
     await finish(db);
   }

@@ -16,8 +16,10 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows, treeSessionCalls } from './grants/repositories/call-records';
+import { callsInWindows } from './grants/repositories/call-records';
+import { treeSessionCalls } from './grants/repositories/call-record-tallies';
 import { createGrantsService } from './grants/service';
+import { startTrailMaintenance } from './grants/trail-maintenance';
 import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
@@ -203,6 +205,13 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { ...DEFAULT_SEND_LIMITS, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
   });
   if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
+  const trailMaintenance = startTrailMaintenance({
+    db,
+    clock,
+    log: log.child({ component: 'call-trail' }),
+    retentionDays: config.CALL_RECORD_RETENTION_DAYS,
+    archiveDir: config.CALL_RECORD_ARCHIVE_DIR,
+  });
 
   const routes = allRoutes(services, credentialAuthenticators(resolveCredential));
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
@@ -247,6 +256,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     retention.stop();
     approvalArgsSweep.stop();
     await webhookDispatcher.stop();
+    await trailMaintenance.stop();
     invalidation.close();
     await services.broker.settle();
     // Decisions made until now are written, and uploaded if the collector answers in time.
@@ -270,6 +280,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     keyRing,
     webhookDispatcher,
     consoleLinks,
+    trailMaintenance,
   };
   return { app, metricsApp, services, infrastructure, close };
 }

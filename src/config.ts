@@ -94,6 +94,10 @@ const environmentSchema = z
     ATTENUATION_RATE_WINDOW_MS: int(1000, 86_400_000).default(60_000),
     EVENT_VISIBILITY_TIMEOUT_MS: int(1000, 3_600_000).default(30_000),
     EVENT_RETENTION_MS: int(60_000, 90 * 86_400_000).default(7 * 86_400_000),
+    // The call trail keeps whole UTC days: older ones are dropped (after their export, when
+    // CALL_RECORD_ARCHIVE_DIR is set; a day whose export failed is kept).
+    CALL_RECORD_RETENTION_DAYS: int(1, 36_500).default(90),
+    CALL_RECORD_ARCHIVE_DIR: z.string().min(1).optional(),
     // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is
     // refused (403). Only for brokers that authenticate their callers themselves and are trusted to.
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),

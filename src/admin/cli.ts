@@ -10,6 +10,7 @@ import { ApiError } from '../kernel/errors';
 import { demoCurlLines, seedDemoWorld } from './demo';
 import { evaluatePolicyFile, UsageError } from './policy-eval';
 import { policyImpact } from './policy-impact';
+import { trailCommand } from './trail';
 
 const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
@@ -26,7 +27,13 @@ const USAGE = `usage: npm run admin -- <command>
   policy impact --bundle CANDIDATE --log FILE [--max-changes N]
                                 replay logged decisions through a candidate bundle (or .wasm);
                                 prints the decisions that would change, by path and reason, and
-                                the allow→deny and deny→allow counts; exits 1 past N changes`;
+                                the allow→deny and deny→allow counts; exits 1 past N changes
+  trail hold --grant GRANT_ID   keep that grant tree's call records past retention
+  trail release --grant GRANT_ID
+                                end the hold (its records past retention go)
+  trail export --day YYYY-MM-DD --out FILE
+                                write one UTC day of the call trail as gzip JSON lines, and
+                                FILE.sha256; prints the record count and the SHA-256`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -47,6 +54,9 @@ async function main(argv: string[]): Promise<number> {
       installation: { type: 'string' },
       owner: { type: 'string' },
       'max-changes': { type: 'string' },
+      grant: { type: 'string' },
+      day: { type: 'string' },
+      out: { type: 'string' },
     },
   });
   const config = loadConfig();
@@ -131,6 +141,15 @@ async function main(argv: string[]): Promise<number> {
         console.error(`${error.code}: ${error.message}`);
         return 1;
       }
+    }
+    if (command === 'trail') {
+      const answer = await trailCommand(service.infrastructure.db, sub, values);
+      if (answer === undefined) {
+        console.error(USAGE);
+        return 2;
+      }
+      console.log(JSON.stringify(answer));
+      return 0;
     }
     if (command === 'demo') {
       const world = await seedDemoWorld(service.services, service.infrastructure.db, config);

@@ -65,7 +65,7 @@ export async function listGrantCalls(
   grantId: string,
   query: { limit: number; cursor?: string; credential?: string },
 ) {
-  const after = decodeCursor(query.cursor);
+  const after = decodeCursor(query.cursor, 'call');
   await readableGrant(deps, principal, grantId);
   const fingerprint = query.credential === undefined ? undefined : Buffer.from(query.credential.slice('sha256:'.length), 'hex');
   const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, fingerprint);

@@ -1,6 +1,6 @@
 import type { GrantsDeps } from './deps';
 import { readableGrant, type GrantCaller } from './access';
-import { subtreeUsage } from './repositories/call-records';
+import { subtreeUsage } from './repositories/call-record-tallies';
 
 /**
  * A grant's budget use now and the size of its subtree, for whoever may read the grant (the same

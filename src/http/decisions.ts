@@ -152,6 +152,10 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   broker/check decision that allowed it (the decision log's event of that id, when logged, holds the
   masked input, the result and the policy revision); null for a denied call. \`approvedBy\` is the
   \`decidedBy\` of the approval the record names, whatever that decision was.
+- Call trail retention: \`GET /api/grants/:grantId/calls\` lists the records of the whole UTC days
+  the deployment keeps (\`CALL_RECORD_RETENTION_DAYS\`, 90 by default); older days are dropped
+  whole, after being archived when the operator archives them, except the records of a grant tree
+  an operator holds, which stay listed until the hold is released.
 - Approvals: \`GET /api/approvals\` lists what the caller may decide (approvals/decide, action
   \`list\`): never the caller's own calls (readable by id, 403 \`self_approval\` to decide), and no
   pending approval of a grant that is revoked or expired; decided, used and expired ones stay as

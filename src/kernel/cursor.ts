@@ -1,4 +1,5 @@
 import { ApiError } from './errors';
+import { looksLikeId, type IdKind } from './ids';
 
 /** A position in a newest-first list: the sort key (time, id) of the last item of the previous page. */
 export interface ListPosition {
@@ -15,14 +16,17 @@ export function encodeCursor(at: Date, id: string): string {
   return Buffer.from(JSON.stringify([at.toISOString(), id])).toString('base64url');
 }
 
-/** The position a cursor of `encodeCursor` names; anything else is a 400 naming `query.cursor`. */
-export function decodeCursor(cursor: string | undefined): ListPosition | null {
+/**
+ * The position a cursor of `encodeCursor` names; anything else is a 400 naming `query.cursor`.
+ * With `kind`, its id must be an id of that kind (a call trail's cursor names a call).
+ */
+export function decodeCursor(cursor: string | undefined, kind?: IdKind): ListPosition | null {
   if (cursor === undefined) return null;
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
     // Exactly what encodeCursor writes: the decoded text reaches SQL, where a NUL in the id or a
     // year Postgres cannot hold would be a 500, not the 400 a forged cursor is.
-    if (typeof at === 'string' && ISO_MILLIS.test(at) && typeof id === 'string' && ID.test(id)) {
+    if (typeof at === 'string' && ISO_MILLIS.test(at) && typeof id === 'string' && ID.test(id) && (!kind || looksLikeId(kind, id))) {
       const date = new Date(at);
       if (!Number.isNaN(date.getTime())) return { at: date, id };
     }

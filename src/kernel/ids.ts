@@ -33,14 +33,26 @@ export function looksLikeId(kind: IdKind, value: string): boolean {
   return new RegExp(`^${ID_PREFIXES[kind]}_[0-7][0-9a-hjkmnp-tv-z]{25}$`).test(value);
 }
 
+/** The last time newIdAt minted at, and its 12-bit counter then (UUIDv7's rand_a). */
+const minted = { ms: -1, counter: 0 };
+
 /**
  * An id whose UUIDv7 carries `ms` as its time: a call's id is minted at the time the check stamps
- * on its record, so the record's partition (its day) can be found from the id alone.
+ * on its record, so the record's partition (its day) can be found from the id alone. Ids minted
+ * in one millisecond by this process increase (rand_a counts up from a random start below half
+ * its range), so two records of one instant list in the order they were made.
  */
 export function newIdAt(kind: IdKind, ms: number): string {
   const bytes = randomBytes(16);
-  bytes.writeUIntBE(Math.floor(ms), 0, 6);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70; // version 7
+  const at = Math.floor(ms);
+  if (at === minted.ms && minted.counter < 0xfff) {
+    minted.counter += 1;
+  } else {
+    minted.ms = at;
+    minted.counter = bytes.readUInt16BE(6) & 0x7ff;
+  }
+  bytes.writeUIntBE(at, 0, 6);
+  bytes.writeUInt16BE(0x7000 | minted.counter, 6); // version 7, then the counter
   bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 9562 variant
   return TypeID.fromUUIDBytes(ID_PREFIXES[kind], bytes).toString();
 }

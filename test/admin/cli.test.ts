@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 import { bearer, startService, type TestService } from '../support/service';
 import { AUTHENTICATED_NON_HUMAN, probeNonHuman } from '../support/credentials';
 
@@ -107,4 +110,34 @@ describe('npm run admin -- policy eval', () => {
       stderr: expect.stringContaining('broker/check/decision'),
     });
   });
+});
+
+describe('npm run admin -- trail', () => {
+  it('holds and releases a grant tree by any of its grants, and refuses a grant that does not exist', async () => {
+    const world = await brokerWorld(service);
+    const { rootId, leafId } = await chainOf(service, world, 1);
+    expect(JSON.parse((await admin(['trail', 'hold', '--grant', leafId])).stdout)).toEqual({ held: { rootGrantId: rootId } });
+    expect(JSON.parse((await admin(['trail', 'release', '--grant', rootId])).stdout)).toEqual({
+      released: { rootGrantId: rootId, releasedRecords: 0 },
+    });
+    await expect(admin(['trail', 'hold', '--grant', 'grt_01jd6x3c4vf8r9t2y5u7w0z1ab'])).rejects.toMatchObject({ code: 1 });
+    await expect(admin(['trail', 'hold'])).rejects.toMatchObject({ code: 2 });
+  }, 90_000);
+
+  it('exports a day as gzip JSON lines the API would serve, and prints and writes its SHA-256', async () => {
+    const world = await brokerWorld(service);
+    const { rootId } = await chainOf(service, world, 0);
+    const check = await checkAs(service, world, rootId, world.agent);
+    const out = path.join(mkdtempSync(path.join(tmpdir(), 'trail-export-')), 'day.jsonl.gz');
+    const day = new Date().toISOString().slice(0, 10);
+    const printed = JSON.parse((await admin(['trail', 'export', '--day', day, '--out', out])).stdout);
+    const bytes = readFileSync(out);
+    expect(printed).toMatchObject({ day, file: out, sha256: createHash('sha256').update(bytes).digest('hex') });
+    expect(readFileSync(`${out}.sha256`, 'utf8')).toBe(`${printed.sha256}  day.jsonl.gz\n`);
+    const lines = gunzipSync(bytes).toString('utf8').trim().split('\n');
+    expect(lines).toHaveLength(printed.records);
+    const served = await service.http.get(`/api/grants/${rootId}/calls`).set(world.owner.auth);
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual(served.body.items.find((r: { id: string }) => r.id === check.body.callId));
+    await expect(admin(['trail', 'export', '--day', '2026-02-30', '--out', out])).rejects.toMatchObject({ code: 1 });
+  }, 60_000);
 });

@@ -1,9 +1,9 @@
-import { idBytes, idOfBytes, looksLikeId, type IdKind } from '../../kernel/ids';
+import { idBytes, idOfBytes, type IdKind } from '../../kernel/ids';
 
 /**
  * How a call record is stored, and how it is read back: ids as the 16 bytes of their UUID, the
- * arguments' digest as its 32 bytes, outcome and principal kind as small codes. Everything above
- * the repository sees typeids and `sha256:<hex>` as before; only call-records.ts uses this file.
+ * arguments' digest as its 32 bytes, outcome and principal kind as small codes, an outcome's usual
+ * reason as null. Everything above the repository sees typeids and `sha256:<hex>` as before.
  */
 
 export const OUTCOME_CODES = { pending: 0, denied: 1, succeeded: 2, failed: 3, awaiting_approval: 4 } as const;
@@ -54,16 +54,10 @@ export function digestOfBytes(bytes: Buffer): string {
   return `${DIGEST_PREFIX}${bytes.toString('hex')}`;
 }
 
-/**
- * An agent's id (`agt_…`) as its 16 UUID bytes; any other principal's id (a human's subject) as
- * its UTF-8 text. Read back by kind and length: an agent's 16 bytes are an id, else text.
- */
-export function principalBytes(kind: PrincipalKind, id: string): Buffer {
-  return kind === 'agent' && looksLikeId('agent', id) ? idBytes('agent', id)! : Buffer.from(id, 'utf8');
-}
-
-export function principalOfBytes(kind: PrincipalKind, bytes: Buffer): string {
-  return kind === 'agent' && bytes.length === 16 ? idOfBytes('agent', bytes) : bytes.toString('utf8');
+/** The reason a record of this outcome has unless it says otherwise: stored as null. */
+export function usualReason(outcome: Outcome): string | null {
+  if (outcome === 'denied') return null;
+  return outcome === 'awaiting_approval' ? 'approval_required' : 'allowed';
 }
 
 export function outcomeOf(code: number): Outcome {

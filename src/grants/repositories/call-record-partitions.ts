@@ -1,5 +1,5 @@
 import type { Database } from '../../db/database';
-import { uuidOf } from './call-record-codec';
+import { outcomeOf, uuidOf } from './call-record-codec';
 
 /**
  * The days of the call trail (`call_records`' partitions, `call_records_YYYYMMDD`, each one UTC
@@ -55,6 +55,8 @@ export async function createTrailDay(db: Database, day: string): Promise<void> {
   await db.transaction(async (trx) => {
     await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
     if ((await trx.raw<{ rows: unknown[] }>('select 1 from pg_class where relname = ?', [table])).rows.length > 0) return;
+    // No record of that day may reach the default partition between the move and the attach.
+    await trx.raw('lock table call_records_default in share row exclusive mode');
     await trx.raw('create table ?? (like call_records including defaults including constraints)', [table]);
     const stray = 'from call_records_default where requested_at >= ?::timestamptz and requested_at < ?::timestamptz';
     await trx.raw(`insert into ?? select * ${stray}`, [table, ...range]);
@@ -116,4 +118,34 @@ export async function heldGrantIds(db: Database): Promise<string[]> {
 export async function heldRowCount(db: Database): Promise<number> {
   const [row] = (await db('held_call_records').count({ n: '*' })) as Array<{ n: string }>;
   return Number(row?.n ?? 0);
+}
+
+/** Records kept (days, default partition and held rows) and their bytes on disk, indexes included. */
+export async function trailFootprint(db: Database): Promise<{ records: number; bytes: number; bytesPerRecord: number }> {
+  const { rows } = await db.raw<{ rows: Array<{ records: string; bytes: string }> }>(
+    `select (select count(*) from call_records) + (select count(*) from held_call_records) as records,
+            (select sum(pg_total_relation_size(relid)) from pg_partition_tree('call_records'))
+              + pg_total_relation_size('held_call_records') as bytes`,
+  );
+  const records = Number(rows[0]!.records);
+  const bytes = Number(rows[0]!.bytes);
+  return { records, bytes, bytesPerRecord: records > 0 ? Math.round(bytes / records) : 0 };
+}
+
+/** Bytes of the trail by kind of relation (heap, its TOAST, each access method's indexes): where a record's bytes go. */
+export async function trailBreakdown(db: Database): Promise<Record<string, number>> {
+  const { rows } = await db.raw<{ rows: Array<{ part: string; bytes: string }> }>(
+    `select 'heap' as part, sum(pg_relation_size(relid)) as bytes from pg_partition_tree('call_records')
+     union all
+     select 'index ' || am.amname, sum(pg_relation_size(i.indexrelid))
+       from pg_partition_tree('call_records') t join pg_index i on i.indrelid = t.relid
+       join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam group by am.amname`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.part, Number(row.bytes)]));
+}
+
+/** How many records the trail keeps of each outcome (the bench checks every answer was recorded). */
+export async function trailRecordsByOutcome(db: Database): Promise<Record<string, number>> {
+  const rows: Array<{ outcome: number; n: string }> = await db('call_records').select('outcome').count({ n: '*' }).groupBy('outcome');
+  return Object.fromEntries(rows.map((row) => [outcomeOf(row.outcome), Number(row.n)]));
 }

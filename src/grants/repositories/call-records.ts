@@ -3,6 +3,7 @@ import type { Database } from '../../db/database';
 import { idBytes, idTimeMs } from '../../kernel/ids';
 import type { BudgetLevelRow, ListPosition } from '../repository';
 import * as codec from './call-record-codec';
+import { shapeCodes } from './call-record-shapes';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -40,15 +41,15 @@ type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration
 /** A row of call_records as a check writes it. */
 export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
 
-/** A row as Postgres answers it: uuids as text, bytea as Buffers, codes as numbers. */
+/** A row as Postgres answers it (its shape joined): uuids as text, bytea as Buffers, codes as numbers. */
 interface StoredRow {
   id: string;
   grant_id: string;
   tool: string;
   principal_kind: number;
-  principal_id: Buffer;
+  principal_id: string;
   outcome: number;
-  reason: string;
+  reason: string | null;
   approval_id: string | null;
   error_code: string | null;
   args_digest: Buffer;
@@ -59,19 +60,30 @@ interface StoredRow {
   credential_expires_at: Date | null;
 }
 
-const SELECTED = `id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code, args_digest,
-  requested_at, completed_at, duration_ms, credential_fingerprint, credential_expires_at`;
+/**
+ * The grant as the trail's B-tree keys it: 48 random bits of its UUID (UUIDv7's last group), a
+ * bigint, 8 bytes smaller than the UUID in every entry. A query names the grant by both: the key
+ * ranges the index, the UUID confirms (two grants sharing a key only cost a filtered row). The
+ * migration's index spells it exactly so.
+ */
+export const grantKey = (uuid: string) => `(('x' || right((${uuid})::text, 12))::bit(48)::bigint)`;
+export const ofGrant = (column: string, uuid: string) => `${grantKey(column)} = ${grantKey(uuid)} and ${column} = ${uuid}`;
+
+/** A query of rows of the trail (`r`) read back with their shape. */
+const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.error_code,
+  r.args_digest, r.requested_at, r.completed_at, r.duration_ms, r.credential_fingerprint, r.credential_expires_at`;
+const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
 
 function decode(row: StoredRow): CallRecordRow {
-  const kind = codec.principalKindOf(row.principal_kind);
+  const outcome = codec.outcomeOf(row.outcome);
   return {
     id: codec.idOfUuid('call', row.id),
     grant_id: codec.idOfUuid('grant', row.grant_id),
     tool: row.tool,
-    principal_kind: kind,
-    principal_id: codec.principalOfBytes(kind, row.principal_id),
-    outcome: codec.outcomeOf(row.outcome),
-    reason: row.reason,
+    principal_kind: codec.principalKindOf(row.principal_kind),
+    principal_id: row.principal_id,
+    outcome,
+    reason: row.reason ?? codec.usualReason(outcome) ?? '',
     approval_id: row.approval_id && codec.approvalOfUuid(row.approval_id),
     error_code: row.error_code,
     args_digest: codec.digestOfBytes(row.args_digest),
@@ -84,15 +96,13 @@ function decode(row: StoredRow): CallRecordRow {
 }
 
 /** The record's columns, in the order of INSERT_ROWS's arrays. */
-function encode(row: NewCallRecord): unknown[] {
+function encode(row: NewCallRecord, shape: number): unknown[] {
   return [
     codec.uuidOf('call', row.id),
     codec.uuidOf('grant', row.grant_id),
-    row.tool,
-    codec.PRINCIPAL_KIND_CODES[row.principal_kind],
-    codec.principalBytes(row.principal_kind, row.principal_id),
+    shape,
     codec.OUTCOME_CODES[row.outcome],
-    row.reason,
+    row.reason === codec.usualReason(row.outcome) ? null : row.reason,
     row.approval_id ? codec.approvalUuidOf(row.approval_id) : null,
     row.error_code ?? null,
     codec.digestBytes(row.args_digest),
@@ -104,18 +114,19 @@ function encode(row: NewCallRecord): unknown[] {
   ];
 }
 
+const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason, approval_id, error_code, args_digest, requested_at,
+                                            completed_at, duration_ms, credential_fingerprint, credential_expires_at)`;
+
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
  * never changes, so it is a named prepared statement: each connection parses and plans it once,
  * and a batch sends only Bind and Execute (the trail is one write per check).
  */
 const INSERT_ROWS = {
-  name: 'call_records_insert_v2',
-  text: `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
-                                   args_digest, requested_at, completed_at, duration_ms, credential_fingerprint, credential_expires_at)
-select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::smallint[], $5::bytea[], $6::smallint[], $7::text[], $8::uuid[],
-                     $9::text[], $10::bytea[], $11::timestamptz[], $12::timestamptz[], $13::integer[], $14::bytea[],
-                     $15::timestamptz[])`,
+  name: 'call_records_insert_v3',
+  text: `${INSERTED}
+select * from unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
+                     $9::timestamptz[], $10::timestamptz[], $11::integer[], $12::bytea[], $13::timestamptz[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
@@ -123,19 +134,16 @@ interface PgConnection {
   query(statement: { name?: string; text: string; values: unknown[] }): Promise<unknown>;
 }
 
-async function insertRows(connection: PgConnection, rows: readonly NewCallRecord[]): Promise<void> {
-  const encoded = rows.map(encode);
-  // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
-  const values = INSERT_ROWS.text.match(/\$\d+/g)!.map((_, column) => encoded.map((row) => row[column]));
-  await connection.query({ ...INSERT_ROWS, values });
-}
-
 /** Any number of records in one statement (the group commit of concurrent checks). */
 export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[]): Promise<void> {
+  const shapes = await shapeCodes(db, rows, { remember: true });
+  const encoded = rows.map((row, i) => encode(row, shapes[i]!));
+  // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
+  const values = encoded[0]!.map((_, column) => encoded.map((row) => row[column]));
   // Straight to a connection of knex's pool: knex cannot send a named statement.
   const connection = (await db.client.acquireConnection()) as PgConnection;
   try {
-    await insertRows(connection, rows);
+    await connection.query({ ...INSERT_ROWS, values });
   } finally {
     await db.client.releaseConnection(connection);
   }
@@ -143,12 +151,8 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 
 /** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
 export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
-  await trx.raw(
-    `insert into call_records (id, grant_id, tool, principal_kind, principal_id, outcome, reason, approval_id, error_code,
-                               args_digest, requested_at, completed_at, duration_ms, credential_fingerprint, credential_expires_at)
-     values (?::uuid, ?::uuid, ?, ?, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?)`,
-    encode(row) as Knex.RawBinding[],
-  );
+  const [shape] = await shapeCodes(trx, [row], { remember: false });
+  await trx.raw(`${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?)`, encode(row, shape!) as Knex.RawBinding[]);
 }
 
 /**
@@ -161,7 +165,7 @@ function byCallId(callId: string): { sql: string; bindings: Knex.RawBinding[] } 
   if (!bytes) return undefined;
   const at = idTimeMs(bytes);
   return {
-    sql: 'id = ?::uuid and requested_at between ? and ?',
+    sql: 'r.id = ?::uuid and r.requested_at between ? and ?',
     bindings: [bytes.toString('hex'), new Date(at - 1000), new Date(at + 1000)],
   };
 }
@@ -169,7 +173,7 @@ function byCallId(callId: string): { sql: string; bindings: Knex.RawBinding[] } 
 export async function findCallRecord(db: Queryable, callId: string): Promise<CallRecordRow | undefined> {
   const where = byCallId(callId);
   if (!where) return undefined;
-  const { rows } = await db.raw<{ rows: StoredRow[] }>(`select ${SELECTED} from call_records where ${where.sql}`, where.bindings);
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(`${withShape('call_records r')} where ${where.sql}`, where.bindings);
   return rows[0] && decode(rows[0]);
 }
 
@@ -190,8 +194,9 @@ export async function completeCallRecord(
   const where = byCallId(callId);
   if (!where) return undefined;
   const { rows } = await db.raw<{ rows: StoredRow[] }>(
-    `update call_records set outcome = ?, completed_at = now(), duration_ms = ?, error_code = ?
-      where ${where.sql} and outcome = ? returning ${SELECTED}`,
+    `update call_records r set outcome = ?, completed_at = now(), duration_ms = ?, error_code = ?
+       from call_record_shapes s
+      where s.code = r.shape and ${where.sql} and r.outcome = ? returning ${READ}`,
     [
       codec.OUTCOME_CODES[report.outcome],
       report.durationMs ?? null,
@@ -214,43 +219,75 @@ async function withApprovers(db: Queryable, rows: CallRecordRow[]): Promise<Call
   return rows.map((row) => ({ ...row, approval_decided_by: (row.approval_id && decidedBy.get(row.approval_id)) ?? null }));
 }
 
+/** With `credential`, only the calls that received the token of that fingerprint (credential lineage). */
+function listing(
+  grantId: string,
+  after: ListPosition | null,
+  size: number,
+  credential?: Buffer,
+): { sql: string; bindings: Knex.RawBinding[] } | undefined {
+  const grant = idBytes('grant', grantId);
+  const afterId = after && idBytes('call', after.id);
+  if (!grant || (after && !afterId)) return undefined;
+  // The time bound is what the (grant_id, requested_at) index ranges on; the row comparison breaks ties.
+  const position = after ? 'and r.requested_at <= ? and (r.requested_at, r.id) < (?, ?::uuid)' : '';
+  const positionBindings = after ? [after.at, after.at, afterId!.toString('hex')] : [];
+  const lineage = credential ? 'and r.credential_fingerprint = ?' : '';
+  const page = (table: string) =>
+    `(select * from ${table} r where ${ofGrant('r.grant_id', '?::uuid')} ${position} ${lineage} order by r.requested_at desc, r.id desc limit ?)`;
+  const bindings = [grant.toString('hex'), grant.toString('hex'), ...positionBindings, ...(credential ? [credential] : []), size];
+  return {
+    sql: `${withShape(`(${page('call_records')} union all ${page('held_call_records')}) r`)} order by r.requested_at desc, r.id desc limit ?`,
+    bindings: [...bindings, ...bindings, size],
+  };
+}
+
 /**
  * A grant's records newest first, after a position: the live days, and a held tree's dropped ones.
- * With `credential`, only the calls that received the token of that fingerprint.
+ * A named prepared statement (one per shape of the query): planning a union over every day's
+ * partition costs more than running it, and a connection plans each statement once.
  */
 export async function callRecordsAfter(
-  db: Queryable,
+  db: Database,
   grantId: string,
   after: ListPosition | null,
   size: number,
   credential?: Buffer,
 ): Promise<CallRecordRow[]> {
-  const grant = idBytes('grant', grantId);
-  const afterId = after && idBytes('call', after.id);
-  if (!grant || (after && !afterId)) return [];
-  // The time bound is what the (grant_id, requested_at) index ranges on; the row comparison breaks ties.
-  const position = after ? 'and requested_at <= ? and (requested_at, id) < (?, ?::uuid)' : '';
-  const positionBindings = after ? [after.at, after.at, afterId!.toString('hex')] : [];
-  const lineage = credential ? 'and credential_fingerprint = ?' : '';
-  const lineageBindings = credential ? [credential] : [];
-  const page = (table: string) =>
-    `(select ${SELECTED} from ${table} where grant_id = ?::uuid ${position} ${lineage} order by requested_at desc, id desc limit ?)`;
-  const bindings = [grant.toString('hex'), ...positionBindings, ...lineageBindings, size];
-  const { rows } = await db.raw<{ rows: StoredRow[] }>(
-    `select * from (${page('call_records')} union all ${page('held_call_records')}) r order by requested_at desc, id desc limit ?`,
-    [...bindings, ...bindings, size],
-  );
+  const query = listing(grantId, after, size, credential);
+  if (!query) return [];
+  let index = 0;
+  const statement = {
+    name: `call_records_${after ? 'after' : 'newest'}${credential ? '_of_credential' : ''}_v2`,
+    text: query.sql.replace(/\?/g, () => `$${(index += 1)}`),
+    values: query.bindings,
+  };
+  const connection = (await db.client.acquireConnection()) as PgConnection;
+  let rows: StoredRow[];
+  try {
+    ({ rows } = (await connection.query(statement)) as { rows: StoredRow[] });
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
   return withApprovers(db, rows.map(decode));
+}
+
+/** The plan Postgres runs callRecordsAfter with, and its timing (`npm run bench:trail` prints it). */
+export async function callRecordsAfterPlan(db: Queryable, grantId: string, after: ListPosition | null, size: number): Promise<string> {
+  const query = listing(grantId, after, size);
+  if (!query) return '';
+  const { rows } = await db.raw<{ rows: Array<{ 'QUERY PLAN': string }> }>(`explain (analyze, buffers) ${query.sql}`, query.bindings);
+  return rows.map((row) => row['QUERY PLAN']).join('\n');
 }
 
 /** One UTC day's records in time order after a position (the export): live and held alike. */
 export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, after: { at: Date; uuid: string } | null, size: number) {
-  const position = after ? 'and (requested_at, id) > (?, ?::uuid)' : '';
+  const position = after ? 'and (r.requested_at, r.id) > (?, ?::uuid)' : '';
   const page = (table: string) =>
-    `(select ${SELECTED} from ${table} where requested_at >= ? and requested_at < ? ${position} order by requested_at, id limit ?)`;
+    `(select * from ${table} r where r.requested_at >= ? and r.requested_at < ? ${position} order by r.requested_at, r.id limit ?)`;
   const bindings = [from, to, ...(after ? [after.at, after.uuid] : []), size];
   const { rows } = await db.raw<{ rows: StoredRow[] }>(
-    `select * from (${page('call_records')} union all ${page('held_call_records')}) r order by requested_at, id limit ?`,
+    `${withShape(`(${page('call_records')} union all ${page('held_call_records')}) r`)} order by r.requested_at, r.id limit ?`,
     [...bindings, ...bindings, size],
   );
   const last = rows.at(-1);
@@ -258,7 +295,7 @@ export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, afte
 }
 
 /** The outcomes of an allowed call: what counts against a budget. */
-const ALLOWED_OUTCOMES = [codec.OUTCOME_CODES.pending, codec.OUTCOME_CODES.succeeded, codec.OUTCOME_CODES.failed].join(', ');
+export const ALLOWED_OUTCOMES = [codec.OUTCOME_CODES.pending, codec.OUTCOME_CODES.succeeded, codec.OUTCOME_CODES.failed].join(', ');
 
 // Every allowed call of the tree counts at its own grant and every ancestor (closure), within
 // that level's window: the newest `calls` of them for an exact window (older ones can no longer
@@ -275,11 +312,11 @@ with recursive tree as (
          (extract(epoch from r.requested_at) * 1000)::bigint + ?::bigint as at_ms
     from closure cl
     join tree l on l.id = cl.level_id
-    -- One index range scan (grant_id, requested_at) per level and live day; OFFSET 0 keeps the
+    -- One index range scan (grant key, requested_at) per level and live day; OFFSET 0 keeps the
     -- planner from flattening it into a merge join that walks the index of every grant's calls.
     cross join lateral (
       select r.requested_at from call_records r
-       where r.grant_id = cl.grant_uid
+       where ${ofGrant('r.grant_id', 'cl.grant_uid')}
          and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
          and r.outcome in (${ALLOWED_OUTCOMES})
       offset 0
@@ -315,71 +352,4 @@ export async function callsInWindows(
     marginMs,
   ]);
   return result.rows.map((row) => ({ levelId: row.level_id, atMs: Number(row.at_ms), n: Number(row.n) }));
-}
-
-/**
- * Below one grant, in one read: how many grants hang under it (all, and those a revocation would
- * still revoke: not revoked, not expired), and how many allowed calls (`pending`, `succeeded`,
- * `failed`) the grant or any grant below it made since `sinceMs`. That count is the grant's budget
- * use: an allowed call takes one unit at its grant and at every ancestor, which is how the budget
- * windows are rebuilt from the trail too (src/budget/rebuild.ts).
- */
-export async function subtreeUsage(
-  db: Queryable,
-  grantId: string,
-  sinceMs: number,
-  nowMs: number,
-): Promise<{ descendants: number; liveDescendants: number; used: number }> {
-  const subtree = await db.raw<{ rows: Array<{ id: string; live: boolean }> }>(
-    `with recursive subtree as (
-       select id, revoked_at, expires_at from grants where id = ?
-       union all
-       select g.id, g.revoked_at, g.expires_at from grants g join subtree s on g.parent_id = s.id
-     )
-     select id, (revoked_at is null and expires_at > to_timestamp(? / 1000.0)) as live from subtree`,
-    [grantId, nowMs],
-  );
-  const below = subtree.rows.filter((row) => row.id !== grantId);
-  // The trail stores grant ids as their UUIDs: the subtree's ids are turned into them here.
-  const uuids = subtree.rows.map((row) => codec.uuidOf('grant', row.id));
-  const counted = await db.raw<{ rows: Array<{ used: string }> }>(
-    `select count(*) as used from call_records
-      where grant_id = any(?::uuid[]) and requested_at > to_timestamp(? / 1000.0)
-        and outcome in (${ALLOWED_OUTCOMES})`,
-    [uuids, sinceMs],
-  );
-  return {
-    descendants: below.length,
-    liveDescendants: below.filter((row) => row.live).length,
-    used: Number(counted.rows[0]?.used ?? 0),
-  };
-}
-
-/**
- * What a tree's session is rebuilt from after Redis lost it: its allowed calls per tool since
- * `sinceMs`, counted per millisecond, and whether any was made since `labelsSinceMs`.
- */
-export async function treeSessionCalls(
-  db: Queryable,
-  grantIds: readonly string[],
-  sinceMs: number,
-  labelsSinceMs: number,
-): Promise<{ calls: Array<{ tool: string; atMs: number; n: number }>; anySince: boolean }> {
-  const uuids = grantIds.map((id) => codec.uuidOf('grant', id));
-  const [perTool, any] = await Promise.all([
-    db.raw<{ rows: Array<{ tool: string; at_ms: string; n: string }> }>(
-      `select tool, floor(extract(epoch from requested_at) * 1000)::bigint as at_ms, count(*) as n from call_records
-        where grant_id = any(?::uuid[]) and outcome in (${ALLOWED_OUTCOMES}) and requested_at >= ?
-        group by 1, 2`,
-      [uuids, new Date(sinceMs)],
-    ),
-    db.raw<{ rows: unknown[] }>(
-      `select 1 from call_records where grant_id = any(?::uuid[]) and outcome in (${ALLOWED_OUTCOMES}) and requested_at >= ? limit 1`,
-      [uuids, new Date(labelsSinceMs)],
-    ),
-  ]);
-  return {
-    calls: perTool.rows.map((row) => ({ tool: row.tool, atMs: Number(row.at_ms), n: Number(row.n) })),
-    anySince: any.rows.length > 0,
-  };
 }

@@ -1,0 +1,190 @@
+// npm run bench:trail [-- --records N --days D --grants G --queries Q --checks C]
+// The call trail at scale, on a throwaway database:
+//   1. C real checks (default 20 000) through the built service, each with its outcome reported,
+//      then the trail's bytes per record from the real table (every partition, indexes included);
+//   2. N records (default 50 000 000) over the D latest UTC days (default 60) written with COPY, one
+//      day partition at a time, G grants (default 100 000) sharing them at random, and the seeded
+//      grant given 2 000 a day so its trail is 120 000 records deep;
+//   3. Q requests (default 1 000) of `GET /api/grants/:grantId/calls` for that grant: the first page,
+//      and the page after a cursor half the days back, p50 and p99 (one client, one request at a time);
+//   4. the plan Postgres runs each with (EXPLAIN ANALYZE, BUFFERS).
+// A benchmark, not a test: it prints figures and judges nothing.
+import { randomBytes } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import path from 'node:path';
+import { api, benchDatabase, finish, humanToken, percentile, require, root, run, startService } from './bench-harness.mjs';
+import { checkBody, seed } from './bench-world.mjs';
+
+const { values } = parseArgs({
+  options: {
+    records: { type: 'string', default: '50000000' },
+    days: { type: 'string', default: '60' },
+    grants: { type: 'string', default: '100000' },
+    queries: { type: 'string', default: '1000' },
+    checks: { type: 'string', default: '20000' },
+  },
+});
+const RECORDS = Number(values.records);
+const DAYS = Number(values.days);
+const GRANTS = Number(values.grants);
+const QUERIES = Number(values.queries);
+const CHECKS = Number(values.checks);
+const OWN_PER_DAY = 2000;
+const DAY_MS = 86_400_000;
+
+const { from: copyFrom } = require('pg-copy-streams');
+const { TypeID } = require('typeid-js');
+const partitions = require(path.join(root, 'dist/src/grants/repositories/call-record-partitions.js'));
+const records = require(path.join(root, 'dist/src/grants/repositories/call-records.js'));
+const shapes = require(path.join(root, 'dist/src/grants/repositories/call-record-shapes.js'));
+
+const uuidHex = (typeid) => Buffer.from(TypeID.fromString(typeid).toUUIDBytes()).toString('hex');
+const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
+
+/** C checks, each followed by its outcome, `concurrency` at a time. */
+async function realChecks(base, world, count, concurrency = 16) {
+  const body = JSON.parse(checkBody(world));
+  let next = 0;
+  let refused = 0;
+  const worker = async () => {
+    while (next < count) {
+      next += 1;
+      // A 503 (a Redis or Postgres too slow on shared cores) records nothing: try again.
+      const answer = await api(base, 'POST', '/api/broker/check', world.brokerToken, body).catch((error) => {
+        if (!/: 503 /.test(error.message) || (refused += 1) > count / 10) throw error;
+        next -= 1;
+        return null;
+      });
+      if (!answer) continue;
+      if (answer.decision !== 'allow') throw new Error(`a bench check was not allowed: ${JSON.stringify(answer)}`);
+      const outcome = next % 10 === 0 ? { outcome: 'failed', errorCode: 'upstream:timeout' } : { outcome: 'succeeded', durationMs: 40 };
+      await api(base, 'POST', `/api/broker/calls/${answer.callId}/outcome`, world.brokerToken, outcome);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return refused;
+}
+
+/** One day's rows as COPY text: ids minted at their record's time, as the service mints them. */
+function* dayRows(dayStartMs, count, ownCount, ownGrant, shape) {
+  const step = DAY_MS / (count + ownCount);
+  const grants = Array.from({ length: GRANTS }, (_, g) => g.toString(16).padStart(32, '0'));
+  let lines = [];
+  for (let i = 0; i < count + ownCount; i += 1) {
+    const at = Math.floor(dayStartMs + i * step);
+    const random = randomBytes(48);
+    random.writeUIntBE(at, 0, 6);
+    random[6] = (random[6] & 0x0f) | 0x70;
+    random[8] = (random[8] & 0x3f) | 0x80;
+    const own = i % Math.ceil((count + ownCount) / Math.max(ownCount, 1)) === 0;
+    const grant = own ? ownGrant : grants[random.readUInt32BE(12) % GRANTS];
+    const requested = new Date(at).toISOString();
+    const completed = new Date(at + 40).toISOString();
+    // An allowed call names the policy decision that allowed it (a UUIDv4) in approval_id.
+    random[40] = (random[40] & 0x0f) | 0x40;
+    const decision = random.toString('hex', 32, 48);
+    lines.push(
+      `${requested}\t${completed}\t40\t${shape}\t2\t${random.toString('hex', 0, 16)}\t${grant}\t${decision}\t\\\\x${random.toString('hex', 16, 48)}\t\\N\t\\N\n`,
+    );
+    if (lines.length === 2000) {
+      yield lines.join('');
+      lines = [];
+    }
+  }
+  if (lines.length > 0) yield lines.join('');
+}
+
+async function fill(db, ownGrant, shape) {
+  const today = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
+  const perDay = Math.floor(RECORDS / DAYS);
+  const started = performance.now();
+  for (let d = DAYS - 1; d >= 0; d -= 1) {
+    const dayStart = today - d * DAY_MS;
+    const day = new Date(dayStart).toISOString().slice(0, 10);
+    await partitions.createTrailDay(db, day);
+    const connection = await db.client.acquireConnection();
+    try {
+      const copy = connection.query(
+        copyFrom(
+          `copy ${partitions.dayTable(day)} (requested_at, completed_at, duration_ms, shape, outcome, id, grant_id,` +
+            ` approval_id, args_digest, reason, error_code) from stdin`,
+        ),
+      );
+      await pipeline(dayRows(dayStart, perDay, OWN_PER_DAY, ownGrant, shape), copy);
+    } finally {
+      await db.client.releaseConnection(connection);
+    }
+    const done = DAYS - d;
+    console.log(`  day ${day}: ${done}/${DAYS} days, ${done * (perDay + OWN_PER_DAY)} records, ${seconds(started)} s`);
+  }
+  console.log(`vacuum analyze call_records (visibility map and statistics, as autovacuum would leave them)`);
+  await db.raw('vacuum analyze call_records');
+  return { seconds: Number(seconds(started)), perDay };
+}
+
+async function latencies(base, token, url) {
+  const times = [];
+  for (let i = 0; i < QUERIES; i += 1) {
+    const started = performance.now();
+    const page = await api(base, 'GET', url, token);
+    times.push(performance.now() - started);
+    if (!Array.isArray(page.items) || page.items.length === 0) throw new Error(`an empty page: ${JSON.stringify(page).slice(0, 200)}`);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: Number(percentile(times, 50).toFixed(2)), p99: Number(percentile(times, 99).toFixed(2)), n: QUERIES };
+}
+
+async function main() {
+  const db = await benchDatabase();
+  const results = {};
+  try {
+    const base = await startService({ DECISION_LOG: 'off', REDIS_COMMAND_TIMEOUT_MS: '2000' });
+    const world = await seed(base, db, { name: 'bench-trail' });
+    const owner = humanToken(`bench-owner-${run}`);
+
+    console.log(`1. ${CHECKS} real checks, each with its outcome`);
+    let started = performance.now();
+    const refused = await realChecks(base, world, CHECKS);
+    results.checks = { count: CHECKS, refused, seconds: Number(seconds(started)), ...(await partitions.trailFootprint(db)) };
+    results.checks.breakdown = await partitions.trailBreakdown(db);
+    await db.raw('vacuum call_records');
+    results.checks.afterVacuum = { ...(await partitions.trailFootprint(db)), breakdown: await partitions.trailBreakdown(db) };
+    console.log(`   ${JSON.stringify(results.checks)}`);
+
+    console.log(`2. ${RECORDS} records over ${DAYS} days with COPY`);
+    const agentId = (await db('agents').first('id')).id;
+    const [shape] = await shapes.shapeCodes(db, [{ tool: 'repos.read_file', principal_kind: 'agent', principal_id: agentId }], {
+      remember: false,
+    });
+    results.fill = await fill(db, uuidHex(world.leafId), shape);
+    started = performance.now();
+    results.fill.footprint = await partitions.trailFootprint(db);
+    results.fill.breakdown = await partitions.trailBreakdown(db);
+    results.fill.countSeconds = Number(seconds(started));
+    console.log(`   ${JSON.stringify(results.fill)}`);
+
+    console.log(`3. GET /api/grants/:grantId/calls, ${QUERIES} times each`);
+    const first = `/api/grants/${world.leafId}/calls?limit=50`;
+    const deep = new Date(Date.now() - Math.floor(DAYS / 2) * DAY_MS);
+    const [older] = await records.callRecordsAfter(db, world.leafId, { at: deep, id: 'call_7zzzzzzzzzzzzzzzzzzzzzzzzz' }, 1);
+    const cursor = Buffer.from(JSON.stringify([older.requested_at.toISOString(), older.id])).toString('base64url');
+    results.firstPage = await latencies(base, owner, first);
+    results.pageAfterCursor = await latencies(base, owner, `${first}&cursor=${cursor}`);
+    console.log(`   first page: ${JSON.stringify(results.firstPage)}`);
+    console.log(`   ${Math.floor(DAYS / 2)} days back: ${JSON.stringify(results.pageAfterCursor)}`);
+
+    console.log('4. the plans');
+    console.log(await records.callRecordsAfterPlan(db, world.leafId, null, 51));
+    console.log(`   -- after a cursor ${Math.floor(DAYS / 2)} days back:`);
+    console.log(await records.callRecordsAfterPlan(db, world.leafId, { at: older.requested_at, id: older.id }, 51));
+    console.log(JSON.stringify(results, null, 2));
+  } finally {
+    await finish(db);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
