@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { TypeID, typeid } from 'typeid-js';
 
 /**
@@ -33,27 +33,31 @@ export function looksLikeId(kind: IdKind, value: string): boolean {
   return new RegExp(`^${ID_PREFIXES[kind]}_[0-7][0-9a-hjkmnp-tv-z]{25}$`).test(value);
 }
 
-/** The last time newIdAt minted at, and its 12-bit counter then (UUIDv7's rand_a). */
-const minted = { ms: -1, counter: 0 };
+/**
+ * What this process counts every newIdAt with, from a random start: 12 bits of it fill UUIDv7's
+ * rand_a and 30 more the top of rand_b, the last 32 bits stay random. It never starts again, so
+ * the ids this process mints at any one millisecond increase in the order they were made, even
+ * when other instants are minted between them (a test's clock beside the wall clock, say).
+ */
+const sequence = { next: randomInt(0, 2 ** 40) };
 
 /**
  * An id whose UUIDv7 carries `ms` as its time: a call's id is minted at the time the check stamps
- * on its record, so the record's partition (its day) can be found from the id alone. Ids minted
- * in one millisecond by this process increase (rand_a counts up from a random start below half
- * its range), so two records of one instant list in the order they were made.
+ * on its record, so the record's partition (its day) can be found from the id alone, and two
+ * records of one instant list in the order they were made.
  */
 export function newIdAt(kind: IdKind, ms: number): string {
   const bytes = randomBytes(16);
-  const at = Math.floor(ms);
-  if (at === minted.ms && minted.counter < 0xfff) {
-    minted.counter += 1;
-  } else {
-    minted.ms = at;
-    minted.counter = bytes.readUInt16BE(6) & 0x7ff;
-  }
-  bytes.writeUIntBE(at, 0, 6);
-  bytes.writeUInt16BE(0x7000 | minted.counter, 6); // version 7, then the counter
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 9562 variant
+  const count = sequence.next;
+  sequence.next += 1;
+  const high = Math.floor(count / 2 ** 30) & 0xfff;
+  const low = count % 2 ** 30;
+  bytes.writeUIntBE(Math.floor(ms), 0, 6);
+  bytes.writeUInt16BE(0x7000 | high, 6); // version 7, then the count's high 12 bits
+  bytes[8] = 0x80 | ((low >>> 24) & 0x3f); // RFC 9562 variant, then the count's next 30 bits
+  bytes[9] = (low >>> 16) & 0xff;
+  bytes[10] = (low >>> 8) & 0xff;
+  bytes[11] = low & 0xff;
   return TypeID.fromUUIDBytes(ID_PREFIXES[kind], bytes).toString();
 }
 

@@ -20,6 +20,15 @@ describe('the call record codec', () => {
     expect(idTimeMs(idBytes('call', newIdAt('call', at + 1))!)).toBe(at + 1);
   });
 
+  it('keeps the order of one instant when other instants are minted in between (a test clock beside the wall clock)', () => {
+    const frozen = Date.parse('2026-11-25T12:00:00.000Z');
+    const ids = Array.from({ length: 200 }, (_, i) => {
+      newIdAt('call', frozen + 1 + i); // another clock's reading between two of the frozen one's
+      return newIdAt('call', frozen);
+    });
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   it('turns ids into UUIDs and back, and refuses what is not an id of the kind', () => {
     for (const kind of ['call', 'grant', 'approval'] as const) {
       const id = newId(kind);
