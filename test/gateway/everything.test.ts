@@ -79,7 +79,10 @@ async function agentStory(connect: (grantId: string) => Promise<Client>, connect
   // The check's explanation reaches the agent: which rule, at which level, and what would unlock it.
   expect(notGranted).toMatchObject({
     isError: true,
-    structuredContent: { reason: 'tool_not_allowed', explanation: { rule: 'broker.check.tool_not_allowed', level: 0, unlock: expect.any(String) } },
+    structuredContent: {
+      reason: 'tool_not_allowed',
+      explanation: { rule: 'broker.check.tool_not_allowed', level: 0, unlock: expect.any(String) },
+    },
   });
 
   // A write under `approve` waits for a human; once approved, the same call goes through once.

@@ -933,19 +933,6 @@ export interface components {
             };
             credential?: components["schemas"]["MintedCredential"];
         };
-        /** @description With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint. */
-        MintedCredential: {
-            /** @description The installation access token: send it as `Authorization: Bearer` to GitHub for this call */
-            token: string;
-            /** @description When GitHub expires it (more than 5 minutes from now) */
-            expiresAt: string;
-            /** @description The one repository (owner/name) it reaches */
-            repositories: string[];
-            /** @description The installation permissions it carries (GitHub's names) */
-            permissions: {
-                [key: string]: string;
-            };
-        };
         /** @description With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object. */
         DenialExplanation: {
             /** @description the id of the Rego rule that refused: `broker.check.<reason>`, or an org rule’s own */
@@ -965,6 +952,19 @@ export interface components {
              * @enum {string}
              */
             unlock: "attenuate_from_parent" | "ask_connection_owner" | "request_approval" | "wait" | "none";
+        };
+        /** @description With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint. */
+        MintedCredential: {
+            /** @description The installation access token: send it as `Authorization: Bearer` to GitHub for this call */
+            token: string;
+            /** @description When GitHub expires it (more than 5 minutes from now) */
+            expiresAt: string;
+            /** @description The one repository (owner/name) it reaches */
+            repositories: string[];
+            /** @description The installation permissions it carries (GitHub's names) */
+            permissions: {
+                [key: string]: string;
+            };
         };
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {
