@@ -1,4 +1,5 @@
 import type { Wakeup } from '../events/waker';
+import { inboxWaiting } from './metrics';
 
 /** The events waker as the inbox's long poll uses it (src/events/waker.ts). */
 export interface InboxWaker {
@@ -34,6 +35,7 @@ export async function waitForInbox<T extends { items: unknown[] }>(
 ): Promise<T> {
   if (waitMs === 0 || waiting >= MAX_INBOX_WAITERS) return look();
   waiting += 1;
+  inboxWaiting.set(waiting);
   // A wait is timed on the wall clock: it is no fact about the world.
   const deadline = Date.now() + waitMs;
   let wakeups: Wakeup[] = [];
@@ -54,6 +56,7 @@ export async function waitForInbox<T extends { items: unknown[] }>(
     cancel();
     signal?.removeEventListener('abort', cancel);
     waiting -= 1;
+    inboxWaiting.set(waiting);
   }
 }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { metricValue } from '../support/decision-collector';
 import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -40,6 +41,15 @@ async function requestApproval(on: TestService, of: BrokerWorld): Promise<string
   return res.body.approvalId as string;
 }
 
+/** Asks `test` every 50 ms until it holds, for at most 5 s. */
+async function expectSoon(test: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error('did not happen within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 const inbox = (of: BrokerWorld, query: Record<string, string | number>) =>
   service.http
     .get('/api/approvals')
@@ -78,6 +88,17 @@ describe('the inbox long poll', () => {
     // The stranger's owner does see it: it exists, it is only not ours.
     const own = await inbox(stranger, {}).expect(200);
     expect(own.body.items.map((item: { id: string }) => item.id)).toContain(theirs);
+  });
+
+  it('stops waiting when the client goes away', async () => {
+    const waiting = async () => metricValue((await service.http.get('/metrics').expect(200)).text, 'approvals_inbox_waiting') ?? 0;
+    const gone = new AbortController();
+    const url = `${service.baseUrl}/api/approvals?state=pending&waitMs=20000&requestedAfter=${encodeURIComponent(new Date().toISOString())}`;
+    const poll = fetch(url, { headers: world.owner.auth, signal: gone.signal }).catch((error: Error) => error.name);
+    await expectSoon(async () => (await waiting()) === 1);
+    gone.abort();
+    expect(await poll).toBe('AbortError');
+    await expectSoon(async () => (await waiting()) === 0);
   });
 
   it.each(['-1', '1e999', '25001', '99999999999999999999', '1.5', 'NaN'])('refuses waitMs=%s with 400', async (waitMs) => {
