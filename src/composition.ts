@@ -186,7 +186,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       tokens,
       approvalWebhooks,
     }),
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, webhooks: approvalWebhooks }),
+    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, webhooks: approvalWebhooks, waker: eventWaker }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),

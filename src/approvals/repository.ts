@@ -99,7 +99,12 @@ export function eraseExpiredArgs(db: Queryable, now: Date, scope: { ids: readonl
 export function decidableCandidates(
   db: Queryable,
   callerId: string,
-  filter: { state?: 'pending' | 'approved' | 'denied' | 'used' | 'expired'; now: Date; before?: { at: Date; id: string } },
+  filter: {
+    state?: 'pending' | 'approved' | 'denied' | 'used' | 'expired';
+    now: Date;
+    before?: { at: Date; id: string };
+    requestedAfter?: Date;
+  },
   size: number,
 ): Promise<ApprovalRow[]> {
   const query = db<ApprovalRow>('approvals as a')
@@ -112,6 +117,7 @@ export function decidableCandidates(
   if (state === 'expired') query.whereIn('a.state', ['pending', 'approved']).andWhere('a.expires_at', '<=', now);
   else if (state === 'pending' || state === 'approved') query.where('a.state', state).andWhere('a.expires_at', '>', now);
   else if (state) query.where('a.state', state);
+  if (filter.requestedAfter) query.where('a.requested_at', '>', filter.requestedAfter);
   if (filter.before) query.whereRaw('(a.requested_at, a.id) < (?, ?)', [filter.before.at, filter.before.id]);
   return query
     .orderBy([
@@ -125,4 +131,19 @@ export function decidableCandidates(
 export async function roleIn(db: Queryable, podId: string, memberId: string): Promise<string | undefined> {
   const row = await db('pod_members').where({ pod_id: podId, member_id: memberId }).first('role');
   return row?.role as string | undefined;
+}
+
+/**
+ * The pods whose approvals a human may be a decider of (owner or admin there, or owner of a
+ * connection whose grants target it): what the inbox's long poll listens to.
+ */
+export async function decidablePodIds(db: Queryable, callerId: string): Promise<string[]> {
+  const rows = await db('pod_members')
+    .where('member_id', callerId)
+    .whereIn('role', ['owner', 'admin'])
+    .select('pod_id')
+    .union((owned) =>
+      owned.from('grants as g').join('connections as c', 'c.id', 'g.connection_id').where('c.owner_id', callerId).select('g.target_pod_id'),
+    );
+  return rows.map((row: { pod_id: string }) => row.pod_id);
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
-import { emitEvent } from '../events/outbox';
+import { emitEvent, notifyAtCommit } from '../events/outbox';
+import { approvalsWakeKey } from './inbox-wait';
 import { newId } from '../kernel/ids';
 import { iso } from '../kernel/schema';
 import type { ApprovalWebhooks } from '../webhooks/approval-messages';
@@ -64,6 +65,8 @@ export async function requestApproval(
     request.requestedAt.getTime(),
   );
   await keep.webhooks.requested(trx, request.podId, record, request.requestedAt);
+  // The deciders' inbox long polls, on every replica.
+  await notifyAtCommit(trx, approvalsWakeKey(request.podId));
   if (request.principal.kind === 'agent') {
     await emitEvent(trx, {
       type: 'approval.requested',

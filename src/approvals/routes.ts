@@ -35,13 +35,16 @@ export function approvalRoutes(approvals: ApprovalsService, auth: CredentialAuth
         operationId: 'listApprovals',
         tag,
         summary: 'Approvals the caller may decide, newest first',
-        description: `${DECIDERS} Filter by \`state\` (\`pending\` for what waits).`,
+        description:
+          `${DECIDERS} Filter by \`state\` (\`pending\` for what waits) and \`requestedAfter\`. With \`waitMs\`, an answer ` +
+          'that would hold no approval waits until one the caller may decide is requested (on any replica), `waitMs` passes ' +
+          'or the client goes away; past 500 waiting requests on one replica it answers at once.',
         auth: human,
         query: ListApprovalsQuery,
         success: { status: 200, description: 'A page of approvals', schema: page(ApprovalSchema) },
         errors: [],
       },
-      async ({ principal, query }) => ({ body: await approvals.list(principal, query) }),
+      async ({ principal, query, signal }) => ({ body: await approvals.list(principal, query, signal) }),
     ),
     defineRoute(
       {

@@ -43,6 +43,14 @@ export const ListApprovalsQuery = z.strictObject({
   state: z.enum(['pending', 'approved', 'denied', 'expired', 'used']).optional(),
   limit: listLimit(),
   cursor,
+  requestedAfter: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .openapi({ description: 'Only approvals requested after this instant (the `requestedAt` of the newest one the client holds)' }),
+  waitMs: z.coerce.number().int().min(0).max(25_000).default(0).openapi({
+    description:
+      'Long poll: while the answer would hold no approval, wait up to this long (0 to 25000) for one to be requested, on any replica',
+  }),
 });
 
 export const DecideBody = z.strictObject({ note: z.string().min(1).max(2000).optional() }).openapi('ApprovalDecision');

@@ -3,14 +3,37 @@ import { ApiError } from '../kernel/errors';
 import type { HumanPrincipal } from '../kernel/principals';
 import { emitEvent } from '../events/outbox';
 import { decodeCursor, encodeCursor } from '../grants/cursor';
-import { brokerOfGrant, currentMemberIds, loadGrantFacts, policyFacts } from '../grants/facts';
+import { brokerOfGrant, currentMemberIds, loadGrantFacts, loadGrantFactsMany, policyFacts, type LoadedGrant } from '../grants/facts';
 import { enforce } from '../policy/enforce';
 import type { ApprovalsDeps } from './deps';
 import { approvalsByOutcome, approvalTimeToDecision } from './metrics';
 import { presentApproval, stateOf } from './presenters';
-import { decidableCandidates, decideApproval, eraseExpiredArgs, findApproval, roleIn, type ApprovalRow } from './repository';
+import { waitForInbox } from './inbox-wait';
+import {
+  decidableCandidates,
+  decidablePodIds,
+  decideApproval,
+  eraseExpiredArgs,
+  findApproval,
+  roleIn,
+  type ApprovalRow,
+} from './repository';
 
 type Action = 'read' | 'list' | 'approve' | 'deny' | 'read_args';
+
+interface ListQuery {
+  state?: 'pending' | 'approved' | 'denied' | 'used' | 'expired';
+  limit: number;
+  cursor?: string;
+  requestedAfter?: string;
+  waitMs: number;
+}
+
+interface GrantContext {
+  facts: LoadedGrant;
+  members: string[];
+  role: string | undefined;
+}
 
 /**
  * The human side of approvals. Every read and decision is approvals/decide's call;
@@ -18,29 +41,39 @@ type Action = 'read' | 'list' | 'approve' | 'deny' | 'read_args';
  * decision happen once (the row changes only while it is pending and unexpired).
  */
 export function createApprovalsService(deps: ApprovalsDeps) {
-  /** approvals/decide's answer for this caller, row and action; undefined when the grant is gone. */
-  async function ask(principal: HumanPrincipal, row: ApprovalRow, action: Action) {
-    const facts = await loadGrantFacts(deps.db, row.grant_id);
-    if (!facts) return undefined;
+  /** What approvals/decide is asked about on a grant: its facts, its pod's members, the caller's role there. */
+  async function grantContext(principal: HumanPrincipal, facts: LoadedGrant) {
     const podId = facts.grant.target_pod_id;
     const [members, role] = await Promise.all([currentMemberIds(deps.db, podId), roleIn(deps.db, podId, principal.userId)]);
+    return { facts, members, role };
+  }
+
+  /** approvals/decide's answer for this caller, row and action, on facts already loaded. */
+  function answer(principal: HumanPrincipal, row: ApprovalRow, context: GrantContext, action: Action) {
     const evaluate = (asked: Action) =>
       deps.policy.evaluate(decisions.approvalsDecide, {
         action: asked,
         now_ms: deps.clock.now(),
         caller: { kind: 'human', id: principal.userId },
-        ...(role ? { caller_role: role } : {}),
+        ...(context.role ? { caller_role: context.role } : {}),
         approval: {
           principal: { kind: row.principal_kind, id: row.principal_id },
           state: row.state,
           expires_at_ms: row.expires_at.getTime(),
         },
-        grant: policyFacts(facts, members),
+        grant: policyFacts(context.facts, context.members),
       });
     const decision = evaluate(action);
     /** Whether this caller reads the call's arguments: whoever may decide it now. */
     const readsArgs = () => decision.allow && evaluate('read_args').allow;
-    return { facts, decision, readsArgs };
+    return { facts: context.facts, decision, readsArgs };
+  }
+
+  /** approvals/decide's answer for this caller, row and action; undefined when the grant is gone. */
+  async function ask(principal: HumanPrincipal, row: ApprovalRow, action: Action) {
+    const facts = await loadGrantFacts(deps.db, row.grant_id);
+    if (!facts) return undefined;
+    return answer(principal, row, await grantContext(principal, facts), action);
   }
 
   /**
@@ -94,21 +127,39 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     return presentApproval(decided, deps.clock.now(), deps.argsVault.open(decided, false));
   }
 
-  async function list(
-    principal: HumanPrincipal,
-    query: { state?: 'pending' | 'approved' | 'denied' | 'used' | 'expired'; limit: number; cursor?: string },
-  ) {
+  async function list(principal: HumanPrincipal, query: ListQuery, signal?: AbortSignal) {
+    const look = () => listPage(principal, query);
+    if (query.waitMs === 0) return look();
+    return waitForInbox(deps.waker, await decidablePodIds(deps.db, principal.userId), query.waitMs, signal, look);
+  }
+
+  async function listPage(principal: HumanPrincipal, query: ListQuery) {
     const now = deps.clock.now();
     const before = decodeCursor(query.cursor) ?? undefined;
-    const rows = await decidableCandidates(deps.db, principal.userId, { state: query.state, now: new Date(now), before }, query.limit + 1);
+    const requestedAfter = query.requestedAfter ? new Date(query.requestedAfter) : undefined;
+    const filter = { state: query.state, now: new Date(now), before, requestedAfter };
+    const rows = await decidableCandidates(deps.db, principal.userId, filter, query.limit + 1);
     const page = rows.slice(0, query.limit);
+    // The facts are loaded once per distinct grant (one chain query for the page) and pod; the
+    // rule is still asked per approval, since its answer depends on the approval's own principal,
+    // state and expiry.
+    const grants = await loadGrantFactsMany(deps.db, [...new Set(page.map((row) => row.grant_id))]);
+    const contexts = new Map<string, GrantContext>();
+    await Promise.all([...grants].map(async ([grantId, facts]) => contexts.set(grantId, await grantContext(principal, facts))));
     // What the caller may decide (approvals/decide, action `list`): not their own calls, and
     // nothing still pending on a grant that can no longer be used.
-    const items = [];
-    for (const row of page) {
-      const answer = await ask(principal, row, 'list');
-      if (answer?.decision.allow) items.push(await view(row, now, answer.readsArgs));
-    }
+    const shown = page.flatMap((row) => {
+      const context = contexts.get(row.grant_id);
+      const judged = context && answer(principal, row, context, 'list');
+      return judged?.decision.allow ? [{ row, judged }] : [];
+    });
+    // Arguments of approvals that expired by the clock are erased before they are shown, in one statement.
+    const expired = shown.filter(({ row }) => stateOf(row, now) !== 'pending' && row.args_sealed).map(({ row }) => row.id);
+    if (expired.length > 0) await eraseExpiredArgs(deps.db, new Date(now), { ids: expired });
+    // Only the page returned is opened, and only for its deciders.
+    const items = shown.map(({ row, judged }) =>
+      presentApproval(row, now, judged.readsArgs() ? deps.argsVault.open(row, stateOf(row, now) === 'pending') : undefined),
+    );
     const last = page.at(-1);
     return {
       items,

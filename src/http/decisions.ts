@@ -176,6 +176,11 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   \`approval.decided\` \`{approvalId, grantId, callId, state, tool}\`; an approval ended by a revoke
   sends none (the agent gets \`grant.revoked\`). \`approvals_total\` counts requested, approved,
   denied and used; \`approval_time_to_decision_seconds\` times each decision.
+- The approvals inbox is live by long poll, not server-sent events: \`GET /api/approvals\` takes
+  \`requestedAfter\` (strictly after that instant) and \`waitMs\` (0 to 25000), and an answer
+  that would be empty waits for an approval of a pod the caller may decide for (woken on every
+  replica by a notification at commit, re-checked every 5 s). Past 500 waiting requests on one
+  replica a request answers at once instead of waiting, never with a 503.
 - Approval arguments: \`args\`, \`argsTooLarge\` and \`argsUnreadable\` are members of an approval
   only for whoever may decide it (approvals/decide, action \`read_args\`: the deciders, never the
   call's own principal), whatever its state; for others, and on the broker's long poll, they are

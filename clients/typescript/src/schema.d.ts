@@ -191,7 +191,7 @@ export interface paths {
         };
         /**
          * Approvals the caller may decide, newest first
-         * @description Deciders: the grant's connection owner, or an owner or admin of the grant's target pod; never the call's own principal (403 `self_approval`); anyone else: 404. Only human credentials: an agent can never decide. Filter by `state` (`pending` for what waits).
+         * @description Deciders: the grant's connection owner, or an owner or admin of the grant's target pod; never the call's own principal (403 `self_approval`); anyone else: 404. Only human credentials: an agent can never decide. Filter by `state` (`pending` for what waits) and `requestedAfter`. With `waitMs`, an answer that would hold no approval waits until one the caller may decide is requested (on any replica), `waitMs` passes or the client goes away; past 500 waiting requests on one replica it answers at once.
          */
         get: operations["listApprovals"];
         put?: never;
@@ -2586,6 +2586,10 @@ export interface operations {
                 limit?: number;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
+                /** @description Only approvals requested after this instant (the `requestedAt` of the newest one the client holds) */
+                requestedAfter?: string;
+                /** @description Long poll: while the answer would hold no approval, wait up to this long (0 to 25000) for one to be requested, on any replica */
+                waitMs?: number | null;
             };
             header?: never;
             path?: never;

@@ -5,13 +5,11 @@ import { ArgsTree, VisibleText } from '../parts/ArgsTree';
 import { Link } from '../parts/Link';
 import { describeError, Empty, Failed, Loading } from '../parts/states';
 import { Time } from '../parts/time';
+import { useInboxWatch } from '../parts/useInboxWatch';
 import { useLoad } from '../parts/useLoad';
 
 /** What the approvals list adds for a decider: the call's arguments while it waits. */
 type ReadableApproval = Approval & { args?: unknown; argsTooLarge?: boolean };
-
-/** New approvals appear within this long without a reload (the list is asked again while visible). */
-const REFRESH_MS = 2000;
 
 function Principal({ principal }: { principal: Approval['principal'] }) {
   return (
@@ -115,8 +113,9 @@ export function ApprovalsPage({ api }: { api: Api }) {
   const { result, reload, refresh } = useLoad(
     () => api.unwrap(api.api.GET('/api/approvals', { params: { query: { state: 'pending', limit: 50 } } })),
     [api],
-    REFRESH_MS,
   );
+  // New requests appear without a reload: a long poll answers as soon as one is requested.
+  useInboxWatch(api, result.state === 'ready' ? result.data.items[0]?.requestedAt : undefined, refresh);
   const onDecided = (id: string) => (text: string) => {
     setDecided((ids) => [...ids, id]);
     setMessage(text);
