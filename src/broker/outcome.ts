@@ -15,20 +15,21 @@ export interface OutcomeReport {
  * decides). The conditional UPDATE settles a race between two reports of the same call.
  */
 export async function recordOutcome(
-  deps: Pick<BrokerDeps, 'db' | 'policy'>,
+  deps: Pick<BrokerDeps, 'db' | 'policy' | 'clock'>,
   brokerId: string,
   callId: string,
   report: OutcomeReport,
 ): Promise<CallRecordRow> {
   const found = await findCallForOutcome(deps.db, callId);
+  const now = deps.clock.now();
   enforce(
     deps.policy.evaluate(decisions.brokerOutcome, {
       broker_id: brokerId,
       grant: found ? { broker_id: found.broker_id } : undefined,
-      call: found ? { outcome: found.outcome } : undefined,
+      call: found ? { outcome: found.outcome, age_ms: now - found.requested_at.getTime() } : undefined,
     }),
   );
-  const updated = await completeCallRecord(deps.db, callId, report);
+  const updated = await completeCallRecord(deps.db, callId, report, new Date(now));
   if (!updated) throw new ApiError('outcome_already_recorded');
   return updated;
 }

@@ -47,12 +47,12 @@ export function brokerRoutes(broker: BrokerService, auth: CredentialAuthenticato
         tag,
         summary: 'Record the outcome of an allowed call, once',
         description:
-          'Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`.',
+          'Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`; more than 24 days after the check: 409 `outcome_too_late`.',
         auth: auth.credentials('broker'),
         params: CallParams,
         body: OutcomeBody,
         success: { status: 200, description: 'The completed call record', schema: CallRecordSchema },
-        errors: ['outcome_already_recorded', 'call_denied'],
+        errors: ['outcome_already_recorded', 'call_denied', 'outcome_too_late'],
       },
       async ({ principal, params, body }) => ({
         body: presentCallRecord(await broker.recordOutcome(principal.brokerId, params.callId, body)),

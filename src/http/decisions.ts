@@ -143,7 +143,10 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   trees whose slot it serves (for every tree once the cluster declares itself down); a node back
   empty has each of its trees' windows rebuilt from the call trail before any unit is taken.
 - Call outcome: \`POST /api/broker/calls/:callId/outcome\` answers 200 with the call record; a second
-  report is 409 \`outcome_already_recorded\`; a denied call takes none (409 \`call_denied\`).
+  report is 409 \`outcome_already_recorded\`; a denied call takes none (409 \`call_denied\`); a report
+  more than 24 days after the check is 409 \`outcome_too_late\` (the trail keeps the completion as
+  milliseconds after the check in 4 bytes; a record left pending stays pending and counts as allowed).
+  \`completedAt\` is the service's clock when the report was taken.
   \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The
   \`errorCode\` is kept in the trail for operators; the call record's shape does not change.
 - Call record \`approvalId\`: for an \`awaiting_approval\` call and for a call allowed through an

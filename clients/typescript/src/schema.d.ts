@@ -173,7 +173,7 @@ export interface paths {
         put?: never;
         /**
          * Record the outcome of an allowed call, once
-         * @description Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`.
+         * @description Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`; more than 24 days after the check: 409 `outcome_too_late`.
          */
         post: operations["recordCallOutcome"];
         delete?: never;
@@ -2522,7 +2522,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `outcome_already_recorded`: The outcome of this call is already recorded; `call_denied`: The call was denied; a denied call takes no outcome */
+            /** @description `outcome_already_recorded`: The outcome of this call is already recorded; `call_denied`: The call was denied; a denied call takes no outcome; `outcome_too_late`: The call was checked more than 24 days ago; its outcome is no longer taken */
             409: {
                 headers: {
                     [name: string]: unknown;

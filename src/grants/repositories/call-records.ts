@@ -69,9 +69,14 @@ interface StoredRow {
 export const grantKey = (uuid: string) => `(('x' || right((${uuid})::text, 12))::bit(48)::bigint)`;
 export const ofGrant = (column: string, uuid: string) => `${grantKey(column)} = ${grantKey(uuid)} and ${column} = ${uuid}`;
 
+/** A record keeps its completion as milliseconds after its check: 4 bytes, where a timestamp takes 8. */
+const COMPLETED_AT = `r.requested_at + r.completed_after_ms * interval '1 millisecond'`;
+const completedAfterMs = (row: Pick<NewCallRecord, 'requested_at' | 'completed_at'>) =>
+  row.completed_at ? row.completed_at.getTime() - row.requested_at.getTime() : null;
+
 /** A query of rows of the trail (`r`) read back with their shape. */
 const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.error_code,
-  r.args_digest, r.requested_at, r.completed_at, r.duration_ms, r.credential_fingerprint, r.credential_expires_at`;
+  r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint, r.credential_expires_at`;
 const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
 
 function decode(row: StoredRow): CallRecordRow {
@@ -107,7 +112,7 @@ function encode(row: NewCallRecord, shape: number): unknown[] {
     row.error_code ?? null,
     codec.digestBytes(row.args_digest),
     row.requested_at,
-    row.completed_at ?? null,
+    completedAfterMs(row),
     row.duration_ms ?? null,
     row.credential_fingerprint ?? null,
     row.credential_expires_at ?? null,
@@ -115,7 +120,7 @@ function encode(row: NewCallRecord, shape: number): unknown[] {
 }
 
 const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason, approval_id, error_code, args_digest, requested_at,
-                                            completed_at, duration_ms, credential_fingerprint, credential_expires_at)`;
+                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at)`;
 
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
@@ -123,10 +128,10 @@ const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason
  * and a batch sends only Bind and Execute (the trail is one write per check).
  */
 const INSERT_ROWS = {
-  name: 'call_records_insert_v3',
+  name: 'call_records_insert_v4',
   text: `${INSERTED}
 select * from unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
-                     $9::timestamptz[], $10::timestamptz[], $11::integer[], $12::bytea[], $13::timestamptz[])`,
+                     $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
@@ -177,28 +182,38 @@ export async function findCallRecord(db: Queryable, callId: string): Promise<Cal
   return rows[0] && decode(rows[0]);
 }
 
-/** The call's outcome so far and the broker of its grant, for the outcome decision. */
-export async function findCallForOutcome(db: Queryable, callId: string): Promise<{ outcome: string; broker_id: string } | undefined> {
+/** The call's outcome so far, its time and the broker of its grant, for the outcome decision. */
+export async function findCallForOutcome(
+  db: Queryable,
+  callId: string,
+): Promise<{ outcome: string; requested_at: Date; broker_id: string } | undefined> {
   const record = await findCallRecord(db, callId);
   if (!record) return undefined;
   const grant = await db('grants').where('id', record.grant_id).first<{ broker_id: string } | undefined>('broker_id');
-  return grant && { outcome: record.outcome, broker_id: grant.broker_id };
+  return grant && { outcome: record.outcome, requested_at: record.requested_at, broker_id: grant.broker_id };
 }
 
-/** Completes a pending record, once: undefined when it was no longer pending (a second report). */
+/**
+ * Completes a pending record at `completedAt`, once: undefined when it was no longer pending (a
+ * second report). The outcome decision has refused a completion the column cannot hold.
+ */
 export async function completeCallRecord(
   db: Database,
   callId: string,
   report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
+  completedAt: Date,
 ): Promise<CallRecordRow | undefined> {
   const where = byCallId(callId);
   if (!where) return undefined;
   const { rows } = await db.raw<{ rows: StoredRow[] }>(
-    `update call_records r set outcome = ?, completed_at = now(), duration_ms = ?, error_code = ?
+    `update call_records r
+        set outcome = ?, completed_after_ms = round(extract(epoch from (?::timestamptz - r.requested_at)) * 1000)::integer,
+            duration_ms = ?, error_code = ?
        from call_record_shapes s
       where s.code = r.shape and ${where.sql} and r.outcome = ? returning ${READ}`,
     [
       codec.OUTCOME_CODES[report.outcome],
+      completedAt,
       report.durationMs ?? null,
       report.errorCode ?? null,
       ...where.bindings,

@@ -113,7 +113,12 @@ export const brokerOutcome = defineDecision(
   z.strictObject({
     broker_id: z.string(),
     grant: z.strictObject({ broker_id: z.string() }).optional(),
-    call: z.strictObject({ outcome: z.string() }).optional(),
+    call: z
+      .strictObject({
+        outcome: z.string(),
+        age_ms: z.number().int().describe("milliseconds from the call's check to this report, on the service's clock"),
+      })
+      .optional(),
   }),
   verdict({}),
 );
