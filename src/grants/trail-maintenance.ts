@@ -4,8 +4,9 @@ import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
 import { exportTrailDay } from './trail-export';
-import { trailBytes, trailDaysDropped, trailExportFailures, trailOldestDay, trailPartitions } from './trail-metrics';
+import { trailBytes, trailDaysDropped, trailDaysPacked, trailExportFailures, trailOldestDay, trailPartitions } from './trail-metrics';
 import { createTrailDay, dropTrailDay, heldGrantIds, nextDay, trailDays } from './repositories/call-record-partitions';
+import { dayIndexes, packTrailDay } from './repositories/call-record-compaction';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
 export const DAYS_AHEAD = 3;
@@ -26,6 +27,8 @@ export interface TrailMaintenanceRun {
   dropped: string[];
   /** Days past retention kept because their export failed. */
   kept: string[];
+  /** The closed day whose B-tree this pass rebuilt packed, if any. */
+  packed: string[];
 }
 
 export function utcDay(ms: number): string {
@@ -50,7 +53,7 @@ export function archiveFile(archiveDir: string, day: string): string {
 export async function maintainTrail(options: TrailMaintenanceOptions): Promise<TrailMaintenanceRun> {
   const { db, clock, log, retentionDays, archiveDir } = options;
   const today = utcDay(clock.now());
-  const run: TrailMaintenanceRun = { created: [], dropped: [], kept: [] };
+  const run: TrailMaintenanceRun = { created: [], dropped: [], kept: [], packed: [] };
   const existing = new Set((await trailDays(db)).days.map((d) => d.day));
   for (const day of daysFrom(today, DAYS_AHEAD + 1)) {
     if (existing.has(day)) continue;
@@ -81,8 +84,33 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
       log.info({ day, heldGrants: held.length }, 'dropped a day of the call trail past retention');
     }
   }
+  await packNewestClosedDay(options, today, oldestKept, run);
   await observe(db);
   return run;
+}
+
+/**
+ * Packs the B-tree of the newest closed day not packed yet (repositories/call-record-compaction.ts):
+ * one a pass, so a first start on a long trail spreads the work over its hourly passes. A failure
+ * only costs bytes: it is logged and the day is tried again next pass.
+ */
+async function packNewestClosedDay(options: TrailMaintenanceOptions, today: string, oldestKept: string, run: TrailMaintenanceRun) {
+  const { db, log } = options;
+  const candidates = (await dayIndexes(db)).filter((d) => !d.packed && d.day < today && d.day >= oldestKept);
+  const day = candidates
+    .map((d) => d.day)
+    .sort()
+    .at(-1);
+  if (!day) return;
+  try {
+    const sizes = await packTrailDay(db, day);
+    if (!sizes) return;
+    trailDaysPacked.inc();
+    run.packed.push(day);
+    log.info({ day, bytesBefore: sizes.before, bytesAfter: sizes.after }, "packed a closed day's call trail index");
+  } catch (err) {
+    log.warn({ day, err: { message: (err as Error).message } }, "packing a closed day's call trail index failed; retrying next pass");
+  }
 }
 
 async function observe(db: Database): Promise<void> {

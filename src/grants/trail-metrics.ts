@@ -27,6 +27,12 @@ export const trailDaysDropped = new Counter({
   registers: [metricsRegistry],
 });
 
+export const trailDaysPacked = new Counter({
+  name: 'call_record_days_packed_total',
+  help: 'Closed days whose call trail B-tree was rebuilt packed (about 28 bytes a record instead of 40)',
+  registers: [metricsRegistry],
+});
+
 export const trailExportFailures = new Counter({
   name: 'call_record_export_failures_total',
   help: 'Exports before a drop that failed (the day is kept and tried again)',
