@@ -1,10 +1,13 @@
-// npm run bench:trail [-- --records N --days D --grants G --queries Q --checks C]
+// npm run bench:trail [-- --records N --days D --grants G --queries Q --checks C --checked-grants K]
 // The call trail at scale, on a throwaway database:
-//   1. C real checks (default 20 000) through the built service, each with its outcome reported,
-//      then the trail's bytes per record from the real table (every partition, indexes included);
+//   1. C real checks (default 60 000) through the built service, each with its outcome reported, taking
+//      K grants (default 64) in turn; then the trail's bytes per record from the real table (every
+//      partition, indexes included), what the second half of them added per record, and the bytes
+//      once the day's B-tree is packed (as the maintenance job packs a day once it is over);
 //   2. N records (default 50 000 000) over the D latest UTC days (default 60) written with COPY, one
 //      day partition at a time, G grants (default 100 000) sharing them at random, and the seeded
-//      grant given 2 000 a day so its trail is 120 000 records deep;
+//      grant given 2 000 a day so its trail is 120 000 records deep; then every day before today
+//      packed, as the maintenance job would have;
 //   3. Q requests (default 1 000) of `GET /api/grants/:grantId/calls` for that grant: the first page,
 //      and the page after a cursor half the days back, p50 and p99 (one client, one request at a time);
 //   4. the plan Postgres runs each with (EXPLAIN ANALYZE, BUFFERS).
@@ -22,7 +25,8 @@ const { values } = parseArgs({
     days: { type: 'string', default: '60' },
     grants: { type: 'string', default: '100000' },
     queries: { type: 'string', default: '1000' },
-    checks: { type: 'string', default: '20000' },
+    checks: { type: 'string', default: '60000' },
+    'checked-grants': { type: 'string', default: '64' },
   },
 });
 const RECORDS = Number(values.records);
@@ -30,28 +34,30 @@ const DAYS = Number(values.days);
 const GRANTS = Number(values.grants);
 const QUERIES = Number(values.queries);
 const CHECKS = Number(values.checks);
+const CHECKED_GRANTS = Number(values['checked-grants']);
 const OWN_PER_DAY = 2000;
 const DAY_MS = 86_400_000;
 
 const { from: copyFrom } = require('pg-copy-streams');
 const { TypeID } = require('typeid-js');
 const partitions = require(path.join(root, 'dist/src/grants/repositories/call-record-partitions.js'));
+const compaction = require(path.join(root, 'dist/src/grants/repositories/call-record-compaction.js'));
 const records = require(path.join(root, 'dist/src/grants/repositories/call-records.js'));
 const shapes = require(path.join(root, 'dist/src/grants/repositories/call-record-shapes.js'));
 
 const uuidHex = (typeid) => Buffer.from(TypeID.fromString(typeid).toUUIDBytes()).toString('hex');
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
 
-/** C checks, each followed by its outcome, `concurrency` at a time. */
-async function realChecks(base, world, count, concurrency = 16) {
-  const body = JSON.parse(checkBody(world));
+/** C checks, each followed by its outcome, `concurrency` at a time, taking the grants in turn. */
+async function realChecks(base, world, grantIds, count, concurrency = 16) {
+  const bodies = grantIds.map((grantId) => ({ ...JSON.parse(checkBody(world)), grantId }));
   let next = 0;
   let refused = 0;
   const worker = async () => {
     while (next < count) {
       next += 1;
       // A 503 (a Redis or Postgres too slow on shared cores) records nothing: try again.
-      const answer = await api(base, 'POST', '/api/broker/check', world.brokerToken, body).catch((error) => {
+      const answer = await api(base, 'POST', '/api/broker/check', world.brokerToken, bodies[next % bodies.length]).catch((error) => {
         if (!/: 503 /.test(error.message) || (refused += 1) > count / 10) throw error;
         next -= 1;
         return null;
@@ -80,12 +86,11 @@ function* dayRows(dayStartMs, count, ownCount, ownGrant, shape) {
     const own = i % Math.ceil((count + ownCount) / Math.max(ownCount, 1)) === 0;
     const grant = own ? ownGrant : grants[random.readUInt32BE(12) % GRANTS];
     const requested = new Date(at).toISOString();
-    const completed = new Date(at + 40).toISOString();
     // An allowed call names the policy decision that allowed it (a UUIDv4) in approval_id.
     random[40] = (random[40] & 0x0f) | 0x40;
     const decision = random.toString('hex', 32, 48);
     lines.push(
-      `${requested}\t${completed}\t40\t${shape}\t2\t${random.toString('hex', 0, 16)}\t${grant}\t${decision}\t\\\\x${random.toString('hex', 16, 48)}\t\\N\t\\N\n`,
+      `${requested}\t45\t40\t${shape}\t2\t${random.toString('hex', 0, 16)}\t${grant}\t${decision}\t\\\\x${random.toString('hex', 16, 48)}\t\\N\t\\N\n`,
     );
     if (lines.length === 2000) {
       yield lines.join('');
@@ -107,7 +112,7 @@ async function fill(db, ownGrant, shape) {
     try {
       const copy = connection.query(
         copyFrom(
-          `copy ${partitions.dayTable(day)} (requested_at, completed_at, duration_ms, shape, outcome, id, grant_id,` +
+          `copy ${partitions.dayTable(day)} (requested_at, completed_after_ms, duration_ms, shape, outcome, id, grant_id,` +
             ` approval_id, args_digest, reason, error_code) from stdin`,
         ),
       );
@@ -139,17 +144,28 @@ async function main() {
   const db = await benchDatabase();
   const results = {};
   try {
-    const base = await startService({ DECISION_LOG: 'off', REDIS_COMMAND_TIMEOUT_MS: '2000' });
+    const base = await startService({ DECISION_LOG: 'off', REDIS_COMMAND_TIMEOUT_MS: '2000', ATTENUATION_RATE_LIMIT: '1000' });
     const world = await seed(base, db, { name: 'bench-trail' });
     const owner = humanToken(`bench-owner-${run}`);
 
-    console.log(`1. ${CHECKS} real checks, each with its outcome`);
+    console.log(`1. ${CHECKS} real checks, each with its outcome, across ${CHECKED_GRANTS} grants in turn`);
+    // Sibling grants below the seeded leaf: their records interleave in the B-tree as a busy trail's do.
+    const siblings = [];
+    for (let i = 0; i < CHECKED_GRANTS; i += 1)
+      siblings.push((await api(base, 'POST', `/api/grants/${world.leafId}/attenuate`, world.agentToken, {})).id);
     let started = performance.now();
-    const refused = await realChecks(base, world, CHECKS);
+    // In two halves: what the second half added is what a further record costs, the fixed cost of
+    // the days' empty structures (each partition's indexes, its maps, the days made ahead) left out.
+    const half = Math.floor(CHECKS / 2);
+    let refused = await realChecks(base, world, siblings, half);
+    const halfway = await partitions.trailFootprint(db);
+    refused += await realChecks(base, world, siblings, CHECKS - half);
     results.checks = { count: CHECKS, refused, seconds: Number(seconds(started)), ...(await partitions.trailFootprint(db)) };
+    results.checks.marginalBytesPerRecord = Math.round((results.checks.bytes - halfway.bytes) / (results.checks.records - halfway.records));
     results.checks.breakdown = await partitions.trailBreakdown(db);
-    await db.raw('vacuum call_records');
-    results.checks.afterVacuum = { ...(await partitions.trailFootprint(db)), breakdown: await partitions.trailBreakdown(db) };
+    // What the maintenance job does to the day once it is over: its B-tree rebuilt packed.
+    await compaction.packTrailDay(db, new Date().toISOString().slice(0, 10));
+    results.checks.packed = { ...(await partitions.trailFootprint(db)), breakdown: await partitions.trailBreakdown(db) };
     console.log(`   ${JSON.stringify(results.checks)}`);
 
     console.log(`2. ${RECORDS} records over ${DAYS} days with COPY`);
@@ -163,6 +179,16 @@ async function main() {
     results.fill.breakdown = await partitions.trailBreakdown(db);
     results.fill.countSeconds = Number(seconds(started));
     console.log(`   ${JSON.stringify(results.fill)}`);
+    // Every day before today is closed: the maintenance job would have packed each one's B-tree.
+    started = performance.now();
+    const today = new Date().toISOString().slice(0, 10);
+    for (const { day } of await compaction.dayIndexes(db)) if (day < today) await compaction.packTrailDay(db, day);
+    results.fill.packed = {
+      seconds: Number(seconds(started)),
+      ...(await partitions.trailFootprint(db)),
+      breakdown: await partitions.trailBreakdown(db),
+    };
+    console.log(`   closed days packed: ${JSON.stringify(results.fill.packed)}`);
 
     console.log(`3. GET /api/grants/:grantId/calls, ${QUERIES} times each`);
     const first = `/api/grants/${world.leafId}/calls?limit=50`;
