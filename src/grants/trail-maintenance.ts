@@ -20,6 +20,8 @@ export interface TrailMaintenanceOptions {
   retentionDays: number;
   /** When set, each day is exported here (`call-records-YYYY-MM-DD.jsonl.gz`) before it is dropped. */
   archiveDir?: string;
+  /** Aborted at shutdown: a day's index being packed is given up, not waited for. */
+  stop?: AbortSignal;
 }
 
 export interface TrailMaintenanceRun {
@@ -103,7 +105,7 @@ async function packNewestClosedDay(options: TrailMaintenanceOptions, today: stri
     .at(-1);
   if (!day) return;
   try {
-    const sizes = await packTrailDay(db, day);
+    const sizes = await packTrailDay(db, day, options.stop);
     if (!sizes) return;
     trailDaysPacked.inc();
     run.packed.push(day);
@@ -138,9 +140,10 @@ export interface TrailMaintenance {
  * partition yet goes to the default partition, and is moved out when its partition is made).
  */
 export function startTrailMaintenance(options: TrailMaintenanceOptions): TrailMaintenance {
+  const stopping = new AbortController();
   let running: Promise<TrailMaintenanceRun> | null = null;
   const pass = () =>
-    (running ??= maintainTrail(options).finally(() => {
+    (running ??= maintainTrail({ ...options, stop: stopping.signal }).finally(() => {
       running = null;
     }));
   const tick = () =>
@@ -158,6 +161,7 @@ export function startTrailMaintenance(options: TrailMaintenanceOptions): TrailMa
     },
     stop: async () => {
       clearInterval(timer);
+      stopping.abort();
       await settled();
     },
   };

@@ -1,6 +1,6 @@
 import knex from 'knex';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from '../../src/db/database';
-import { dayIndexes } from '../../src/grants/repositories/call-record-compaction';
+import { dayIndexes, packTrailDay } from '../../src/grants/repositories/call-record-compaction';
 import { dayTable } from '../../src/grants/repositories/call-record-partitions';
 import { utcDay } from '../../src/grants/trail-maintenance';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -94,6 +94,7 @@ describe("a closed day's trail index", () => {
     expect(await served(grant.leafId)).toEqual(before);
     // A packed day is not rebuilt again.
     expect((await service.deps.trailMaintenance.runNow()).packed).toEqual([]);
+    expect((await service.http.get('/metrics')).text).toMatch(/^call_record_days_packed_total [1-9]/m);
   });
 
   it('rebuilds a day again when a rebuild was cut off, dropping the invalid copy it left', async () => {
@@ -114,5 +115,34 @@ describe("a closed day's trail index", () => {
       dayTable(day),
     ]);
     expect(rows).toEqual([{ n: 0 }]);
+  });
+
+  it('gives up a rebuild when the service stops, cancelling it in Postgres, and packs the day later', async () => {
+    const day = utcDay(clock.now());
+    await busyDay(2_000);
+    clock.advance(DAY);
+    const db = service.deps.db;
+    // A writer still open on the day: the rebuild waits for it, as it would for a late report.
+    const writer = await db.transaction();
+    await writer.raw(`update ?? set duration_ms = 1 where ctid = (select min(ctid) from ??)`, [dayTable(day), dayTable(day)]);
+    const stop = new AbortController();
+    const packing = packTrailDay(db, day, stop.signal);
+    for (let waited = 0; ; waited += 50) {
+      const { rows } = await db.raw(
+        `select 1 from pg_stat_activity where query ilike 'reindex index concurrently%' and wait_event_type = 'Lock'`,
+      );
+      if (rows.length > 0) break;
+      if (waited > 10_000) throw new Error('the rebuild never started waiting');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const asked = Date.now();
+    stop.abort();
+    await expect(packing).rejects.toThrow(/cancel/i);
+    expect(Date.now() - asked).toBeLessThan(5_000);
+    await writer.rollback();
+    expect((await indexOf(day)).packed).toBe(false);
+
+    expect((await service.deps.trailMaintenance.runNow()).packed).toEqual([day]);
+    expect((await indexOf(day)).packed).toBe(true);
   });
 });

@@ -56,11 +56,17 @@ export async function dayIndexes(db: Database): Promise<DayIndex[]> {
 /**
  * Rebuilds one day's B-tree packed. Answers the index's bytes before and after, or undefined when
  * another replica is rebuilding that day (a session advisory lock on the day's table name).
+ * `stop` cancels the rebuild server-side (a shutdown must not wait minutes for it): it then fails
+ * as any failed rebuild does, and the day is packed on a later pass.
  */
-export async function packTrailDay(db: Database, day: string): Promise<{ before: number; after: number } | undefined> {
+export async function packTrailDay(db: Database, day: string, stop?: AbortSignal): Promise<{ before: number; after: number } | undefined> {
   const table = dayTable(day);
   const session = (await db.client.acquireConnection()) as PgSession;
+  const { rows: backend } = await session.query('select pg_backend_pid() as pid');
+  const cancel = () => void db.raw('select pg_cancel_backend(?)', [Number(backend[0]!.pid)]).catch(() => undefined);
+  stop?.addEventListener('abort', cancel);
   try {
+    stop?.throwIfAborted();
     const { rows: locked } = await session.query('select pg_try_advisory_lock(hashtext($1)) as locked', [table]);
     if (!locked[0]?.locked) return undefined;
     try {
@@ -69,6 +75,7 @@ export async function packTrailDay(db: Database, day: string): Promise<{ before:
       await session.query('select pg_advisory_unlock(hashtext($1))', [table]);
     }
   } finally {
+    stop?.removeEventListener('abort', cancel);
     await db.client.releaseConnection(session);
   }
 }
