@@ -37,7 +37,8 @@ export async function dayIndexes(db: Database): Promise<DayIndex[]> {
     rows: Array<{ table: string; index: string; options: string[] | null; unfinished: boolean; bytes: string }>;
   }>(
     `select t.relname as table, i.relname as index, i.reloptions as options, pg_relation_size(i.oid) as bytes,
-            exists (select 1 from pg_index y where y.indrelid = t.oid and not y.indisvalid) as unfinished
+            exists (select 1 from pg_index y join pg_class c on c.oid = y.indexrelid
+                     where y.indrelid = t.oid and not y.indisvalid and c.relname like '%\\_ccnew%') as unfinished
        from pg_inherits h
        join pg_class t on t.oid = h.inhrelid
        join pg_index x on x.indrelid = t.oid and x.indisvalid
