@@ -25,8 +25,8 @@ reasons contains "call_denied" if input.call.outcome == "denied"
 
 reasons contains "outcome_already_recorded" if input.call.outcome in {"succeeded", "failed"}
 
+reasons contains "outcome_too_late" if input.call.age_ms > taken_for_ms
+
 # The trail keeps a completion as milliseconds after the check in a 4-byte integer (24.8 days at
 # most): a report later than this is refused, and the record stays as it was.
-outcome_window_ms := 24 * 86400000
-
-reasons contains "outcome_too_late" if input.call.age_ms > outcome_window_ms
+taken_for_ms := 24 * 86400000
