@@ -1,10 +1,10 @@
-import knex from 'knex';
-import { createDatabase, ensureDatabaseExists, migrateToLatest } from '../../src/db/database';
+import { createDatabase, migrateToLatest } from '../../src/db/database';
 import { dayIndexes, packTrailDay } from '../../src/grants/repositories/call-record-compaction';
 import { dayTable } from '../../src/grants/repositories/call-record-partitions';
 import { utcDay } from '../../src/grants/trail-maintenance';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { ManualClock } from '../support/clock';
+import { ownDatabase } from '../support/own-database';
 import { startService, type TestService } from '../support/service';
 
 /**
@@ -13,36 +13,22 @@ import { startService, type TestService } from '../support/service';
  * On a database of its own (`<run's database>_packing`): it rebuilds the indexes of whole days.
  */
 const DAY = 86_400_000;
-const runUrl = new URL(process.env.DATABASE_URL!);
-const url = new URL(runUrl);
-url.pathname = `${runUrl.pathname}_packing`;
+const database = ownDatabase('packing');
 const clock = new ManualClock(Date.parse(`${utcDay(Date.now())}T12:00:00Z`));
 let service: TestService;
 let world: BrokerWorld;
 
-async function dropDatabase(): Promise<void> {
-  const adminUrl = new URL(runUrl);
-  adminUrl.pathname = '/postgres';
-  const admin = knex({ client: 'pg', connection: adminUrl.toString(), pool: { min: 0, max: 1 } });
-  try {
-    await admin.raw('drop database if exists ?? with (force)', [decodeURIComponent(url.pathname.slice(1))]);
-  } finally {
-    await admin.destroy();
-  }
-}
-
 beforeAll(async () => {
-  await dropDatabase();
-  await ensureDatabaseExists(url.toString());
-  const db = createDatabase(url.toString(), 1);
+  await database.fresh();
+  const db = createDatabase(database.url, 1);
   await migrateToLatest(db);
   await db.destroy();
-  service = await startService({ DATABASE_URL: url.toString(), CALL_RECORD_RETENTION_DAYS: '30' }, { clock });
+  service = await startService({ DATABASE_URL: database.url, CALL_RECORD_RETENTION_DAYS: '30' }, { clock });
   world = await brokerWorld(service);
 });
 afterAll(async () => {
   await service?.close();
-  await dropDatabase();
+  await database.drop();
 });
 
 /** `count` records of the day before noon, interleaved across 500 grants as a busy trail's are. */

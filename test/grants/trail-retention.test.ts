@@ -4,14 +4,14 @@ import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import knex from 'knex';
-import { createDatabase, ensureDatabaseExists, migrateToLatest } from '../../src/db/database';
+import { createDatabase, migrateToLatest } from '../../src/db/database';
 import { trailDays } from '../../src/grants/repositories/call-record-partitions';
 import { archiveFile, utcDay } from '../../src/grants/trail-maintenance';
 import { holdGrantTree, releaseGrantTree } from '../../src/grants/trail-holds';
 import { exportTrailDay } from '../../src/grants/trail-export';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { ManualClock } from '../support/clock';
+import { ownDatabase } from '../support/own-database';
 import { startService, type TestService } from '../support/service';
 
 /**
@@ -20,41 +20,27 @@ import { startService, type TestService } from '../support/service';
  * the run's shared database would take other test files' records with them.
  */
 const DAY = 86_400_000;
-const runUrl = new URL(process.env.DATABASE_URL!);
-const url = new URL(runUrl);
-url.pathname = `${runUrl.pathname}_retention`;
+const database = ownDatabase('retention');
 const archiveDir = mkdtempSync(path.join(tmpdir(), 'trail-archive-'));
 // Noon UTC of today: moving whole days keeps every record well inside its day.
 const clock = new ManualClock(Date.parse(`${utcDay(Date.now())}T12:00:00Z`));
 let service: TestService;
 let world: BrokerWorld;
 
-async function dropDatabase(): Promise<void> {
-  const adminUrl = new URL(runUrl);
-  adminUrl.pathname = '/postgres';
-  const admin = knex({ client: 'pg', connection: adminUrl.toString(), pool: { min: 0, max: 1 } });
-  try {
-    await admin.raw('drop database if exists ?? with (force)', [decodeURIComponent(url.pathname.slice(1))]);
-  } finally {
-    await admin.destroy();
-  }
-}
-
 beforeAll(async () => {
-  await dropDatabase();
-  await ensureDatabaseExists(url.toString());
-  const db = createDatabase(url.toString(), 1);
+  await database.fresh();
+  const db = createDatabase(database.url, 1);
   await migrateToLatest(db);
   await db.destroy();
   service = await startService(
-    { DATABASE_URL: url.toString(), CALL_RECORD_RETENTION_DAYS: '2', CALL_RECORD_ARCHIVE_DIR: archiveDir },
+    { DATABASE_URL: database.url, CALL_RECORD_RETENTION_DAYS: '2', CALL_RECORD_ARCHIVE_DIR: archiveDir },
     { clock },
   );
   world = await brokerWorld(service);
 });
 afterAll(async () => {
   await service?.close();
-  await dropDatabase();
+  await database.drop();
 });
 
 async function served(grantId: string) {

@@ -1,8 +1,8 @@
 import knex, { type Knex } from 'knex';
-import { ensureDatabaseExists } from '../../src/db/database';
 import { knexConfig } from '../../src/db/knex-config';
 import { callRecordsAfter, findCallRecord } from '../../src/grants/repositories/call-records';
 import { newId } from '../../src/kernel/ids';
+import { ownDatabase } from '../support/own-database';
 
 /**
  * The partitioned trail's migration on a table with rows in it: the database stops at the
@@ -12,21 +12,8 @@ import { newId } from '../../src/kernel/ids';
  * gives the same rows back in the old schema. On a database of its own (`<run's database>_trail`).
  */
 const PARTITIONING = '20261125100000_partitioned_call_trail';
-const runUrl = new URL(process.env.DATABASE_URL!);
-const url = new URL(runUrl);
-url.pathname = `${runUrl.pathname}_trail`;
+const database = ownDatabase('trail');
 let db: Knex;
-
-async function dropDatabase(): Promise<void> {
-  const adminUrl = new URL(runUrl);
-  adminUrl.pathname = '/postgres';
-  const admin = knex({ client: 'pg', connection: adminUrl.toString(), pool: { min: 0, max: 1 } });
-  try {
-    await admin.raw('drop database if exists ?? with (force)', [decodeURIComponent(url.pathname.slice(1))]);
-  } finally {
-    await admin.destroy();
-  }
-}
 
 /** Applies migrations one by one until the next one is `name`. */
 async function migrateUpTo(name: string): Promise<void> {
@@ -38,13 +25,12 @@ async function migrateUpTo(name: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  await dropDatabase();
-  await ensureDatabaseExists(url.toString());
-  db = knex(knexConfig(url.toString(), 2));
+  await database.fresh();
+  db = knex(knexConfig(database.url, 2));
 });
 afterAll(async () => {
   await db?.destroy();
-  await dropDatabase();
+  await database.drop();
 });
 
 const DAY = 86_400_000;

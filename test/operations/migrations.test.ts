@@ -1,6 +1,6 @@
 import knex, { type Knex } from 'knex';
-import { ensureDatabaseExists } from '../../src/db/database';
 import { knexConfig } from '../../src/db/knex-config';
+import { ownDatabase } from '../support/own-database';
 
 /**
  * Migrations go up and down cleanly (issue 2, item 4), checked on a database of their own
@@ -21,21 +21,8 @@ const FOUNDATION_TABLES = [
   'events',
 ];
 
-const runUrl = new URL(process.env.DATABASE_URL!);
-const migrationUrl = new URL(runUrl);
-migrationUrl.pathname = `${runUrl.pathname}_mig`;
+const database = ownDatabase('mig');
 let db: Knex;
-
-async function dropMigrationDatabase(): Promise<void> {
-  const adminUrl = new URL(runUrl);
-  adminUrl.pathname = '/postgres';
-  const admin = knex({ client: 'pg', connection: adminUrl.toString(), pool: { min: 0, max: 1 } });
-  try {
-    await admin.raw('drop database if exists ?? with (force)', [decodeURIComponent(migrationUrl.pathname.slice(1))]);
-  } finally {
-    await admin.destroy();
-  }
-}
 
 async function existingTables(): Promise<string[]> {
   const rows = await db('information_schema.tables').where({ table_schema: 'public' }).select('table_name');
@@ -43,13 +30,12 @@ async function existingTables(): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  await dropMigrationDatabase();
-  await ensureDatabaseExists(migrationUrl.toString());
-  db = knex(knexConfig(migrationUrl.toString(), 1));
+  await database.fresh();
+  db = knex(knexConfig(database.url, 1));
 });
 afterAll(async () => {
   await db?.destroy();
-  await dropMigrationDatabase();
+  await database.drop();
 });
 
 describe('knex migrations', () => {
