@@ -1,12 +1,12 @@
 import type { Database } from '../../db/database';
-import { dayTable } from './call-record-partitions';
+import { dayOfTable, dayTable } from './call-record-partitions';
 
 /**
  * Closed days of the call trail, packed: a day's B-tree is written while the day is open, one
- * grant's new entry landing beside the same grant's older ones, so its pages split in the middle
- * and settle about 70 % full. Once the day is over nothing more is inserted into it (an outcome
+ * grant's new entry landing at the end of that grant's run, so its pages split in the middle and
+ * settle half to 70 % full. Once the day is over nothing more is inserted into it (an outcome
  * updates its record on the same page and leaves the index alone), so the maintenance job rebuilds
- * that index once, sorted and packed full: about 28 bytes a record instead of 40.
+ * that index once, sorted and packed full: about 29 bytes a record instead of 40 to 55.
  *
  * `REINDEX CONCURRENTLY` takes no lock that stops a check, a report or a listing. A packed index
  * says so itself: its `fillfactor` is 100 (set just before the rebuild, which copies it). A rebuild
@@ -29,8 +29,6 @@ export interface DayIndex {
   bytes: number;
 }
 
-const DAY_TABLE = /^call_records_(\d{4})(\d{2})(\d{2})$/;
-
 /** The valid B-tree of every day partition, and whether it was rebuilt packed. */
 export async function dayIndexes(db: Database): Promise<DayIndex[]> {
   const { rows } = await db.raw<{
@@ -47,10 +45,10 @@ export async function dayIndexes(db: Database): Promise<DayIndex[]> {
       where h.inhparent = 'call_records'::regclass`,
   );
   return rows.flatMap((row) => {
-    const match = DAY_TABLE.exec(row.table);
-    if (!match) return [];
+    const day = dayOfTable(row.table);
+    if (!day) return [];
     const packed = (row.options ?? []).includes(PACKED) && !row.unfinished;
-    return [{ day: `${match[1]}-${match[2]}-${match[3]}`, index: row.index, packed, bytes: Number(row.bytes) }];
+    return [{ day, index: row.index, packed, bytes: Number(row.bytes) }];
   });
 }
 

@@ -18,6 +18,12 @@ const DAY_TABLE = /^call_records_(\d{4})(\d{2})(\d{2})$/;
 /** Waiting longer than this for a lock on the trail would stall checks: give up, retry next tick. */
 const LOCK_TIMEOUT = '1s';
 
+/** The day a partition's name holds (`call_records_YYYYMMDD`), or undefined for any other table. */
+export function dayOfTable(table: string): string | undefined {
+  const match = DAY_TABLE.exec(table);
+  return match ? `${match[1]}-${match[2]}-${match[3]}` : undefined;
+}
+
 export function dayTable(day: string): string {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new RangeError(`not a day: ${day}`);
   return `call_records_${day.replaceAll('-', '')}`;
@@ -37,8 +43,8 @@ export async function trailDays(db: Database): Promise<{ days: TrailDay[]; defau
   const days: TrailDay[] = [];
   let defaultBytes = 0;
   for (const row of rows) {
-    const match = DAY_TABLE.exec(row.name);
-    if (match) days.push({ day: `${match[1]}-${match[2]}-${match[3]}`, table: row.name, bytes: Number(row.bytes) });
+    const day = dayOfTable(row.name);
+    if (day) days.push({ day, table: row.name, bytes: Number(row.bytes) });
     else defaultBytes += Number(row.bytes);
   }
   const held = await db.raw<{ rows: Array<{ bytes: string }> }>(`select pg_total_relation_size('held_call_records') as bytes`);
