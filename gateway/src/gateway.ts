@@ -3,6 +3,7 @@ import { createClient } from '@grant-broker/client';
 import { createAgentSession, type AgentIdentity, type GatewayCore } from './agent-session';
 import type { GatewayConfig } from './config';
 import { GithubUpstream } from './github/upstream';
+import { endWithHost } from './host-lifetime';
 import { HttpListener, type ListenOptions } from './http-listener';
 import { ToolCatalog } from './tool-catalog';
 import { McpUpstream } from './upstream/mcp';
@@ -42,11 +43,15 @@ function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
   return new McpUpstream(upstream, config.callTimeoutMs);
 }
 
-/** One agent over stdio: the grant and the agent's token from the environment (GRANT_ID, AGENT_TOKEN). */
+/**
+ * One agent over stdio: the grant and the agent's token from the environment (GRANT_ID,
+ * AGENT_TOKEN). The process ends with its host (./host-lifetime.ts).
+ */
 export async function serveStdio(core: GatewayCore, identity: AgentIdentity): Promise<void> {
   const server = createAgentSession(core, identity);
   server.onclose = () => void core.upstream.close();
   await server.connect(new StdioServerTransport());
+  endWithHost(() => core.upstream.close());
 }
 
 /** Many agents over streamable HTTP on `listen`. */

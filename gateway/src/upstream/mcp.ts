@@ -51,7 +51,19 @@ export class McpUpstream implements Upstream {
     this.closed = true;
     const connection = this.connection;
     this.connection = undefined;
-    if (connection) await (await connection.catch(() => undefined))?.close();
+    const client = await connection?.catch(() => undefined);
+    if (!client) return;
+    // The SDK gives a stdio child 2 s to leave once its stdin closes, then SIGTERM and 2 s more: a
+    // gateway whose host is gone must not wait that long (./host-lifetime.ts), so it is signalled now.
+    const pid = client.transport instanceof StdioClientTransport ? client.transport.pid : null;
+    if (pid !== null) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // Already gone.
+      }
+    }
+    await client.close();
   }
 
   private async fetchTools(): Promise<Tool[]> {
