@@ -39,7 +39,7 @@ function bounded(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
 
 function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
   const upstream = config.upstream;
-  if ('builtin' in upstream) return GithubUpstream.fromConfig(upstream, env);
+  if ('builtin' in upstream) return GithubUpstream.fromConfig(upstream, env, config.callTimeoutMs);
   return new McpUpstream(upstream, config.callTimeoutMs);
 }
 

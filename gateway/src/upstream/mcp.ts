@@ -3,7 +3,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamFailure, type Upstream } from './upstream';
+import { MAX_ANSWER_BYTES, UpstreamFailure, type Upstream } from './upstream';
 
 export type McpServerAddress =
   { command: string; args?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
@@ -118,6 +118,7 @@ export class McpUpstream implements Upstream {
         args: this.address.args ?? [],
         env: { ...getDefaultEnvironment(), ...this.address.env },
         stderr: 'inherit',
+        maxBufferSize: MAX_ANSWER_BYTES,
       });
     }
     return new StreamableHTTPClientTransport(new URL(this.address.url), { requestInit: { headers: this.address.headers ?? {} } });
