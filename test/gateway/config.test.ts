@@ -28,7 +28,7 @@ const problems = (value: unknown) => {
 
 it('takes a valid config, with defaults, and prints the connection tools it needs', () => {
   const config = parseConfig({ ...valid, listen: { port: 0 } });
-  expect(config.listen).toEqual({ port: 0, host: '127.0.0.1' });
+  expect(config.listen).toEqual({ port: 0, host: '127.0.0.1', maxSessions: 1_000, maxSessionsPerAgent: 32, maxSessionsPerGrantTree: 64 });
   expect(config.callTimeoutMs).toBe(30_000);
   expect(connectionTools(config)).toEqual([{ name: 'fs.read', access: 'read', resource: { path: '/path' } }]);
   expect(parseConfig({ ...valid, upstream: { url: 'http://127.0.0.1:3001/mcp', headers: { 'X-Team': 'a' } } }).upstream).toMatchObject({
@@ -68,6 +68,16 @@ it.each([
   ['no tools', { ...valid, tools: {} }, /^tools: name at least one upstream tool/],
   ['an unknown field', { ...valid, tokens: 'x' }, /tokens/],
   ['a port out of range', { ...valid, listen: { port: 70000 } }, /^listen\.port: /],
+  [
+    'every interface with no name to answer to',
+    { ...valid, listen: { port: 80, host: '0.0.0.0' } },
+    /^listen\.allowedHosts: listening on every interface/,
+  ],
+  [
+    'an allowed host with a port',
+    { ...valid, listen: { port: 80, host: '10.0.0.5', allowedHosts: ['gw.example.com:443'] } },
+    /^listen\.allowedHosts\[0\]: /,
+  ],
 ])('names the field of %s', (_case, value, problem) => {
   expect(problems(value)).toEqual(expect.arrayContaining([expect.stringMatching(problem)]));
 });
