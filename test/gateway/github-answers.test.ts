@@ -35,7 +35,8 @@ const sent: Record<string, { bytes: number; cutOff: boolean }> = {};
 
 /** Writes `total` bytes of a JSON document as fast as the reader takes them, stopping if it hangs up. */
 async function stream(kind: string, res: ServerResponse, total: number) {
-  const record = (sent[kind] = { bytes: 0, cutOff: false });
+  const record = { bytes: 0, cutOff: false };
+  sent[kind] = record;
   res.on('close', () => {
     if (!res.writableFinished) record.cutOff = true;
   });
@@ -85,7 +86,12 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => codeHost.listen(0, '127.0.0.1', resolve));
   const config = configFor(world, {
-    upstream: { builtin: 'github', apiUrl: `http://127.0.0.1:${(codeHost.address() as AddressInfo).port}`, tokenEnv: 'CODE_HOST_TOKEN' },
+    upstream: {
+      builtin: 'github',
+      apiUrl: `http://127.0.0.1:${(codeHost.address() as AddressInfo).port}`,
+      tokenEnv: 'CODE_HOST_TOKEN',
+      credential: false,
+    },
     tools: githubToolMappings(),
     callTimeoutMs: 1_500,
   });

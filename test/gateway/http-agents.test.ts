@@ -172,12 +172,13 @@ describe('a listener on an address that is not loopback answers only to its allo
       const url = listener.url();
       expect((await post(auth(), initialize, true, url)).status).toBe(200);
       expect((await post({ ...auth(), Origin: `http://${address}:8080` }, initialize, true, url)).status).toBe(200);
-      for (const headers of [
+      const foreign: Array<Record<string, string>> = [
         { Host: 'evil.example.com' },
         { Origin: 'http://evil.example.com' },
         { Host: 'localhost' },
         { Origin: 'null' },
-      ]) {
+      ];
+      for (const headers of foreign) {
         const refused = await post({ ...auth(), ...headers }, initialize, false, url);
         expect({ headers, status: refused.status }).toEqual({ headers, status: 403 });
         expect(JSON.parse(refused.body)).toMatchObject({ code: 'host_not_allowed' });
@@ -199,12 +200,12 @@ describe('a listener on an address that is not loopback answers only to its allo
       for (const host of ['gateway.example.test', 'gw.internal.test']) {
         expect((await post({ ...auth(), Host: host, Origin: `https://${host}` }, initialize, true, url)).status).toBe(200);
       }
-      for (const headers of [
+      const foreign: Array<Record<string, string>> = [
         { Host: '127.0.0.1' },
         { Host: 'evil.example.com' },
         { Host: 'gateway.example.test', Origin: 'https://evil.example.com' },
-      ])
-        expect((await post({ ...auth(), ...headers }, initialize, false, url)).status).toBe(403);
+      ];
+      for (const headers of foreign) expect((await post({ ...auth(), ...headers }, initialize, false, url)).status).toBe(403);
     } finally {
       await listener.close();
     }
