@@ -26,12 +26,11 @@ export interface AgentIdentity {
 /**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
  * grant allows now (read afresh, as the agent, on every listing) and whose `tools/call` runs each
- * call through the check. Sessions share the upstream and the compiled schemas, never their
- * remembered approvals.
+ * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
   const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
-  const context: CallContext = { grantId: identity.grantId, agentToken: identity.agentToken, approvals: new Map() };
+  const context: CallContext = { grantId: identity.grantId, agentToken: identity.agentToken };
   const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {

@@ -10,7 +10,7 @@ export type { ApprovalWebhooks } from '../webhooks/approval-messages';
 import type { ApprovalArgsVault } from './args-vault';
 import { approvalsByOutcome } from './metrics';
 import { presentApproval } from './presenters';
-import { findApproval, insertApproval, useApproval } from './repository';
+import { findApproval, findOpenApproval, insertApproval, useApproval, type ApprovalRow } from './repository';
 
 /**
  * The broker's side of approvals: a call that needs one gets an approval bound to
@@ -82,8 +82,25 @@ export async function requestApproval(
 export async function approvalFact(db: Database, id: string) {
   const row = await findApproval(db, id);
   if (!row) return { id, found: false };
+  return factOf(row);
+}
+
+/**
+ * The open approval of the identical call (same grant, tool, principal and arguments), as
+ * broker/check reads it, or undefined: a call that comes back without its approval's id (another
+ * MCP session, another gateway process) is still the call a human was asked about.
+ */
+export async function openApprovalFact(
+  db: Database,
+  call: { grantId: string; tool: string; principal: { kind: 'user' | 'agent'; id: string }; argsDigest: string; now: Date },
+) {
+  const row = await findOpenApproval(db, call);
+  return row ? factOf(row) : undefined;
+}
+
+function factOf(row: ApprovalRow) {
   return {
-    id,
+    id: row.id,
     found: true,
     grant_id: row.grant_id,
     tool: row.tool,
