@@ -7,14 +7,36 @@ const Pointer = z.string().regex(/^(\/([^~/]|~[01])*)+$/, 'must be a JSON pointe
 /** The tool names the grant broker accepts for a connection's tools. */
 const GrantTool = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, 'letters, digits and . _ : / -, at most 128');
 
+/**
+ * The folder a file-serving upstream serves, as it names it (server-filesystem's root): an absolute
+ * path argument inside it is checked, and sent, as the path relative to it (./resource-paths.ts).
+ */
+const PathRoot = z
+  .string()
+  .refine(
+    (root) =>
+      root.startsWith('/') &&
+      !/[\\\p{Cc}]/u.test(root) &&
+      root
+        .split('/')
+        .slice(1, -1)
+        .every((segment) => !['', '.', '..'].includes(segment)) &&
+      !['.', '..'].includes(root.split('/').at(-1)!),
+    'an absolute folder, without ".", ".." or empty segments',
+  )
+  .transform((root) => root.replace(/\/+$/, ''))
+  .refine((root) => root !== '', 'a folder below /, not / itself');
+
 const StdioUpstream = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).optional(),
   env: z.record(z.string(), z.string()).optional(),
+  pathRoot: PathRoot.optional(),
 });
 const HttpUpstream = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   headers: z.record(z.string(), z.string()).optional(),
+  pathRoot: PathRoot.optional(),
 });
 const GithubUpstream = z.strictObject({
   builtin: z.literal('github'),

@@ -24,7 +24,8 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const upstream = options.upstream ?? upstreamOf(config, env);
   const fetchWithin = bounded(options.fetch ?? fetch, config.brokerTimeoutMs);
   const broker = createClient({ baseUrl: config.brokerUrl, token: brokerToken, fetch: fetchWithin });
-  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: fetchWithin };
+  const pathRoot = 'pathRoot' in config.upstream ? config.upstream.pathRoot : undefined;
+  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: fetchWithin, pathRoot };
 }
 
 /** fetch that gives up after `timeoutMs`: a grant broker that never answers must not hold an agent's call. */

@@ -34,6 +34,9 @@ it('takes a valid config, with defaults, and prints the connection tools it need
   expect(parseConfig({ ...valid, upstream: { url: 'http://127.0.0.1:3001/mcp', headers: { 'X-Team': 'a' } } }).upstream).toMatchObject({
     url: 'http://127.0.0.1:3001/mcp',
   });
+  expect(parseConfig({ ...valid, upstream: { ...valid.upstream, pathRoot: '/srv/files/' } }).upstream).toMatchObject({
+    pathRoot: '/srv/files',
+  });
   expect(parseConfig({ ...valid, upstream: { builtin: 'github' } }).upstream).toEqual({
     builtin: 'github',
     tokenEnv: 'GITHUB_TOKEN',
@@ -68,6 +71,13 @@ it.each([
   ['no tools', { ...valid, tools: {} }, /^tools: name at least one upstream tool/],
   ['an unknown field', { ...valid, tokens: 'x' }, /tokens/],
   ['a port out of range', { ...valid, listen: { port: 70000 } }, /^listen\.port: /],
+  ['a relative pathRoot', { ...valid, upstream: { ...valid.upstream, pathRoot: 'srv/files' } }, /^upstream\.pathRoot: an absolute folder/],
+  [
+    'a pathRoot that climbs',
+    { ...valid, upstream: { ...valid.upstream, pathRoot: '/srv/../etc' } },
+    /^upstream\.pathRoot: an absolute folder/,
+  ],
+  ['a pathRoot of / itself', { ...valid, upstream: { ...valid.upstream, pathRoot: '/' } }, /^upstream\.pathRoot: a folder below \//],
   [
     'every interface with no name to answer to',
     { ...valid, listen: { port: 80, host: '0.0.0.0' } },
