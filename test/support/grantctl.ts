@@ -27,7 +27,8 @@ const bin = path.join(root, 'clients/grantctl/bin/grantctl.js');
  * Both run grantctl's own build (clients/grantctl/dist, written by `npm run build`).
  */
 export function grantctl(args: string[], env: GrantctlEnv): Promise<GrantctlRun> {
-  const [command, argv] = env.via === 'npx' ? ['npx', ['--no-install', '@grant-broker/grantctl', ...args]] : [process.execPath, [bin, ...args]];
+  const [command, argv] =
+    env.via === 'npx' ? ['npx', ['--no-install', '@grant-broker/grantctl', ...args]] : [process.execPath, [bin, ...args]];
   const childEnv: NodeJS.ProcessEnv = { ...process.env, GRANT_BROKER_URL: env.url, GRANT_BROKER_TOKEN: env.token };
   delete childEnv.GRANT_BROKER_AGENT_TOKEN;
   if (env.agentToken !== undefined) childEnv.GRANT_BROKER_AGENT_TOKEN = env.agentToken;
