@@ -83,9 +83,12 @@ simple(pattern) if {
 covers(parent, child) if glob.match(parent, ["/", "\u0002"], symbolic(child))
 
 # A parent ending in `/**` holds its folder too: a child within the folder's own pattern (`docs`
-# under `docs/**`) is within the parent.
+# under `docs/**`) is within the parent. Not a child ending in `/**` itself: its own folder would
+# have to be within the parent's folder's folder, which the parent does not hold (`a/**` under
+# `**/**/**`); the rule above judges those.
 covers(parent, child) if {
 	endswith(parent, "/**")
+	not endswith(child, "/**")
 	glob.match(trim_suffix(parent, "/**"), ["/", "\u0002"], symbolic(child))
 }
 

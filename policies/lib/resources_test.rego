@@ -32,6 +32,8 @@ containment := [
 	["docs/*", "docs", false],
 	["docs/*/**", "docs/**", false],
 	["docs/*/**", "docs/api", true],
+	["**/**/**", "a/**", false],
+	["**/**", "a/**", true],
 	["docs/*", "docs/**", false],
 	["**", "a/**", true],
 	["a/**", "**", false],
