@@ -40,10 +40,10 @@ const DAY_MS = 86_400_000;
 
 const { from: copyFrom } = require('pg-copy-streams');
 const { TypeID } = require('typeid-js');
-const partitions = require(path.join(root, 'dist/src/grants/repositories/call-record-partitions.js'));
-const compaction = require(path.join(root, 'dist/src/grants/repositories/call-record-compaction.js'));
-const records = require(path.join(root, 'dist/src/grants/repositories/call-records.js'));
-const shapes = require(path.join(root, 'dist/src/grants/repositories/call-record-shapes.js'));
+const partitions = require(path.join(root, 'dist/src/trail/repositories/days.js'));
+const compaction = require(path.join(root, 'dist/src/trail/repositories/packing.js'));
+const records = require(path.join(root, 'dist/src/trail/repositories/call-records.js'));
+const shapes = require(path.join(root, 'dist/src/trail/repositories/shapes.js'));
 
 const uuidHex = (typeid) => Buffer.from(TypeID.fromString(typeid).toUUIDBytes()).toString('hex');
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);

@@ -16,10 +16,11 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows } from './grants/repositories/call-records';
-import { treeSessionCalls } from './grants/repositories/call-record-tallies';
+import { callsInWindows } from './trail/repositories/call-records';
+import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
-import { startTrailMaintenance } from './grants/trail-maintenance';
+import { startTrailMaintenance } from './trail/maintenance';
+import { createTrailService } from './trail/service';
 import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
@@ -171,6 +172,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const approvalWebhooks = new ApprovalWebhooks(config.PUBLIC_URL ?? listeningUrl(config));
   const services: Services = {
     grants,
+    trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
     broker: createBrokerService({
       ...createBrokerComponents(db, redis, treeWindows, config.BROKER_FACT_MAX_AGE_MS, config.SESSION_LABEL_TTL_MS),
       db,

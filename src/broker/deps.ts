@@ -1,6 +1,6 @@
 import type { LocalTime } from '../kernel/local-time';
 import type { Tracer } from '../kernel/trace';
-import type { CallTrailWriter } from './call-trail';
+import type { CallTrailWriter } from '../trail/writer';
 import type { ChainCache } from './chain';
 import type { Clock } from '../kernel/clock';
 import type { CredentialResolver } from '../credentials/authenticators';

@@ -6,10 +6,9 @@ import { DEFAULT_SESSION_SHAPE, DEFAULT_WINDOW_SHAPE, SlidingWindowBudget, UNKNO
 import type { Database } from '../db/database';
 import { brokerCheckCredentials } from './authenticator';
 import { VerifiedBrokerTokens } from './verified-tokens';
-import { CallTrailWriter } from './call-trail';
+import { CallTrailWriter } from '../trail/writer';
 import { ChainCache } from './chain';
 import { checkCall } from './check';
-import { recordOutcome } from './outcome';
 import { TreeFactsCache } from './tree-facts';
 import { TreeInputMembers } from './policy-input';
 
@@ -46,11 +45,10 @@ export function createBrokerComponents(
   };
 }
 
-/** The broker's surface: the pre-call check and call outcomes. */
+/** The broker's surface: the pre-call check. */
 export function createBrokerService(deps: BrokerDeps) {
   return {
     check: checkCall.bind(null, deps),
-    recordOutcome: recordOutcome.bind(null, deps),
     credentials: brokerCheckCredentials(deps),
     /** Resolves once every queued call record is written (graceful shutdown). */
     settle: () => deps.trail.settle(),

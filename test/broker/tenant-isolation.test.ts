@@ -1,4 +1,4 @@
-import { CallTrailWriter } from '../../src/broker/call-trail';
+import { CallTrailWriter } from '../../src/trail/writer';
 import { windowKey } from '../../src/budget/keys';
 import { newIdAt } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';

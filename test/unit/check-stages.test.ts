@@ -6,7 +6,7 @@ import { decide, type DecideDeps } from '../../src/broker/check/decide';
 import { resolve, type ResolveDeps } from '../../src/broker/check/resolve';
 import { settle, type SettleDeps } from '../../src/broker/check/settle';
 import type { Resolved, Verdict } from '../../src/broker/check/stages';
-import type { NewCallRecord } from '../../src/broker/call-trail';
+import type { NewCallRecord } from '../../src/trail/writer';
 import { NO_PRINCIPAL_FACTS, TreeSnapshot } from '../../src/broker/tree-facts';
 import { ApiError } from '../../src/kernel/errors';
 import { DependencyUnavailableError } from '../../src/kernel/dependency';

@@ -1,6 +1,7 @@
-import { presentCallRecord, presentGrant } from '../../src/grants/presenters';
+import { presentGrant } from '../../src/grants/presenters';
+import { presentCallRecord } from '../../src/trail/presenters';
 import type { GrantRow } from '../../src/grants/repository';
-import type { CallRecordRow } from '../../src/grants/repositories/call-records';
+import type { CallRecordRow } from '../../src/trail/repositories/call-records';
 
 const grant: GrantRow = {
   id: 'grt_1',

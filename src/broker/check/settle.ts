@@ -2,7 +2,7 @@ import { countApproval, requestApproval } from '../../approvals/requests';
 import { DependencyUnavailableError } from '../../kernel/dependency';
 import { fingerprintBytes, type MintedCredential } from '../../github-apps/installation-tokens';
 import { ApiError } from '../../kernel/errors';
-import { insertCallRecord, type NewCallRecord } from '../../grants/trail';
+import { writeInUnit as insertCallRecord, type NewCallRecord } from '../../trail/writer';
 import type { BrokerDeps } from '../deps';
 import { brokerDecisions } from '../metrics';
 import { budgetLevels } from './charge';

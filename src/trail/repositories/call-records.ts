@@ -1,18 +1,19 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
 import { idBytes, idTimeMs } from '../../kernel/ids';
-import type { BudgetLevelRow, ListPosition } from '../repository';
-import * as codec from './call-record-codec';
-import { shapeCodes } from './call-record-shapes';
+import type { ListPosition } from '../../kernel/cursor';
+import * as codec from './codec';
+import { shapeCodes } from './shapes';
 
 type Queryable = Database | Knex.Transaction;
 
 /**
  * The call trail, `call_records`: one row per broker check, written before its answer leaves,
  * completed once by the call's outcome. Partitioned by day on `requested_at`, stored in binary
- * (call-record-codec.ts); `held_call_records` keeps a held tree's rows of days already dropped,
- * and every read of a grant's trail reads both. Owned here; the broker writes it through
- * grants/trail.ts, the maintenance job (grants/trail-maintenance.ts) makes and drops days.
+ * (codec.ts); `held_call_records` keeps a held tree's rows of days already dropped,
+ * and every read of a grant's trail reads both. Owned here, by the trail domain: the broker's
+ * check writes through the trail's writer (trail/writer.ts), the maintenance job
+ * (trail/maintenance.ts) makes and drops days.
  */
 
 export interface CallRecordRow {
@@ -350,7 +351,7 @@ select level_id, at_ms - at_ms % bucket_ms, count(*) from counted where bucket_m
  */
 export async function callsInWindows(
   db: Queryable,
-  levels: ReadonlyArray<BudgetLevelRow & { bucketMs: number }>,
+  levels: ReadonlyArray<{ id: string; parentId: string | null; calls: number; windowMs: number; bucketMs: number }>,
   marginMs: number,
 ): Promise<Array<{ levelId: string; atMs: number; n: number }>> {
   const tree = levels.map((l) => ({

@@ -1,8 +1,8 @@
 import type { Database } from '../db/database';
-import { insertCallRecords, type NewCallRecord } from '../grants/trail';
+import { insertCallRecords, type NewCallRecord } from './repositories/call-records';
 import { isDependencyFailure } from '../kernel/dependency';
 
-export type { NewCallRecord } from '../grants/trail';
+export type { NewCallRecord } from './repositories/call-records';
 
 interface Waiting {
   row: NewCallRecord;
@@ -76,3 +76,9 @@ export class CallTrailWriter {
     return insertCallRecords(this.db, rows);
   }
 }
+
+/**
+ * One record in the caller's unit of work (a check that uses or asks for an approval): it commits
+ * with what else the unit changes, or not at all.
+ */
+export { insertCallRecord as writeInUnit } from './repositories/call-records';

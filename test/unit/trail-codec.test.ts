@@ -7,7 +7,7 @@ import {
   idOfUuid,
   uuidOf,
   usualReason,
-} from '../../src/grants/repositories/call-record-codec';
+} from '../../src/trail/repositories/codec';
 
 /** The call trail's binary form: every conversion gives back exactly what went in, and refuses junk. */
 describe('the call record codec', () => {

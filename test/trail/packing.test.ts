@@ -1,7 +1,7 @@
 import { createDatabase, migrateToLatest } from '../../src/db/database';
-import { dayIndexes, packTrailDay } from '../../src/grants/repositories/call-record-compaction';
-import { dayTable } from '../../src/grants/repositories/call-record-partitions';
-import { utcDay } from '../../src/grants/trail-maintenance';
+import { dayIndexes, packTrailDay } from '../../src/trail/repositories/packing';
+import { dayTable } from '../../src/trail/repositories/days';
+import { utcDay } from '../../src/trail/maintenance';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { ManualClock } from '../support/clock';
 import { ownDatabase } from '../support/own-database';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
-import { PRINCIPAL_KIND_CODES, type PrincipalKind } from './call-record-codec';
+import { PRINCIPAL_KIND_CODES, type PrincipalKind } from './codec';
 
 type Queryable = Database | Knex.Transaction;
 
