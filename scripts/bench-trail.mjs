@@ -86,7 +86,7 @@ function* dayRows(dayStartMs, count, ownCount, ownGrant, shape) {
     const own = i % Math.ceil((count + ownCount) / Math.max(ownCount, 1)) === 0;
     const grant = own ? ownGrant : grants[random.readUInt32BE(12) % GRANTS];
     const requested = new Date(at).toISOString();
-    // An allowed call names the policy decision that allowed it (a UUIDv4) in approval_id.
+    // An allowed call names the policy decision that allowed it (a UUIDv4) in decision_id.
     random[40] = (random[40] & 0x0f) | 0x40;
     const decision = random.toString('hex', 32, 48);
     lines.push(
@@ -113,7 +113,7 @@ async function fill(db, ownGrant, shape) {
       const copy = connection.query(
         copyFrom(
           `copy ${partitions.dayTable(day)} (requested_at, completed_after_ms, duration_ms, shape, outcome, id, grant_id,` +
-            ` approval_id, args_digest, reason, error_code) from stdin`,
+            ` decision_id, args_digest, reason, error_code) from stdin`,
         ),
       );
       await pipeline(dayRows(dayStart, perDay, OWN_PER_DAY, ownGrant, shape), copy);

@@ -10,6 +10,7 @@ export function presentCallRecord(row: CallRecordRow) {
     outcome: row.outcome,
     reason: row.reason,
     approvalId: row.approval_id,
+    decisionId: row.decision_id,
     approvedBy: row.approval_decided_by ?? null,
     principal: { kind: row.principal_kind, id: row.principal_id },
     requestedAt: iso(row.requested_at),

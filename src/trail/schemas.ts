@@ -16,7 +16,12 @@ export const CallRecordSchema = z
     outcome: z.enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval']),
     reason: z.string(),
     approvalId: z.string().nullable().openapi({
-      description: 'The approval (`apr_…`) that allowed the call, the one it waits for, or the policy decision id that allowed it',
+      description: 'The approval (`apr_…`) that allowed the call or the one it waits for; null when no approval concerns the call',
+    }),
+    decisionId: z.string().nullable().openapi({
+      description:
+        'The policy decision behind the answer: the `decision_id` of its decision log event. Null only on records written before the service kept it apart',
+      example: '0b6f6a8e-3c1d-4f2a-9e57-2d1f6c0a4b8e',
     }),
     approvedBy: z.string().nullable().openapi({ description: 'Who approved it, when a human approval allowed the call' }),
     principal: z.object({ kind: z.enum(['user', 'agent']), id: z.string() }),

@@ -40,7 +40,7 @@ async function busyDay(count: number): Promise<void> {
     )
   ).rows as Array<{ code: number }>;
   await service.deps.db.raw(
-    `insert into call_records (requested_at, shape, outcome, id, grant_id, approval_id, args_digest)
+    `insert into call_records (requested_at, shape, outcome, id, grant_id, decision_id, args_digest)
      select to_timestamp(?::double precision / 1000) - (n * interval '1 second'), ?, 2, gen_random_uuid(),
             ('00000000-0000-7000-8000-' || lpad(to_hex(n % 500), 12, '0'))::uuid, gen_random_uuid(), sha256(n::text::bytea)
        from generate_series(1, ?) as n`,

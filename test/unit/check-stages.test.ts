@@ -170,7 +170,7 @@ describe('settle (the answer and its record)', () => {
     const { settleDeps } = deps(async (row) => void rows.push(row));
     const answer = await settle(settleDeps, resolved(), allow, { kind: 'taken', atMs: 5, remaining: 3, resetMs: 7 });
     expect(answer).toEqual({ decision: 'allow', callId: 'call_1', reason: 'allowed', budget: { remaining: 3, resetMs: 7 } });
-    expect(rows).toEqual([expect.objectContaining({ id: 'call_1', outcome: 'pending', approval_id: 'd-9' })]);
+    expect(rows).toEqual([expect.objectContaining({ id: 'call_1', outcome: 'pending', approval_id: null, decision_id: 'd-9' })]);
   });
 
   it('gives the unit back and answers 503 when the record cannot be written', async () => {
@@ -181,13 +181,13 @@ describe('settle (the answer and its record)', () => {
     expect(refunds).toEqual([5]);
   });
 
-  it('records a denial without an approval id and takes nothing back', async () => {
+  it('records a denial without an approval id, naming its decision, and takes nothing back', async () => {
     const rows: NewCallRecord[] = [];
     const { settleDeps, refunds } = deps(async (row) => void rows.push(row));
     const verdict: Verdict = { kind: 'deny', decisionId: 'd', principal: agent, reason: 'revoked' };
     const answer = await settle(settleDeps, resolved(), verdict, { kind: 'probed', remaining: 2, resetMs: 1 });
     expect(answer).toMatchObject({ decision: 'deny', reason: 'revoked' });
-    expect(rows[0]).toMatchObject({ outcome: 'denied', approval_id: null });
+    expect(rows[0]).toMatchObject({ outcome: 'denied', approval_id: null, decision_id: 'd' });
     expect(refunds).toEqual([]);
   });
 });

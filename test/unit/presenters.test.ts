@@ -67,6 +67,7 @@ describe('presenters', () => {
       outcome: 'failed',
       reason: 'allowed',
       approval_id: null,
+      decision_id: null,
       error_code: 'E_INTERNAL_DETAIL',
       args_digest: 'sha256:00',
       requested_at: new Date('2026-11-22T00:00:00Z'),

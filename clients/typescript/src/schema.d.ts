@@ -855,8 +855,13 @@ export interface components {
             /** @enum {string} */
             outcome: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval";
             reason: string;
-            /** @description The approval (`apr_…`) that allowed the call, the one it waits for, or the policy decision id that allowed it */
+            /** @description The approval (`apr_…`) that allowed the call or the one it waits for; null when no approval concerns the call */
             approvalId: string | null;
+            /**
+             * @description The policy decision behind the answer: the `decision_id` of its decision log event. Null only on records written before the service kept it apart
+             * @example 0b6f6a8e-3c1d-4f2a-9e57-2d1f6c0a4b8e
+             */
+            decisionId: string | null;
             /** @description Who approved it, when a human approval allowed the call */
             approvedBy: string | null;
             principal: {

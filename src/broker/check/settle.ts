@@ -127,7 +127,7 @@ function chargeRefusal(deps: SettleDeps, call: Resolved, reason: ChargeRefusal, 
 
 type ChargeRefusal = DecisionInput<typeof decisions.brokerCharge>['reason'];
 
-/** The call's record as the answer says; an allowed call names the decision that allowed it. */
+/** The call's record as the answer says, naming the policy decision behind it (its decision event's id). */
 function recordOf(call: Resolved, verdict: Verdict, answer: CheckAnswer): NewCallRecord {
   return {
     id: call.callId,
@@ -137,7 +137,8 @@ function recordOf(call: Resolved, verdict: Verdict, answer: CheckAnswer): NewCal
     principal_id: verdict.principal.id,
     outcome: answer.decision === 'allow' ? 'pending' : 'denied',
     reason: answer.reason,
-    approval_id: answer.decision === 'allow' ? verdict.decisionId : null,
+    approval_id: null,
+    decision_id: verdict.decisionId,
     args_digest: call.argsDigest,
     requested_at: call.requestedAt,
   };

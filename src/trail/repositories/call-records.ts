@@ -24,7 +24,10 @@ export interface CallRecordRow {
   principal_id: string;
   outcome: codec.Outcome;
   reason: string;
+  /** The approval the call used or waits for; null for a call no approval concerns. */
   approval_id: string | null;
+  /** The policy decision behind the answer (its decision event's id); null on records older than the column. */
+  decision_id: string | null;
   error_code: string | null;
   args_digest: string;
   requested_at: Date;
@@ -37,7 +40,8 @@ export interface CallRecordRow {
   approval_decided_by?: string | null;
 }
 
-type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
+type OptionalColumns =
+  'approval_id' | 'decision_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
 
 /** A row of call_records as a check writes it. */
 export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
@@ -52,6 +56,7 @@ interface StoredRow {
   outcome: number;
   reason: string | null;
   approval_id: string | null;
+  decision_id: string | null;
   error_code: string | null;
   args_digest: Buffer;
   requested_at: Date;
@@ -76,8 +81,9 @@ const completedAfterMs = (row: Pick<NewCallRecord, 'requested_at' | 'completed_a
   row.completed_at ? row.completed_at.getTime() - row.requested_at.getTime() : null;
 
 /** A query of rows of the trail (`r`) read back with their shape. */
-const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.error_code,
-  r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint, r.credential_expires_at`;
+const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.decision_id,
+  r.error_code, r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint,
+  r.credential_expires_at`;
 const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
 
 function decode(row: StoredRow): CallRecordRow {
@@ -90,7 +96,8 @@ function decode(row: StoredRow): CallRecordRow {
     principal_id: row.principal_id,
     outcome,
     reason: row.reason ?? codec.usualReason(outcome) ?? '',
-    approval_id: row.approval_id && codec.approvalOfUuid(row.approval_id),
+    approval_id: row.approval_id && codec.idOfUuid('approval', row.approval_id),
+    decision_id: row.decision_id,
     error_code: row.error_code,
     args_digest: codec.digestOfBytes(row.args_digest),
     requested_at: row.requested_at,
@@ -109,7 +116,7 @@ function encode(row: NewCallRecord, shape: number): unknown[] {
     shape,
     codec.OUTCOME_CODES[row.outcome],
     row.reason === codec.usualReason(row.outcome) ? null : row.reason,
-    row.approval_id ? codec.approvalUuidOf(row.approval_id) : null,
+    row.approval_id ? codec.uuidOf('approval', row.approval_id) : null,
     row.error_code ?? null,
     codec.digestBytes(row.args_digest),
     row.requested_at,
@@ -117,11 +124,12 @@ function encode(row: NewCallRecord, shape: number): unknown[] {
     row.duration_ms ?? null,
     row.credential_fingerprint ?? null,
     row.credential_expires_at ?? null,
+    row.decision_id ? codec.decisionUuidOf(row.decision_id) : null,
   ];
 }
 
 const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason, approval_id, error_code, args_digest, requested_at,
-                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at)`;
+                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at, decision_id)`;
 
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
@@ -129,10 +137,10 @@ const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason
  * and a batch sends only Bind and Execute (the trail is one write per check).
  */
 const INSERT_ROWS = {
-  name: 'call_records_insert_v4',
+  name: 'call_records_insert_v5',
   text: `${INSERTED}
 select * from unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
-                     $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[])`,
+                     $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[], $14::uuid[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
@@ -158,7 +166,10 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 /** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
 export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
   const [shape] = await shapeCodes(trx, [row], { remember: false });
-  await trx.raw(`${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?)`, encode(row, shape!) as Knex.RawBinding[]);
+  await trx.raw(
+    `${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?, ?::uuid)`,
+    encode(row, shape!) as Knex.RawBinding[],
+  );
 }
 
 /**
@@ -226,7 +237,7 @@ export async function completeCallRecord(
 
 /** Who decided each approval: the listing shows who approved a call an approval allowed. */
 async function withApprovers(db: Queryable, rows: CallRecordRow[]): Promise<CallRecordRow[]> {
-  const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id?.startsWith('apr_') ? [row.approval_id] : [])))];
+  const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id ? [row.approval_id] : [])))];
   if (approvalIds.length === 0) return rows.map((row) => ({ ...row, approval_decided_by: null }));
   const approvals: Array<{ id: string; decided_by: string | null }> = await db('approvals')
     .whereIn('id', approvalIds)
@@ -274,7 +285,7 @@ export async function callRecordsAfter(
   if (!query) return [];
   let index = 0;
   const statement = {
-    name: `call_records_${after ? 'after' : 'newest'}${credential ? '_of_credential' : ''}_v2`,
+    name: `call_records_${after ? 'after' : 'newest'}${credential ? '_of_credential' : ''}_v3`,
     text: query.sql.replace(/\?/g, () => `$${(index += 1)}`),
     values: query.bindings,
   };
