@@ -16,7 +16,7 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows } from './trail/repositories/call-records';
+import { callsInWindows, insertCallRecord } from './trail/repositories/call-records';
 import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
 import { startTrailMaintenance } from './trail/maintenance';
@@ -36,10 +36,11 @@ import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
 import { expireApprovalsOfGrants } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
+import { approvalMessageFeeds } from './approvals/messages';
+import { createCallApprovals } from './approvals/requests';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
-import { ApprovalWebhooks } from './webhooks/approval-messages';
 import { DEFAULT_SEND_LIMITS } from './webhooks/send';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { createWebhooksService } from './webhooks/service';
@@ -169,7 +170,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     maxBytes: config.GITHUB_RESPONSE_MAX_BYTES,
   });
   const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
-  const approvalWebhooks = new ApprovalWebhooks(config.PUBLIC_URL ?? listeningUrl(config));
+  // The approvals' outbox, read by the webhooks and by the agents' event polls.
+  const consoleUrl = consoleUrlOf(config.PUBLIC_URL ?? listeningUrl(config));
+  const approvalMessages = approvalMessageFeeds(db);
   const services: Services = {
     grants,
     trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
@@ -184,12 +187,19 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
-      approvalArgs,
+      approvals: createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord }),
       tokens,
-      approvalWebhooks,
     }),
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, webhooks: approvalWebhooks, waker: eventWaker }),
-    runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
+    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
+    runtime: createRuntimeService({
+      db,
+      policy,
+      clock,
+      eventWaker,
+      agentMessages: approvalMessages.agents,
+      visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS,
+      grants,
+    }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
@@ -205,6 +215,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     log: log.child({ component: 'webhooks' }),
     waker: eventWaker,
     limits: { ...DEFAULT_SEND_LIMITS, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
+    messages: approvalMessages.webhooks,
   });
   if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
   const trailMaintenance = startTrailMaintenance({
@@ -283,6 +294,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     webhookDispatcher,
     consoleLinks,
     trailMaintenance,
+    approvalMessages,
   };
   return { app, metricsApp, services, infrastructure, close };
 }
@@ -298,6 +310,12 @@ function sealingKeys(config: Config): KeyRing {
 
 /** How long a console session that a one-time link started lasts (development). */
 const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
+
+/** An approval's page in the web console (`<PUBLIC_URL>/console/approvals/<id>`), which webhooks link to. */
+function consoleUrlOf(publicUrl: string): (approvalId: string) => string {
+  const base = publicUrl.replace(/\/+$/, '');
+  return (approvalId) => `${base}/console/approvals/${encodeURIComponent(approvalId)}`;
+}
 
 /** Where the service listens, as a URL: the console's links when PUBLIC_URL is not set. */
 function listeningUrl(config: Config): string {

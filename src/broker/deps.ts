@@ -12,10 +12,14 @@ import type { TreeWindowsRebuilder } from '../budget/rebuild';
 import type { TreeFactsCache } from './tree-facts';
 import type { TreeInputMembers } from './policy-input';
 import type { VerifiedBrokerTokens } from './verified-tokens';
-import type { ApprovalArgsVault } from '../approvals/args-vault';
 import type { LruCache } from '../cache/lru';
 import type { MintedCredential, MintRequest } from '../github-apps/installation-tokens';
-import type { ApprovalWebhooks } from '../approvals/requests';
+import type { ApprovalClaim as Claim, CallApprovals } from '../approvals/requests';
+import type { NewCallRecord } from '../trail/writer';
+
+/** An approval taken for a call, held until the call's record commits with it (approvals/requests.ts). */
+export type ApprovalClaim = Claim<NewCallRecord>;
+export type { ApprovalFact, ApprovalRequest } from '../approvals/requests';
 
 /** The per-replica state of the broker check: caches, the budget script, the trail writer. */
 export interface BrokerComponents {
@@ -44,10 +48,12 @@ export interface BrokerDeps extends BrokerComponents {
   trustAssertedPrincipal: boolean;
   /** APPROVAL_TTL_MS: how long a human has to decide a call that waits for approval. */
   approvalTtlMs: number;
-  /** Keeps a pending approval's arguments, masked and sealed, for its deciders. */
-  approvalArgs: ApprovalArgsVault;
-  /** Queues `approval.requested` for the pod's webhooks with the approval. */
-  approvalWebhooks: ApprovalWebhooks;
+  /**
+   * Approvals as the check uses them: the one a re-sent call brings, taken once with the call's
+   * record, or a new one asked for with it. A port: composition.ts fills it from the approvals
+   * domain, with the trail's writer of a record inside the approval's transaction.
+   */
+  approvals: CallApprovals<NewCallRecord>;
   /** Times the check's stages (TRACE_STAGES), or does nothing. */
   tracer: Tracer;
   /** Installation tokens of the GitHub Apps of GITHUB_APPS, minted and reused. */

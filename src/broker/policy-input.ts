@@ -1,5 +1,5 @@
 import jsonPointer from 'jsonpointer';
-import type { approvalFact } from '../approvals/requests';
+import type { DecisionInput, decisions } from '../kernel/decisions/catalogue';
 import type { ToolResourcePointers } from '../connections/facts';
 import type { LocalTime } from '../kernel/local-time';
 import type { TreeSession } from '../budget/sliding-window';
@@ -26,7 +26,7 @@ export interface CallFacts {
   args: Record<string, unknown>;
   argsDigest: string;
   /** The approval a re-sent check brings, as approvals/requests reads it. */
-  approval?: Awaited<ReturnType<typeof approvalFact>>;
+  approval?: DecisionInput<typeof decisions.brokerCheck>['approval'];
   subject: CallSubject;
   trustAssertedPrincipal: boolean;
   now: number;

@@ -76,9 +76,3 @@ export class CallTrailWriter {
     return insertCallRecords(this.db, rows);
   }
 }
-
-/**
- * One record in the caller's unit of work (a check that uses or asks for an approval): it commits
- * with what else the unit changes, or not at all.
- */
-export { insertCallRecord as writeInUnit } from './repositories/call-records';

@@ -136,7 +136,11 @@ describe('charge (the first side effect)', () => {
 
   it('consumes for an allow and only probes otherwise, under the snapshot’s version', async () => {
     const fake = budget({ kind: 'allowed', remaining: 4, resetMs: 10, atMs: 99, session: quiet });
-    const deps = { ...fake, db: unexpected('the database'), windows: { rebuild: unexpected('a rebuild') } } as unknown as ChargeDeps;
+    const deps = {
+      ...fake,
+      approvals: unexpected('the approvals'),
+      windows: { rebuild: unexpected('a rebuild') },
+    } as unknown as ChargeDeps;
     expect(await charge(deps, resolved(), allow)).toEqual({ kind: 'taken', atMs: 99, remaining: 4, resetMs: 10 });
     await charge(deps, resolved(), deny);
     expect(fake.runs.map((r) => [r.mode, r.expectedVersion, r.levels.length])).toEqual([
@@ -146,8 +150,51 @@ describe('charge (the first side effect)', () => {
   });
 
   it('reports stale facts with the version to resolve again under', async () => {
-    const deps = { ...budget({ kind: 'stale', version: 'v2', session: quiet }), db: unexpected('the database') } as unknown as ChargeDeps;
+    const deps = {
+      ...budget({ kind: 'stale', version: 'v2', session: quiet }),
+      approvals: unexpected('the approvals'),
+    } as unknown as ChargeDeps;
     expect(await charge(deps, resolved(), allow)).toEqual({ kind: 'stale', treeVersion: 'v2', session: quiet });
+  });
+
+  describe('a call an approval allows', () => {
+    const spends: Verdict = { kind: 'allow', decisionId: 'd', principal: agent, spendsApproval: true, labels: [] };
+    const resent = resolved({ request: { ...request, approvalId: 'apr_1' } });
+    function claims(claimed: boolean) {
+      const log: string[] = [];
+      const claim = {
+        approvalId: 'apr_1',
+        commitWith: async () => void log.push('commit'),
+        release: async () => void log.push('release'),
+      };
+      const approvals = {
+        claim: async (id: string, callId: string) => (log.push(`claim ${id} for ${callId}`), claimed ? claim : undefined),
+      };
+      return { log, claim, approvals };
+    }
+
+    it('takes the approval before the unit, and hands settle the claim, still held', async () => {
+      const { log, claim, approvals } = claims(true);
+      const fake = budget({ kind: 'allowed', remaining: 4, resetMs: 10, atMs: 99, session: quiet });
+      const deps = { ...fake, approvals, windows: { rebuild: unexpected('a rebuild') } } as unknown as ChargeDeps;
+      expect(await charge(deps, resent, spends)).toEqual({ kind: 'taken', atMs: 99, remaining: 4, resetMs: 10, claim });
+      expect(fake.runs.map((r) => r.mode)).toEqual(['consume']);
+      expect(log).toEqual(['claim apr_1 for call_1']);
+    });
+
+    it('gives the approval back when the budget is full, and takes no unit when another re-send used it', async () => {
+      const full = claims(true);
+      const exhausted = budget({ kind: 'exhausted', retryAfterMs: 5, resetMs: 5, fullLevels: [0], session: quiet });
+      const deps = { ...exhausted, approvals: full.approvals, windows: { rebuild: unexpected('a rebuild') } } as unknown as ChargeDeps;
+      expect((await charge(deps, resent, spends)).kind).toBe('exhausted');
+      expect(full.log).toEqual(['claim apr_1 for call_1', 'release']);
+
+      const used = claims(false);
+      const probe = budget({ kind: 'probed', remaining: 4, resetMs: 10, session: quiet });
+      const usedDeps = { ...probe, approvals: used.approvals, windows: { rebuild: unexpected('a rebuild') } } as unknown as ChargeDeps;
+      expect(await charge(usedDeps, resent, spends)).toEqual({ kind: 'approval_used', remaining: 4, resetMs: 10 });
+      expect(probe.runs.map((r) => r.mode)).toEqual(['probe']);
+    });
   });
 });
 
@@ -155,7 +202,7 @@ describe('settle (the answer and its record)', () => {
   function deps(write: (row: NewCallRecord) => Promise<void>) {
     const refunds: number[] = [];
     const settleDeps = {
-      db: unexpected('the database'),
+      approvals: { ask: unexpected('an approval asked for') },
       trail: { write },
       budget: { refund: async (_root: string, _levels: unknown, atMs: number) => void refunds.push(atMs) },
       log: { error: () => undefined },
@@ -179,6 +226,46 @@ describe('settle (the answer and its record)', () => {
       DependencyUnavailableError,
     );
     expect(refunds).toEqual([5]);
+  });
+
+  it('commits the record with the claimed approval, and gives the approval back when it cannot', async () => {
+    const committed: NewCallRecord[] = [];
+    const log: string[] = [];
+    const claim = {
+      approvalId: 'apr_1',
+      commitWith: async (row: NewCallRecord) => void committed.push(row),
+      release: async () => void log.push('release'),
+    };
+    const { settleDeps } = deps(unexpected('the group commit'));
+    await settle(settleDeps, resolved(), allow, { kind: 'taken', atMs: 5, remaining: 3, resetMs: 7, claim });
+    expect(committed).toEqual([expect.objectContaining({ id: 'call_1', approval_id: 'apr_1', decision_id: 'd-9' })]);
+
+    const failing = { ...claim, commitWith: async () => Promise.reject(new Error('disk full')) };
+    const { settleDeps: again, refunds } = deps(unexpected('the group commit'));
+    await expect(
+      settle(again, resolved(), allow, { kind: 'taken', atMs: 6, remaining: 3, resetMs: 7, claim: failing }),
+    ).rejects.toBeInstanceOf(DependencyUnavailableError);
+    expect(log).toEqual(['release']);
+    expect(refunds).toEqual([6]);
+  });
+
+  it('asks for an approval with the record it commits with, and answers approval_required', async () => {
+    const { settleDeps } = deps(unexpected('the group commit'));
+    const recorded: NewCallRecord[] = [];
+    const approvals = {
+      ask: async (_request: unknown, recordFor: (approval: { id: string }) => NewCallRecord) => {
+        recorded.push(recordFor({ id: 'apr_9' }));
+        return { id: 'apr_9', expiresAt: '2026-01-01T00:00:00.000Z' };
+      },
+    };
+    const ask: Verdict = { kind: 'ask', decisionId: 'd-7', principal: agent, checkInput: {} };
+    const answer = await settle({ ...settleDeps, approvals } as unknown as SettleDeps, resolved(), ask, {
+      kind: 'probed',
+      remaining: 2,
+      resetMs: 1,
+    });
+    expect(answer).toMatchObject({ decision: 'approval_required', approvalId: 'apr_9', approval: { id: 'apr_9' } });
+    expect(recorded).toEqual([expect.objectContaining({ outcome: 'awaiting_approval', approval_id: 'apr_9', decision_id: 'd-7' })]);
   });
 
   it('records a denial without an approval id, naming its decision, and takes nothing back', async () => {

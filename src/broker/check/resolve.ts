@@ -1,5 +1,4 @@
 import jwt from 'jsonwebtoken';
-import { approvalFact } from '../../approvals/requests';
 import { hashToken } from '../../credentials/tokens';
 import { digestOf } from '../../kernel/digest';
 import { ApiError } from '../../kernel/errors';
@@ -11,7 +10,7 @@ import { NO_PRINCIPAL_FACTS, type RememberedSubject } from '../tree-facts';
 import { UNKNOWN_SESSION, type TreeSession } from '../../budget/sliding-window';
 import type { CallSubject, CheckRequest, Resolved, Start } from './stages';
 
-export type ResolveDeps = Pick<BrokerDeps, 'db' | 'clock' | 'chains' | 'trees' | 'brokerTokens' | 'resolveCredential'>;
+export type ResolveDeps = Pick<BrokerDeps, 'db' | 'clock' | 'chains' | 'trees' | 'brokerTokens' | 'resolveCredential' | 'approvals'>;
 
 /**
  * The first stage: reads only. The chain first; another broker's grant stops there (nothing else
@@ -47,7 +46,7 @@ export async function resolve(
     const nobody = { principal: null, source: 'subject_token' } as const;
     return { ...start, nowMs: deps.clock.now(), chain, subject: nobody, facts: NO_PRINCIPAL_FACTS, session: UNKNOWN_SESSION };
   }
-  const approval = retry ? retry.previous.approval : request.approvalId ? await approvalFact(deps.db, request.approvalId) : undefined;
+  const approval = retry ? retry.previous.approval : request.approvalId ? await deps.approvals.factOf(request.approvalId) : undefined;
 
   const rootId = chain[0]!.root_id;
   const nowMs = deps.clock.now();

@@ -1,9 +1,8 @@
-import type { Knex } from 'knex';
 import type { TreeSession } from '../../budget/sliding-window';
 import type { Explanation } from '../../kernel/decisions/explanation';
-import type { approvalFact } from '../../approvals/requests';
 import type { CallPrincipal } from '../../kernel/principals';
 import type { CheckingBroker } from '../authenticator';
+import type { ApprovalClaim, ApprovalFact } from '../deps';
 import type { Chain } from '../chain';
 import type { CallSubject, SubjectInput } from '../policy-input';
 import type { MutableFacts, TreeSnapshot } from '../tree-facts';
@@ -51,7 +50,7 @@ export interface Start {
   requestedAt: Date;
 }
 
-export type ApprovalFact = Awaited<ReturnType<typeof approvalFact>>;
+export type { ApprovalClaim, ApprovalFact } from '../deps';
 
 /** Everything the policy is asked about, read under one tree version, at one instant. */
 export interface Resolved extends Start {
@@ -79,12 +78,6 @@ export type Verdict =
     /** An enforced rule read the tool's count: the charge holds only if the tree's count is the one seen. */
     exactCalls?: boolean;
   };
-
-/** An approval taken for this call, in a transaction the call's record commits with. */
-export interface ApprovalClaim {
-  approvalId: string;
-  unitOfWork: Knex.Transaction;
-}
 
 /**
  * What the charge stage did: took a unit, found none, only looked, found the facts stale (resolve
