@@ -170,9 +170,7 @@ async function main() {
 
     console.log(`2. ${RECORDS} records over ${DAYS} days with COPY`);
     const agentId = (await db('agents').first('id')).id;
-    const [shape] = await shapes.shapeCodes(db, [{ tool: 'repos.read_file', principal_kind: 'agent', principal_id: agentId }], {
-      remember: false,
-    });
+    const [shape] = await shapes.shapeCodes(db, [{ tool: 'repos.read_file', principal_kind: 'agent', principal_id: agentId }]);
     results.fill = await fill(db, uuidHex(world.leafId), shape);
     started = performance.now();
     results.fill.footprint = await partitions.trailFootprint(db);

@@ -1,8 +1,9 @@
 import { localTimeIn } from './kernel/local-time';
-import { createBrokerComponents, createBrokerService } from './broker/service';
-import { readRedisDurability } from './budget/durability';
+import { createBrokerService } from './broker/service';
+import { checkParts } from './check-composition';
+import { readRedisDurability } from './redis/durability';
 import { treeSessionKeys } from './budget/keys';
-import { connectRedis, type RedisClient } from './budget/redis-client';
+import { connectRedis, type RedisClient } from './redis/client';
 import { RateLimit } from './budget/rate-limit';
 import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
@@ -173,12 +174,14 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // The approvals' outbox, read by the webhooks and by the agents' event polls.
   const consoleUrl = consoleUrlOf(config.PUBLIC_URL ?? listeningUrl(config));
   const approvalMessages = approvalMessageFeeds(db);
+  // The approvals a broker check uses or asks for, its record written in the approval's transaction.
+  const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
   const services: Services = {
     grants,
     trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
     broker: createBrokerService({
-      ...createBrokerComponents(db, redis, treeWindows, config.BROKER_FACT_MAX_AGE_MS, config.SESSION_LABEL_TTL_MS),
-      db,
+      ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
+      approvals: callApprovals,
       policy,
       log,
       clock,
@@ -187,7 +190,6 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
-      approvals: createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord }),
       tokens,
     }),
     approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),

@@ -1,9 +1,9 @@
 import type { BudgetLevel } from '../../budget/sliding-window';
 import type { BrokerDeps } from '../deps';
-import type { Chain } from '../chain';
+import type { Chain } from '../reads';
 import type { Charged, Resolved, Verdict } from './stages';
 
-export type ChargeDeps = Pick<BrokerDeps, 'approvals' | 'budget' | 'windows'>;
+export type ChargeDeps = Pick<BrokerDeps, 'approvals' | 'budget' | 'rebuild'>;
 
 /**
  * The third stage, the first with a side effect: one budget script over the whole chain, which
@@ -18,7 +18,7 @@ export type ChargeDeps = Pick<BrokerDeps, 'approvals' | 'budget' | 'windows'>;
  */
 export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict): Promise<Charged> {
   const rootId = call.chain[0]!.root_id;
-  if (!call.snapshot) throw new Error('broker/check allowed a grant of another broker');
+  if (!call.treeVersion) throw new Error('broker/check allowed a grant of another broker');
   const approvalId = verdict.kind === 'allow' && verdict.spendsApproval ? call.request.approvalId : undefined;
   const claim = approvalId ? await deps.approvals.claim(approvalId, call.callId, new Date(call.nowMs)) : undefined;
   try {
@@ -26,7 +26,7 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
     const answer = await deps.budget.run({
       rootId,
       levels: budgetLevels(call.chain),
-      expectedVersion: call.snapshot.version,
+      expectedVersion: call.treeVersion,
       mode: verdict.kind === 'allow' && claimed ? 'consume' : 'probe',
       session: {
         stamp: call.session.stamp,
@@ -36,8 +36,6 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
       },
     });
     if (claim && answer.kind !== 'allowed') await claim.release();
-    // What the tree's next check on this replica decides on.
-    if (answer.kind !== 'missing') call.snapshot.session = answer.session;
     switch (answer.kind) {
       case 'missing':
         // Redis lost the tree: its windows are rebuilt from the call trail, then resolved again
@@ -71,7 +69,7 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
 }
 
 async function rebuilt(deps: ChargeDeps, rootId: string): Promise<Charged> {
-  const version = await deps.windows.rebuild(rootId);
+  const version = await deps.rebuild(rootId);
   const state = await deps.budget.treeState(rootId);
   return state ? { kind: 'stale', treeVersion: state.version, session: state.session } : { kind: 'stale', treeVersion: version };
 }

@@ -3,9 +3,9 @@ import type { Explanation } from '../../kernel/decisions/explanation';
 import type { CallPrincipal } from '../../kernel/principals';
 import type { CheckingBroker } from '../authenticator';
 import type { ApprovalClaim, ApprovalFact } from '../deps';
-import type { Chain } from '../chain';
+import type { Chain } from '../reads';
 import type { CallSubject, SubjectInput } from '../policy-input';
-import type { MutableFacts, TreeSnapshot } from '../tree-facts';
+import type { MutableFacts } from '../tree-facts';
 
 export type { CallSubject, SubjectInput } from '../policy-input';
 
@@ -57,8 +57,8 @@ export interface Resolved extends Start {
   /** The clock, read once per attempt: the policy's `now_ms` and the approval's use. */
   nowMs: number;
   chain: Chain;
-  /** Absent for another broker's grant, for which nothing of the tree is looked at. */
-  snapshot?: TreeSnapshot;
+  /** The tree's version every fact was read under; absent for another broker's grant, of which nothing is looked at. */
+  treeVersion?: string;
   subject: CallSubject;
   facts: MutableFacts;
   approval?: ApprovalFact;

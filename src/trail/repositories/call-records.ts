@@ -3,6 +3,7 @@ import type { Database } from '../../db/database';
 import { idBytes, idTimeMs } from '../../kernel/ids';
 import type { ListPosition } from '../../kernel/cursor';
 import * as codec from './codec';
+import type { ShapeMemo } from '../shape-memo';
 import { shapeCodes } from './shapes';
 
 type Queryable = Database | Knex.Transaction;
@@ -148,10 +149,14 @@ interface PgConnection {
   query(statement: { name?: string; text: string; values: unknown[] }): Promise<unknown>;
 }
 
-/** Any number of records in one statement (the group commit of concurrent checks). */
-export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[]): Promise<void> {
-  const shapes = await shapeCodes(db, rows, { remember: true });
-  const encoded = rows.map((row, i) => encode(row, shapes[i]!));
+/**
+ * Any number of records in one statement (the group commit of concurrent checks). `shapes` keeps
+ * the shape codes seen committed (src/speedups/memo.ts); without it each write makes or finds its
+ * shapes first.
+ */
+export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[], shapes?: ShapeMemo): Promise<void> {
+  const codes = await shapeCodes(db, rows, shapes);
+  const encoded = rows.map((row, i) => encode(row, codes[i]!));
   // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
   const values = encoded[0]!.map((_, column) => encoded.map((row) => row[column]));
   // Straight to a connection of knex's pool: knex cannot send a named statement.
@@ -165,7 +170,7 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 
 /** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
 export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
-  const [shape] = await shapeCodes(trx, [row], { remember: false });
+  const [shape] = await shapeCodes(trx, [row]);
   await trx.raw(
     `${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?, ?::uuid)`,
     encode(row, shape!) as Knex.RawBinding[],
