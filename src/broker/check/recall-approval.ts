@@ -1,4 +1,3 @@
-import { openApprovalFact } from '../../approvals/requests';
 import type { BrokerDeps } from '../deps';
 import type { Resolved, Verdict } from './stages';
 
@@ -10,9 +9,9 @@ import type { Resolved, Verdict } from './stages';
  * it is decided again with that approval (pending: `approval_pending`; approved: allowed once).
  * Read only on this path: a check that needs no approval reads nothing more.
  */
-export async function recallApproval(deps: Pick<BrokerDeps, 'db'>, call: Resolved, verdict: Verdict): Promise<Resolved | undefined> {
+export async function recallApproval(deps: Pick<BrokerDeps, 'reads'>, call: Resolved, verdict: Verdict): Promise<Resolved | undefined> {
   if (verdict.kind !== 'ask' || call.approval || call.request.approvalId) return undefined;
-  const approval = await openApprovalFact(deps.db, {
+  const approval = await deps.reads.openApprovalOf({
     grantId: call.chain[0]!.id,
     tool: call.request.tool,
     principal: verdict.principal,
