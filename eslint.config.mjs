@@ -7,7 +7,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'clients/*/dist/', 'build/', 'coverage/', 'node_modules/', 'tools/', '.tools/'] },
+  { ignores: ['dist/', 'clients/*/dist/', 'gateway/dist/', 'build/', 'coverage/', 'node_modules/', 'tools/', '.tools/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

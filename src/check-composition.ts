@@ -43,6 +43,7 @@ export function checkParts(input: {
     clock: input.clock,
     chainLinks: (grantId) => loadChainLinks(db, grantId),
     approvalOf: (approvalId) => input.approvals.factOf(approvalId),
+    openApprovalOf: (call) => input.approvals.openFactOf(call),
     brokerOfToken: async (tokenHash) => (await findBrokerByTokenHash(db, tokenHash))?.brokerId ?? null,
     // A tree Redis lost (or a new one) is rebuilt first, then read again: its session is what the rebuild left.
     async treeState(rootId) {

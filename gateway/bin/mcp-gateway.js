@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `npx mcp-gateway --config FILE`: the gateway as the repository's build compiles it
-// (tsconfig.build.json writes gateway/src to dist/gateway/src).
-const compiled = require('node:path').join(__dirname, '../../dist/gateway/src/main.js');
+// The installed command of @grant-broker/mcp-gateway: hosts run `npx -y @grant-broker/mcp-gateway
+// --config FILE` (the bare name on the registry is someone else's). Runs the compiled gateway of
+// this package.
+const compiled = require('node:path').join(__dirname, '../dist/main.js');
 try {
   require.resolve(compiled);
 } catch {

@@ -1,41 +1,95 @@
 import { createHash } from 'node:crypto';
 import { ApiProblem, createClient } from '@grant-broker/client';
 
-export type Verdict = 'ok' | 'bad_token' | 'grant_not_found' | 'broker_unavailable';
+/** Who a request's bearer token stands for, once the grant broker vouched for it. */
+export interface Bearer {
+  /** The agent's seat (`agt_…`): sessions are counted per agent, whatever token or grant it uses. */
+  agentId: string;
+  grantId: string;
+  /** The grant's tree (its root): sessions are counted per tree too, however deep an agent attenuates. */
+  rootId: string;
+}
+
+export type Refusal = 'bad_token' | 'grant_required' | 'grant_not_found' | 'broker_unavailable';
+export type Identified = { ok: true; bearer: Bearer } | { ok: false; refusal: Refusal };
 
 /**
- * Whether a bearer token may act on a grant, asked of the grant broker itself: the grant read with
- * the agent's own token (401: the token is bad; 404: not a grant this token may read). A yes is
- * remembered for `rememberMs` under the token's digest (never the token), in a map bounded in
- * entries; a no is never remembered, so a fixed token works at once. Each check still verifies the
- * token afresh (it is the check's `subjectToken`), so a token revoked within `rememberMs` reaches
- * the check and is refused there.
+ * A kind of bearer token the gateway accepts. Each kind recognizes its own tokens by their shape
+ * (so a token is never tried against another kind's verifier) and asks the grant broker who they
+ * stand for. Today there is one: an agent's runtime token with the grant in `Grant-Id`. CONTRACT
+ * §20's OAuth access tokens are the next: a kind that recognizes them, verifies them and names the
+ * grant they were issued for (no `Grant-Id` needed). Anything no kind recognizes — a person's JWT
+ * among them — is a 401 without a request to the broker.
+ */
+export interface BearerKind {
+  recognizes(token: string): boolean;
+  /** `grantId`: the request's `Grant-Id` header, unchecked. */
+  identify(token: string, grantId: string | undefined): Promise<Identified>;
+}
+
+const GRANT_ID = /^[A-Za-z0-9_]{1,100}$/;
+
+/**
+ * An agent's runtime token (`art_…`, CONTRACT §6) on the grant its request names. The broker says
+ * whose it is (`GET /api/agents/runtime/installations`, which takes an agent's runtime token and
+ * nothing else: 401 unknown, 403 another kind of credential) and whether it may read the grant
+ * (`GET /api/grants/:id` as the agent: 404 when not).
+ */
+export function runtimeTokens(brokerUrl: string, fetchImpl?: typeof fetch): BearerKind {
+  return {
+    recognizes: (token) => /^art_[0-9A-Za-z]{1,200}$/.test(token),
+    async identify(token, grantId) {
+      if (grantId === undefined || !GRANT_ID.test(grantId)) return { ok: false, refusal: 'grant_required' };
+      // No retries: an agent waiting on its HTTP request is better told 503 than held.
+      const asAgent = createClient({ baseUrl: brokerUrl, token, retries: 0, fetch: fetchImpl });
+      const [installations, grant] = await Promise.allSettled([
+        asAgent.unwrap(asAgent.api.GET('/api/agents/runtime/installations')),
+        asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId } } })),
+      ]);
+      if (installations.status === 'rejected') return { ok: false, refusal: refusalOf(installations.reason, 'bad_token') };
+      if (grant.status === 'rejected') return { ok: false, refusal: refusalOf(grant.reason, 'grant_not_found') };
+      const agentId = installations.value.items[0]?.agentId;
+      if (!agentId) return { ok: false, refusal: 'bad_token' };
+      return { ok: true, bearer: { agentId, grantId: grant.value.id, rootId: grant.value.rootId } };
+    },
+  };
+}
+
+/** 401 and 403 are the token's fault; 404 (and a malformed id) the grant's; anything else the broker's. */
+function refusalOf(error: unknown, notFound: Refusal): Refusal {
+  if (!(error instanceof ApiProblem)) return 'broker_unavailable';
+  if (error.status === 401 || error.status === 403) return 'bad_token';
+  if (error.status === 404 || error.status === 400 || error.status === 422) return notFound;
+  return 'broker_unavailable';
+}
+
+/**
+ * Whether a bearer token may act on a grant, and as whom, asked of the grant broker through the
+ * kind that recognizes the token. A yes is remembered for `rememberMs` under the token's digest
+ * (never the token), in a map bounded in entries; a no is never remembered, so a fixed token works
+ * at once. Each check still verifies the token afresh (it is the check's `subjectToken`), so a
+ * token revoked within `rememberMs` reaches the check and is refused there.
  */
 export class AgentAuthenticator {
-  private readonly verified = new Map<string, number>();
+  private readonly verified = new Map<string, { bearer: Bearer; until: number }>();
 
   constructor(
-    private readonly brokerUrl: string,
-    private readonly options: { rememberMs: number; maxRemembered: number; fetch?: typeof fetch },
+    private readonly kinds: readonly BearerKind[],
+    private readonly options: { rememberMs: number; maxRemembered: number },
   ) {}
 
-  async verify(token: string, grantId: string, now = Date.now()): Promise<Verdict> {
-    const key = sessionOwner(token, grantId);
-    const until = this.verified.get(key);
-    if (until !== undefined && until > now) return 'ok';
+  async identify(token: string, grantId: string | undefined, now = Date.now()): Promise<Identified> {
+    const kind = this.kinds.find((candidate) => candidate.recognizes(token));
+    if (!kind) return { ok: false, refusal: 'bad_token' };
+    const key = sessionOwner(token, grantId ?? '');
+    const remembered = this.verified.get(key);
+    if (remembered && remembered.until > now) return { ok: true, bearer: remembered.bearer };
     this.verified.delete(key);
-    // No retries: an agent waiting on its HTTP request is better told 503 than held.
-    const asAgent = createClient({ baseUrl: this.brokerUrl, token, retries: 0, fetch: this.options.fetch });
-    try {
-      await asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId } } }));
-    } catch (error) {
-      if (error instanceof ApiProblem && (error.status === 401 || error.status === 403)) return 'bad_token';
-      if (error instanceof ApiProblem && (error.status === 404 || error.status === 400 || error.status === 422)) return 'grant_not_found';
-      return 'broker_unavailable';
-    }
+    const identified = await kind.identify(token, grantId);
+    if (!identified.ok) return identified;
     if (this.verified.size >= this.options.maxRemembered) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(key, now + this.options.rememberMs);
-    return 'ok';
+    this.verified.set(key, { bearer: identified.bearer, until: now + this.options.rememberMs });
+    return identified;
   }
 }
 

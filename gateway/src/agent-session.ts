@@ -4,6 +4,7 @@ import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/
 import { checkedCall, type CallContext } from './checked-call';
 import type { ToolMapping } from './config';
 import { refusal } from './refusals';
+import { canonicalPaths } from './resource-paths';
 import type { ToolCatalog } from './tool-catalog';
 import { UpstreamFailure, type Upstream } from './upstream/upstream';
 
@@ -15,6 +16,8 @@ export interface GatewayCore {
   upstream: Upstream;
   catalog: ToolCatalog;
   fetch?: typeof fetch;
+  /** The upstream's own root, for paths it takes absolute (./resource-paths.ts). */
+  pathRoot?: string;
 }
 
 export interface AgentIdentity {
@@ -26,12 +29,11 @@ export interface AgentIdentity {
 /**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
  * grant allows now (read afresh, as the agent, on every listing) and whose `tools/call` runs each
- * call through the check. Sessions share the upstream and the compiled schemas, never their
- * remembered approvals.
+ * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
   const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
-  const context: CallContext = { grantId: identity.grantId, agentToken: identity.agentToken, approvals: new Map() };
+  const context: CallContext = { grantId: identity.grantId, agentToken: identity.agentToken };
   const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
@@ -61,7 +63,8 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     }
     // Not in the config (or not offered by the upstream): never checked, never sent.
     if (!tool) return refusal(`There is no tool ${request.params.name} on this gateway.`, { reason: 'unknown_tool' });
-    return checkedCall(core.broker, core.upstream, tool, request.params.arguments ?? {}, context);
+    const args = canonicalPaths(request.params.arguments ?? {}, tool.mapping, core.pathRoot);
+    return checkedCall(core.broker, core.upstream, tool, args, context);
   });
   return server;
 }

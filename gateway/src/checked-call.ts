@@ -1,19 +1,18 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { canonicalize } from 'json-canonicalize';
 import { ApiProblem, ApprovalRequired, CallDenied, type GrantBrokerClient } from '@grant-broker/client';
 import { denialDetail, denialText, refusal } from './refusals';
 import type { MappedTool } from './tool-catalog';
 import { UpstreamFailure, type Upstream } from './upstream/upstream';
 
-/** What one agent session calls with: who it is, on which grant, and the calls a human was asked about. */
+/**
+ * What one agent session calls with: who it is, and on which grant. Nothing of a call's approval:
+ * the grant broker recognizes the identical call (agent, grant, tool, arguments) whatever the
+ * session or process it comes back from, so an agent that reconnects keeps its approval.
+ */
 export interface CallContext {
   grantId: string;
   agentToken: string;
-  /** Calls a human was asked to approve, by tool and canonical arguments: the same call re-sent carries its approval. */
-  approvals: Map<string, string>;
 }
-
-const MAX_REMEMBERED_APPROVALS = 1000;
 
 /**
  * The upstream answered with a tool error (`isError: true`): the call was made and failed. Thrown
@@ -42,17 +41,14 @@ export async function checkedCall(
 ): Promise<CallToolResult> {
   const problem = tool.argumentsProblem(args);
   if (problem) return refusal(`Invalid arguments for ${tool.name}: ${problem}. The call was not made.`, { reason: 'invalid_arguments' });
-  const key = `${tool.name}\u0000${canonicalize(args)}`;
-  const approvalId = context.approvals.get(key);
   try {
-    const result = await checkThenCall(
+    return await checkThenCall(
       broker,
       {
         grantId: context.grantId,
         tool: tool.mapping.grantTool,
         args,
         subjectToken: context.agentToken,
-        ...(approvalId ? { approvalId } : {}),
         ...(upstream.wantsCredential ? { credential: true } : {}),
       },
       async (credential) => {
@@ -67,10 +63,8 @@ export async function checkedCall(
         return answer;
       },
     );
-    context.approvals.delete(key);
-    return result;
   } catch (error) {
-    return refusalFor(error, key, context);
+    return refusalFor(error);
   }
 }
 
@@ -79,7 +73,6 @@ type CheckBody = {
   tool: string;
   args: Record<string, unknown>;
   subjectToken: string;
-  approvalId?: string;
   credential?: boolean;
 };
 
@@ -113,28 +106,17 @@ async function report(broker: GrantBrokerClient, callId: string, outcome: 'succe
   }
 }
 
-function refusalFor(error: unknown, key: string, context: CallContext): CallToolResult {
-  if (error instanceof ToolReportedError) {
-    context.approvals.delete(key);
-    return error.result;
-  }
+function refusalFor(error: unknown): CallToolResult {
+  if (error instanceof ToolReportedError) return error.result;
   if (error instanceof ApprovalRequired) {
-    // Bounded: the oldest remembered approval goes first (it expires within APPROVAL_TTL_MS anyway).
-    if (context.approvals.size >= MAX_REMEMBERED_APPROVALS) context.approvals.delete(context.approvals.keys().next().value!);
-    context.approvals.set(key, error.approvalId);
     return refusal(
       `This call needs a human's approval (approval ${error.approvalId}, until ${error.expiresAt}). ` +
         'Ask a person to approve it, then call this tool again with exactly the same arguments.',
       { reason: 'approval_required', approvalId: error.approvalId },
     );
   }
-  if (error instanceof CallDenied) {
-    // An approval that was used, expired, refused or does not match is spent: ask afresh next time.
-    if (error.reason.startsWith('approval_') && error.reason !== 'approval_pending') context.approvals.delete(key);
-    return refusal(denialText(error), denialDetail(error));
-  }
+  if (error instanceof CallDenied) return refusal(denialText(error), denialDetail(error));
   if (error instanceof UpstreamFailure) {
-    context.approvals.delete(key);
     return refusal(`The call was allowed but ${error.message}.`, { reason: error.reason });
   }
   if (error instanceof ApiProblem && error.status < 500)

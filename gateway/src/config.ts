@@ -1,19 +1,42 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { isBareHost } from './allowed-hosts';
 
 /** An RFC 6901 pointer into a call's arguments ("" would be the whole object, never a resource). */
 const Pointer = z.string().regex(/^(\/([^~/]|~[01])*)+$/, 'must be a JSON pointer such as "/path"');
 /** The tool names the grant broker accepts for a connection's tools. */
 const GrantTool = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, 'letters, digits and . _ : / -, at most 128');
 
+/**
+ * The folder a file-serving upstream serves, as it names it (server-filesystem's root): an absolute
+ * path argument inside it is checked, and sent, as the path relative to it (./resource-paths.ts).
+ */
+const PathRoot = z
+  .string()
+  .refine(
+    (root) =>
+      root.startsWith('/') &&
+      !/[\\\p{Cc}]/u.test(root) &&
+      root
+        .split('/')
+        .slice(1, -1)
+        .every((segment) => !['', '.', '..'].includes(segment)) &&
+      !['.', '..'].includes(root.split('/').at(-1)!),
+    'an absolute folder, without ".", ".." or empty segments',
+  )
+  .transform((root) => root.replace(/\/+$/, ''))
+  .refine((root) => root !== '', 'a folder below /, not / itself');
+
 const StdioUpstream = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).optional(),
   env: z.record(z.string(), z.string()).optional(),
+  pathRoot: PathRoot.optional(),
 });
 const HttpUpstream = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   headers: z.record(z.string(), z.string()).optional(),
+  pathRoot: PathRoot.optional(),
 });
 const GithubUpstream = z.strictObject({
   builtin: z.literal('github'),
@@ -66,7 +89,23 @@ export const GatewayConfig = z.strictObject({
     .strictObject({
       port: z.number().int().min(0).max(65535),
       host: z.string().min(1).default('127.0.0.1'),
+      /** Where agents reach the gateway (`https://gateway.example.com/mcp`): its host is an allowed Host and Origin. */
+      publicUrl: z.url({ protocol: /^https?$/ }).optional(),
+      /** The Host and Origin names the gateway answers to; by default the listen address (every loopback name on loopback). */
+      allowedHosts: z.array(z.string().refine(isBareHost, 'a host name or address, without port or path')).min(1).optional(),
+      maxSessions: z.number().int().min(1).max(1_000_000).default(1_000),
+      /** One agent's live sessions at most: its new one closes its least recently used. */
+      maxSessionsPerAgent: z.number().int().min(1).max(1_000_000).default(32),
+      /** Live sessions on one grant tree (a root grant and every grant attenuated below it) at most. */
+      maxSessionsPerGrantTree: z.number().int().min(1).max(1_000_000).default(64),
     })
+    .refine(
+      (listen) => listen.allowedHosts !== undefined || listen.publicUrl !== undefined || !/^(0\.0\.0\.0|::|\[::\])$/.test(listen.host),
+      {
+        message: 'listening on every interface, name the hosts agents reach it by: publicUrl or allowedHosts',
+        path: ['allowedHosts'],
+      },
+    )
     .optional(),
   /** How long an upstream tool call may take before it is abandoned and reported failed. */
   callTimeoutMs: z.number().int().min(1).max(600_000).default(30_000),

@@ -3,6 +3,7 @@ import { createClient } from '@grant-broker/client';
 import { createAgentSession, type AgentIdentity, type GatewayCore } from './agent-session';
 import type { GatewayConfig } from './config';
 import { GithubUpstream } from './github/upstream';
+import { endWithHost } from './host-lifetime';
 import { HttpListener, type ListenOptions } from './http-listener';
 import { ToolCatalog } from './tool-catalog';
 import { McpUpstream } from './upstream/mcp';
@@ -23,7 +24,8 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const upstream = options.upstream ?? upstreamOf(config, env);
   const fetchWithin = bounded(options.fetch ?? fetch, config.brokerTimeoutMs);
   const broker = createClient({ baseUrl: config.brokerUrl, token: brokerToken, fetch: fetchWithin });
-  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: fetchWithin };
+  const pathRoot = 'pathRoot' in config.upstream ? config.upstream.pathRoot : undefined;
+  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: fetchWithin, pathRoot };
 }
 
 /** fetch that gives up after `timeoutMs`: a grant broker that never answers must not hold an agent's call. */
@@ -38,15 +40,19 @@ function bounded(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
 
 function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
   const upstream = config.upstream;
-  if ('builtin' in upstream) return GithubUpstream.fromConfig(upstream, env);
+  if ('builtin' in upstream) return GithubUpstream.fromConfig(upstream, env, config.callTimeoutMs);
   return new McpUpstream(upstream, config.callTimeoutMs);
 }
 
-/** One agent over stdio: the grant and the agent's token from the environment (GRANT_ID, AGENT_TOKEN). */
+/**
+ * One agent over stdio: the grant and the agent's token from the environment (GRANT_ID,
+ * AGENT_TOKEN). The process ends with its host (./host-lifetime.ts).
+ */
 export async function serveStdio(core: GatewayCore, identity: AgentIdentity): Promise<void> {
   const server = createAgentSession(core, identity);
   server.onclose = () => void core.upstream.close();
   await server.connect(new StdioServerTransport());
+  endWithHost(() => core.upstream.close());
 }
 
 /** Many agents over streamable HTTP on `listen`. */

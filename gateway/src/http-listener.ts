@@ -3,65 +3,81 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { AgentAuthenticator, sessionOwner, type Verdict } from './agent-auth';
+import { AgentAuthenticator, runtimeTokens, sessionOwner, type Bearer, type Refusal } from './agent-auth';
 import { createAgentSession, type GatewayCore } from './agent-session';
+import { allowedHostsOf, hostnameOf } from './allowed-hosts';
+import { SessionTable } from './session-table';
 
 export interface ListenOptions {
   port: number;
   host: string;
+  /** The URL agents reach the gateway at (behind a proxy, say): its host is always an allowed Host. */
+  publicUrl?: string;
+  /** The Host and Origin names it answers to; by default the listen address's (every loopback name on loopback). */
+  allowedHosts?: string[];
   /** How long a verified token+grant is trusted before it is asked again (each check verifies it anyway). */
   authRememberMs?: number;
-  /** Live MCP sessions at most (each one agent on one grant); more answer 503 until one ends. */
+  /** Live MCP sessions at most (each one agent on one grant); a new one displaces the largest holder's oldest. */
   maxSessions?: number;
+  /** Live sessions of one agent at most; its new one closes its least recently used. */
+  maxSessionsPerAgent?: number;
+  /** Live sessions on one grant tree (a root grant and every grant below it) at most. */
+  maxSessionsPerGrantTree?: number;
   /** A session not used for this long is closed. */
   sessionIdleMs?: number;
 }
 
 interface Session {
-  owner: string;
   transport: StreamableHTTPServerTransport;
   server: Server;
-  lastUsed: number;
 }
-
-const GRANT_ID = /^[A-Za-z0-9_]{1,100}$/;
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 /**
  * The gateway for agents over streamable HTTP: `POST /mcp` (and the `GET`/`DELETE` of a session)
- * with the agent's token as `Authorization: Bearer` and its grant as `Grant-Id`. The token is
- * verified with the grant broker before a byte of the body is read (401 otherwise). Each agent on
- * each grant gets one MCP session of its own, bound to its token and grant: a session id presented
- * with another token or grant is a 404, as is an unknown one. Listening on a loopback address, it
- * refuses a Host or Origin that is not loopback (a web page rebinding its name to 127.0.0.1).
+ * with the agent's runtime token as `Authorization: Bearer` and its grant as `Grant-Id`. The token
+ * is verified with the grant broker before a byte of the body is read: anything but an agent's
+ * token (a person's JWT included) is a 401. Each agent on each grant gets one MCP session of its
+ * own, bound to its token and grant: a session id presented with another token or grant is a 404,
+ * as is an unknown one. Sessions are bounded per agent and per grant tree (./session-table.ts).
+ * A Host or Origin outside the allowed names is a 403 (a web page rebinding its name to the
+ * gateway's address cannot drive it).
  */
 export class HttpListener {
   private readonly http: HttpServer;
-  private readonly sessions = new Map<string, Session>();
-  private readonly sessionByOwner = new Map<string, string>();
+  private readonly sessions: SessionTable<Session>;
   private readonly authenticator: AgentAuthenticator;
+  private readonly allowedHosts: ReadonlySet<string>;
   private readonly sweeper: NodeJS.Timeout;
-  private readonly maxSessions: number;
-  private readonly sessionIdleMs: number;
 
   constructor(
     private readonly core: GatewayCore,
     private readonly options: ListenOptions,
   ) {
-    this.authenticator = new AgentAuthenticator(core.brokerUrl, {
+    // The kinds of bearer accepted: an agent's runtime token (CONTRACT §20's access tokens go here too).
+    this.authenticator = new AgentAuthenticator([runtimeTokens(core.brokerUrl, core.fetch)], {
       rememberMs: options.authRememberMs ?? 5_000,
       maxRemembered: 10_000,
-      fetch: core.fetch,
     });
-    this.maxSessions = options.maxSessions ?? 1_000;
-    this.sessionIdleMs = options.sessionIdleMs ?? 30 * 60_000;
+    this.allowedHosts = allowedHostsOf(options);
+    const idleMs = options.sessionIdleMs ?? 30 * 60_000;
+    this.sessions = new SessionTable({
+      maxSessions: options.maxSessions ?? 1_000,
+      maxSessionsPerAgent: options.maxSessionsPerAgent ?? 32,
+      maxSessionsPerGrantTree: options.maxSessionsPerGrantTree ?? 64,
+      idleMs,
+    });
     this.http = createServer((request, response) => {
       this.handle(request, response).catch(() => {
         if (!response.headersSent) problem(response, 500, 'internal', 'the gateway failed to handle the request');
         else response.destroy();
       });
     });
-    this.sweeper = setInterval(() => this.closeIdle(Date.now()), Math.min(60_000, this.sessionIdleMs)).unref();
+    this.sweeper = setInterval(() => this.sessions.closeIdle(), Math.min(60_000, idleMs)).unref();
+  }
+
+  /** Live sessions: all of them, or one agent's. */
+  sessionCount(agentId?: string): number {
+    return agentId === undefined ? this.sessions.size : this.sessions.countOf(agentId);
   }
 
   /** Where agents reach it, once listening: `http://host:port/mcp`. */
@@ -79,7 +95,7 @@ export class HttpListener {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    await Promise.all([...this.sessions.keys()].map((id) => this.endSession(id)));
+    await this.sessions.closeAll();
     this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
   }
@@ -90,85 +106,59 @@ export class HttpListener {
     if (!['POST', 'GET', 'DELETE'].includes(request.method ?? ''))
       return problem(response, 405, 'method_not_allowed', 'POST, GET or DELETE');
     if (!this.hostAllowed(request))
-      return problem(response, 403, 'host_not_allowed', 'this gateway answers only to a loopback Host and Origin');
+      return problem(response, 403, 'host_not_allowed', 'this gateway answers only to the Host and Origin names it is configured for');
 
     const token = /^Bearer ([\x21-\x7e]{1,8192})$/.exec(request.headers.authorization ?? '')?.[1];
-    if (!token) return unauthorized(response, 'send the agent\'s token as "Authorization: Bearer <token>"');
-    const grantId = request.headers['grant-id'];
-    if (typeof grantId !== 'string' || !GRANT_ID.test(grantId))
-      return problem(response, 400, 'grant_id_required', 'send the grant as header Grant-Id');
-    const verdict = await this.authenticator.verify(token, grantId);
-    if (verdict !== 'ok') return refuse(response, verdict);
+    if (!token) return unauthorized(response, 'send the agent\'s runtime token as "Authorization: Bearer <token>"');
+    const grantHeader = request.headers['grant-id'];
+    const identified = await this.authenticator.identify(token, typeof grantHeader === 'string' ? grantHeader : undefined);
+    if (!identified.ok) return refuse(response, identified.refusal);
+    const { bearer } = identified;
 
-    const owner = sessionOwner(token, grantId);
+    const owner = sessionOwner(token, bearer.grantId);
     const sessionId = request.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = this.sessions.get(sessionId);
       // Someone else's session is as unknown as one that never was.
       if (!session || session.owner !== owner) return jsonRpcError(response, 404, 'Session not found');
-      session.lastUsed = Date.now();
-      return session.transport.handleRequest(request, response);
+      response.once('close', this.sessions.use(sessionId));
+      return session.value.transport.handleRequest(request, response);
     }
     if (request.method !== 'POST') return jsonRpcError(response, 400, 'Bad Request: Mcp-Session-Id header is required');
-    if (this.sessions.size >= this.maxSessions) this.closeIdle(Date.now());
-    if (this.sessions.size >= this.maxSessions)
-      return problem(response, 503, 'too_many_sessions', 'the gateway holds as many sessions as it may');
-    return this.openSession(owner, grantId, token, request, response);
+    return this.openSession(owner, bearer, token, request, response);
   }
 
-  private async openSession(owner: string, grantId: string, token: string, request: IncomingMessage, response: ServerResponse) {
-    const server = createAgentSession(this.core, { grantId, agentToken: token });
+  private async openSession(owner: string, bearer: Bearer, token: string, request: IncomingMessage, response: ServerResponse) {
+    const server = createAgentSession(this.core, { grantId: bearer.grantId, agentToken: token });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       enableJsonResponse: true,
       maxRequestBodySize: 1024 * 1024,
+      // Admitted at once, within the initialize: whatever it displaces is closed first (./session-table.ts).
       onsessioninitialized: (id) => {
-        // One session per agent and grant: a new initialize ends the previous one.
-        const previous = this.sessionByOwner.get(owner);
-        if (previous) void this.endSession(previous);
-        this.sessions.set(id, { owner, transport, server, lastUsed: Date.now() });
-        this.sessionByOwner.set(owner, id);
+        const { agentId, rootId } = bearer;
+        this.sessions.admit({ id, owner, agentId, rootId, value: { transport, server }, close: () => server.close() });
       },
-      onsessionclosed: (id) => void this.endSession(id),
+      onsessionclosed: (id) => void this.sessions.end(id),
     });
     await server.connect(transport);
     await transport.handleRequest(request, response);
     // Not an initialize (the transport answered 400): nothing of it is kept.
-    if (!transport.sessionId || !this.sessions.has(transport.sessionId)) await server.close();
-  }
-
-  private async endSession(id: string): Promise<void> {
-    const session = this.sessions.get(id);
-    if (!session) return;
-    this.sessions.delete(id);
-    if (this.sessionByOwner.get(session.owner) === id) this.sessionByOwner.delete(session.owner);
-    await session.server.close().catch(() => undefined);
-  }
-
-  private closeIdle(now: number): void {
-    for (const [id, session] of this.sessions) if (now - session.lastUsed > this.sessionIdleMs) void this.endSession(id);
+    if (!transport.sessionId || !this.sessions.get(transport.sessionId)) await server.close();
   }
 
   private hostAllowed(request: IncomingMessage): boolean {
-    if (!LOOPBACK_HOSTS.has(this.options.host)) return true;
     const host = hostnameOf(`http://${request.headers.host ?? ''}`);
-    if (!host || !LOOPBACK_HOSTS.has(host)) return false;
+    if (!host || !this.allowedHosts.has(host)) return false;
     const origin = request.headers.origin;
-    return origin === undefined || LOOPBACK_HOSTS.has(hostnameOf(origin) ?? '');
+    return origin === undefined || this.allowedHosts.has(hostnameOf(origin) ?? '');
   }
 }
 
-function hostnameOf(url: string): string | undefined {
-  try {
-    return new URL(url).hostname;
-  } catch {
-    return undefined;
-  }
-}
-
-function refuse(response: ServerResponse, verdict: Exclude<Verdict, 'ok'>): void {
-  if (verdict === 'bad_token') return unauthorized(response, 'the grant broker does not accept this token');
-  if (verdict === 'grant_not_found') return problem(response, 404, 'not_found', 'no grant of that id that this token may use');
+function refuse(response: ServerResponse, refusal: Refusal): void {
+  if (refusal === 'bad_token') return unauthorized(response, "the grant broker does not accept this token as an agent's");
+  if (refusal === 'grant_required') return problem(response, 400, 'grant_id_required', 'send the grant as header Grant-Id');
+  if (refusal === 'grant_not_found') return problem(response, 404, 'not_found', 'no grant of that id that this token may use');
   return problem(response, 503, 'broker_unavailable', 'the grant broker could not be reached');
 }
 

@@ -15,6 +15,11 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig(file);
   if (command === 'connection-tools') {
     process.stdout.write(`${JSON.stringify(connectionTools(config), null, 2)}\n`);
+    // The one kind a grant can be made on: a connection of another kind is stored, then every grant on it is refused.
+    process.stderr.write(
+      'mcp-gateway: register these as the tools of a code_hosting_app connection: POST /api/connections ' +
+        '{"kind": "code_hosting_app", "brokerId": "<this gateway\'s broker>", "externalInstallationId": "<any id of yours>", "tools": <the above>}\n',
+    );
     return;
   }
   const core = createGatewayCore(config);

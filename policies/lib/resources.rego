@@ -3,8 +3,10 @@
 # description: |
 #   A grant's `resources` name, by dimension, the patterns of what its tools may
 #   touch. `*` matches within one `/`-separated segment; in paths a whole segment `**` matches
-#   across segments. The grants domain refuses every other glob syntax before a pattern is stored,
-#   so `glob.match` with `/` as the delimiter is exactly these semantics.
+#   across segments, and a last segment `/**` the folder itself too (`docs/**`: the folder `docs`
+#   and everything in it, so a listing of `docs` is within it). The grants domain refuses every
+#   other glob syntax before a pattern is stored, so `glob.match` with `/` as the delimiter is
+#   exactly these semantics, with the folder rule on top.
 package lib.resources
 
 # The dimension of a grant's `resources` and the key of the call's `resource` it constrains.
@@ -33,17 +35,30 @@ matches(pattern, value) if {
 	not contains(substring(value, count(prefix), -1), "/")
 }
 
-# `docs/**`: one `**`, as the last segment.
+# `docs/**`: one `**`, as the last segment: what is in the folder, and the folder itself.
 matches(pattern, value) if {
 	endswith(pattern, "/**")
 	indexof(pattern, "*") == count(pattern) - 2
 	startswith(value, trim_suffix(pattern, "**"))
 }
 
+matches(pattern, value) if {
+	endswith(pattern, "/**")
+	indexof(pattern, "*") == count(pattern) - 2
+	value == trim_suffix(pattern, "/**")
+}
+
 # Anything else (`api-*-v2`, `docs/**/*.md`, several stars): the general matcher.
 matches(pattern, value) if {
 	not simple(pattern)
 	glob.match(pattern, ["/"], value)
+}
+
+# The folder of a general pattern ending in `/**` (`docs/*/**` holds `docs/api`).
+matches(pattern, value) if {
+	not simple(pattern)
+	endswith(pattern, "/**")
+	glob.match(trim_suffix(pattern, "/**"), ["/"], value)
 }
 
 simple(pattern) if not contains(pattern, "*")
@@ -66,6 +81,16 @@ simple(pattern) if {
 #   `a/**` under a parent `**/*`), never accept a widening. Property-tested against a model in
 #   test/grants/pattern-containment.property.test.ts.
 covers(parent, child) if glob.match(parent, ["/", "\u0002"], symbolic(child))
+
+# A parent ending in `/**` holds its folder too: a child within the folder's own pattern (`docs`
+# under `docs/**`) is within the parent. Not a child ending in `/**` itself: its own folder would
+# have to be within the parent's folder's folder, which the parent does not hold (`a/**` under
+# `**/**/**`); the rule above judges those.
+covers(parent, child) if {
+	endswith(parent, "/**")
+	not endswith(child, "/**")
+	glob.match(trim_suffix(parent, "/**"), ["/", "\u0002"], symbolic(child))
+}
 
 symbolic(pattern) := replace(replace(pattern, "**", "\u0002"), "*", "\u0001")
 

@@ -27,6 +27,13 @@ containment := [
 	["*a*", "x*a", true],
 	["docs/**", "docs/*/x.md", true],
 	["docs/**", "docs/**", true],
+	["docs/**", "docs", true],
+	["docs/**", "docs/*", true],
+	["docs/*", "docs", false],
+	["docs/*/**", "docs/**", false],
+	["docs/*/**", "docs/api", true],
+	["**/**/**", "a/**", false],
+	["**/**", "a/**", true],
 	["docs/*", "docs/**", false],
 	["**", "a/**", true],
 	["a/**", "**", false],
@@ -74,7 +81,11 @@ test_the_shapes_of_patterns_match_alike if {
 	resources.matches_any(["acme/*"], "acme/")
 	not resources.matches_any(["acme/*"], "acmex/api")
 	resources.matches_any(["docs/**"], "docs/")
-	not resources.matches_any(["docs/**"], "docs")
+	resources.matches_any(["docs/**"], "docs")
+	not resources.matches_any(["docs/**"], "doc")
+	not resources.matches_any(["docs/**"], "docsx")
+	resources.matches_any(["docs/*/**"], "docs/api")
+	not resources.matches_any(["docs/*/**"], "docs")
 	resources.matches_any(["a*b/c"], "axxb/c")
 	not resources.matches_any(["a*b/c"], "ax/b/c")
 }

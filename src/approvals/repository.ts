@@ -38,6 +38,28 @@ export function findApproval(db: Queryable, id: string): Promise<ApprovalRow | u
 }
 
 /**
+ * The open approval of this very call (grant, tool, principal and arguments), whatever MCP session
+ * or process it was asked from: an approved one before a pending one, the newest first; unexpired.
+ */
+export function findOpenApproval(
+  db: Queryable,
+  call: { grantId: string; tool: string; principal: { kind: 'user' | 'agent'; id: string }; argsDigest: string; now: Date },
+): Promise<ApprovalRow | undefined> {
+  return db<ApprovalRow>('approvals')
+    .where({
+      grant_id: call.grantId,
+      args_digest: call.argsDigest,
+      tool: call.tool,
+      principal_kind: call.principal.kind,
+      principal_id: call.principal.id,
+    })
+    .whereIn('state', ['pending', 'approved'])
+    .andWhere('expires_at', '>', call.now)
+    .orderByRaw("state = 'approved' desc, requested_at desc")
+    .first();
+}
+
+/**
  * Uses an approved approval for one call, atomically: of concurrent re-sends (on any replica)
  * exactly one sees its row updated. Expiry is the clock's, not a sweeper's.
  */

@@ -6,7 +6,7 @@ import type { ApprovalArgsVault } from './args-vault';
 import { tellOfApproval } from './messages';
 import { approvalsByOutcome } from './metrics';
 import { presentApproval } from './presenters';
-import { findApproval, insertApproval, useApproval } from './repository';
+import { findApproval, findOpenApproval, insertApproval, useApproval, type ApprovalRow } from './repository';
 
 /**
  * The broker's side of approvals: a call that needs one gets an approval bound to its grant,
@@ -55,8 +55,23 @@ export interface ApprovalClaim<Record> {
   release(): Promise<void>;
 }
 
+/** A call as an approval binds it: what finds the open approval of the identical call. */
+export interface ApprovalBinding {
+  grantId: string;
+  tool: string;
+  principal: { kind: 'user' | 'agent'; id: string };
+  argsDigest: string;
+  now: Date;
+}
+
 export interface CallApprovals<Record> {
   factOf(approvalId: string): Promise<ApprovalFact>;
+  /**
+   * The open (approved, else pending; unexpired) approval of the identical call, whatever MCP
+   * session or process asked for it, or undefined: a call that comes back without its approval's
+   * id is still the call a human was asked about.
+   */
+  openFactOf(call: ApprovalBinding): Promise<ApprovalFact | undefined>;
   /**
    * Takes the approval for this call: a claim for exactly one of any number of concurrent
    * re-sends (on any replica), undefined for the others and for one no longer approved.
@@ -81,6 +96,10 @@ export interface CallApprovalsDeps<Record> {
 export function createCallApprovals<Record>(deps: CallApprovalsDeps<Record>): CallApprovals<Record> {
   return {
     factOf: (approvalId) => approvalFact(deps.db, approvalId),
+    async openFactOf(call) {
+      const row = await findOpenApproval(deps.db, call);
+      return row ? factOf(row) : undefined;
+    },
     async claim(approvalId, callId, at) {
       const unit = await deps.db.transaction();
       try {
@@ -162,8 +181,12 @@ async function requestApproval(
 async function approvalFact(db: Database, id: string): Promise<ApprovalFact> {
   const row = await findApproval(db, id);
   if (!row) return { id, found: false };
+  return factOf(row);
+}
+
+function factOf(row: ApprovalRow): ApprovalFact {
   return {
-    id,
+    id: row.id,
     found: true,
     grant_id: row.grant_id,
     tool: row.tool,

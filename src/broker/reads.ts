@@ -1,4 +1,5 @@
 import jwt from 'jsonwebtoken';
+import type { ApprovalBinding } from '../approvals/requests';
 import type { TreeSession } from '../budget/sliding-window';
 import type { CredentialResolver } from '../credentials/authenticators';
 import type { Database } from '../db/database';
@@ -29,6 +30,8 @@ export interface CheckReads {
   chainOf(grantId: string): Promise<Chain | null>;
   /** The approval a re-sent check brings. */
   approvalOf(approvalId: string): Promise<ApprovalFact>;
+  /** The open approval of the identical call, for a check that needs one and brings none (never remembered: it changes). */
+  openApprovalOf(call: ApprovalBinding): Promise<ApprovalFact | undefined>;
   /** A broker token taken from memory is still live right now; else the request's 401. */
   confirmBroker(broker: CheckingBroker): Promise<void>;
   /**
@@ -80,6 +83,7 @@ export interface CheckSources {
   /** The grants domain's chain of a grant (one recursive query); empty for no such grant. */
   chainLinks(grantId: string): Promise<ChainLink[]>;
   approvalOf(approvalId: string): Promise<ApprovalFact>;
+  openApprovalOf(call: ApprovalBinding): Promise<ApprovalFact | undefined>;
   /** The broker of a live token by its SHA-256 (credentials). */
   brokerOfToken(tokenHash: string): Promise<string | null>;
   /** The tree's version and session in Redis, its windows rebuilt first when Redis lost them. */
@@ -112,6 +116,7 @@ export function plainCheckReads(sources: CheckSources, tokens: BrokerTokenReads)
       return links.length === 0 ? null : links.map(({ revoked: _mutable, ...fixed }) => fixed);
     },
     approvalOf: (approvalId) => sources.approvalOf(approvalId),
+    openApprovalOf: (call) => sources.openApprovalOf(call),
     confirmBroker,
     async treeAt(rootId, _nowMs, known) {
       const state = known ?? (await sources.treeState(rootId));

@@ -15,7 +15,12 @@ export const CheckBody = z
       .openapi({ description: 'A broker-asserted principal: refused (403) unless the deployment trusts its brokers' }),
     approvalId: idParam('apr_01jd6x3c4vf8r9t2y5u7w0z1ab')
       .optional()
-      .openapi({ description: 'A re-sent check: the approval of this very call (same grant, tool, principal and args)' }),
+      .openapi({
+        description:
+          'A re-sent check: the approval of this very call (same grant, tool, principal and args). Optional: a check that needs ' +
+          'an approval and brings none is decided with the open (pending or approved, unexpired) approval of the identical ' +
+          'call when there is one, so an agent that reconnects keeps its approval: approved, allowed once; pending, approval_pending',
+      }),
     args: z.record(z.string(), z.unknown()).openapi({
       description: 'The tool arguments: only their RFC 8785 digest is kept; never stored, logged or returned',
     }),

@@ -2,6 +2,7 @@ import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
 import { grantableConnection } from '../connections/facts';
 import type { HumanPrincipal } from '../kernel/principals';
+import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
 import { podById } from '../pods/facts';
@@ -32,6 +33,23 @@ async function targetFacts(deps: GrantsDeps, target: { kind: string; id: string 
 }
 
 /**
+ * A refusal of grants/create, where a connection of the wrong kind is told apart: the kind the
+ * connection has and the one a grant needs, so that whoever registered an MCP server's connection
+ * as, say, `mcp_server` learns what to register instead (docs/gateway.md).
+ */
+function enforceNamingKind(kind: string | undefined, decision: Parameters<typeof enforce>[0]): void {
+  try {
+    enforce(decision);
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.code !== 'connection_kind_not_allowed') throw error;
+    const detail =
+      `the connection is of kind ${JSON.stringify(kind)}: a grant is made only on a code_hosting_app connection ` +
+      "(an MCP gateway's connection too: register it with kind code_hosting_app)";
+    throw new ApiError(error.code, detail, error.extensions);
+  }
+}
+
+/**
  * Creates a root grant. The facts are gathered here, `grants/create` decides every refusal, and
  * the installation and broker come from the connection, never from the request.
  */
@@ -42,7 +60,8 @@ export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, b
   const { pod, seat } = await targetFacts(deps, body.target);
   const writeMode = body.writeMode ?? GRANT_DEFAULTS.writeMode;
   const expiresAt = body.expiresAt ? new Date(body.expiresAt) : new Date(now + GRANT_DEFAULTS.lifetimeMs);
-  enforce(
+  enforceNamingKind(
+    connection?.kind,
     deps.policy.evaluate(decisions.grantsCreate, {
       now_ms: now,
       caller: callerFact(principal),

@@ -2,7 +2,8 @@ import { z } from '../kernel/schema';
 
 /**
  * Resource patterns. `*` matches within one `/`-separated segment; in paths, a
- * whole segment `**` matches across segments. Nothing else is special: the characters glob
+ * whole segment `**` matches across segments, and a last `/**` the folder itself too (`docs/**`
+ * holds `docs`: a listing of the folder is within it). Nothing else is special: the characters glob
  * matching would read as syntax (`? [ ] { } \ !`) are refused, so a pattern means exactly what it
  * shows, and so are NUL, control characters, spaces and empty segments.
  */
@@ -48,7 +49,8 @@ export const ResourcesSchema = z
   })
   .openapi('GrantResources', {
     description:
-      "What the grant's tools may touch: `*` within a segment, `**` (paths only) across segments. An omitted dimension is " +
+      "What the grant's tools may touch: `*` within a segment, `**` (paths only) across segments; a last `/**` also matches " +
+      'the folder itself (`docs/**`: `docs` and everything in it). An omitted dimension is ' +
       'unrestricted; a call whose tool names no value for a constrained dimension is denied `resource_unknown`.',
   });
 

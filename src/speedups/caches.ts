@@ -114,6 +114,7 @@ export function cachedCheckReads(
       return chain;
     },
     approvalOf: (approvalId) => plain.approvalOf(approvalId),
+    openApprovalOf: (call) => plain.openApprovalOf(call),
     confirmBroker: (broker) => plain.confirmBroker(broker),
     async treeAt(rootId, nowMs, known) {
       let snapshot = known ? undefined : trees.get(rootId);

@@ -145,11 +145,13 @@ describe('an approval does not outlive its grant or its time', () => {
   it('a revoked grant: nothing is decided on its approvals, and an approved one allows nothing', async () => {
     const grantId = await approveModeGrant();
     const first = await askApproval(grantId);
-    const second = await askApproval(grantId);
+    // Another call (an identical one would find the first approval, CONTRACT §17).
+    const other = { args: { ...WRITE.args, body: 'another' } };
+    const second = await askApproval(grantId, other);
     await decide(second.approvalId, 'approve').expect(200);
     await service.http.post(`/api/grants/${grantId}/revoke`).set(world.owner.auth).expect(200);
     expectProblem(await decide(first.approvalId, 'approve'), 422, 'grant_not_usable');
-    expect((await resend(grantId, second.approvalId)).body.reason).toBe('revoked');
+    expect((await resend(grantId, second.approvalId, other)).body.reason).toBe('revoked');
   });
 
   it('a stopped runtime: an approved call is still denied', async () => {
@@ -170,12 +172,13 @@ describe('an approval does not outlive its grant or its time', () => {
   it('expires by the clock: too late to decide, too late to use', async () => {
     const grantId = await approveModeGrant();
     const pending = await askApproval(grantId);
-    const approved = await askApproval(grantId);
+    const other = { args: { ...WRITE.args, body: 'another' } };
+    const approved = await askApproval(grantId, other);
     await decide(approved.approvalId, 'approve').expect(200);
     clock.advance(15 * 60_000 + 1);
     try {
       expectProblem(await decide(pending.approvalId, 'approve'), 409, 'approval_expired');
-      expect((await resend(grantId, approved.approvalId)).body.reason).toBe('approval_expired');
+      expect((await resend(grantId, approved.approvalId, other)).body.reason).toBe('approval_expired');
       const listed = await service.http.get('/api/approvals').query({ state: 'expired' }).set(world.owner.auth);
       expect(listed.body.items.map((a: { id: string }) => a.id)).toEqual(expect.arrayContaining([pending.approvalId, approved.approvalId]));
     } finally {

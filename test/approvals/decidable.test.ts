@@ -38,8 +38,11 @@ async function approveModeGrant(extra: Record<string, unknown> = {}): Promise<st
   return grant.id;
 }
 
+/** A new approval each time: a call of its own (an identical call would find the open one, CONTRACT §17). */
+let asked = 0;
 async function askApproval(grantId: string, who: BrokerWorld['agent'] | Human = world.agent): Promise<string> {
-  const res = await checkAs(service, world, grantId, who, WRITE);
+  asked += 1;
+  const res = await checkAs(service, world, grantId, who, { ...WRITE, args: { ...WRITE.args, body: `LGTM ${asked}` } });
   expect(res.body).toMatchObject({ decision: 'approval_required', approvalId: expect.stringMatching(/^apr_/) });
   return res.body.approvalId as string;
 }

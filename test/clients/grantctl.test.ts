@@ -269,7 +269,7 @@ it('exit code 2 with the problem document when the service answers 5xx', async (
   }
 });
 
-describe('npx grantctl from the repository root (the workspace bin; `npm run build` first)', () => {
+describe('npx @grant-broker/grantctl from the repository root (the workspace package; `npm run build` first)', () => {
   const npx = (args: string[], url: string = service.baseUrl) => runGrantctl(args, { url, token: world.owner.token, via: 'npx' });
   // npm may print its own warnings on stderr; grantctl's problem document is the JSON line.
   const problemOf = (stderr: string) => JSON.parse(stderr.split('\n').find((l) => l.startsWith('{')) ?? 'null');

@@ -1,17 +1,22 @@
 import { execFile } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { descendants, goneAfter } from '../gateway/support/processes';
 import { brokerWorld, type BrokerWorld } from '../support/broker-world';
 import { startService, type TestService } from '../support/service';
 import { rootGrant } from '../support/world';
 
 /**
- * The SDK and grantctl as a user gets them: each packed (`npm pack`, from its own build), both
- * installed from the tarballs into an empty folder outside the repository, and run there against
- * the real service. Only what the packages declare reaches that folder, so a runtime need of a
- * devDependency, of the repository root or of a source file would fail here. Needs `npm run build`
- * first (it builds both packages); the registry's packages come from npm's cache when it has them.
+ * The SDK, grantctl and the MCP gateway as a user gets them: each packed (`npm pack`, from its own
+ * build), all installed from the tarballs into an empty folder outside the repository, and run
+ * there against the real service, by their scoped names (the bare `grantctl` and `mcp-gateway` on
+ * the registry are not ours). Only what the packages declare reaches that folder, so a runtime need
+ * of a devDependency, of the repository root or of a source file would fail here. Needs `npm run
+ * build` first (it builds the packages); the registry's packages come from npm's cache when it has
+ * them.
  */
 jest.setTimeout(180_000);
 
@@ -57,7 +62,19 @@ beforeAll(async () => {
   // From the builds `npm run build` made: packing does not rebuild them under a running test.
   const pack = await run(
     'npm',
-    ['pack', '--ignore-scripts', '--json', '--pack-destination', tarballs, '-w', 'clients/typescript', '-w', 'clients/grantctl'],
+    [
+      'pack',
+      '--ignore-scripts',
+      '--json',
+      '--pack-destination',
+      tarballs,
+      '-w',
+      'clients/typescript',
+      '-w',
+      'clients/grantctl',
+      '-w',
+      'gateway',
+    ],
     root,
   );
   expect(pack).toMatchObject({ code: 0 });
@@ -83,42 +100,69 @@ const filesOf = (name: string) =>
     .sort();
 
 it('each tarball holds its build and its manifest: no sources, tests or configuration', () => {
-  expect(packed.map((p) => p.name).sort()).toEqual(['@grant-broker/client', 'grantctl']);
+  expect(packed.map((p) => p.name).sort()).toEqual(['@grant-broker/client', '@grant-broker/grantctl', '@grant-broker/mcp-gateway']);
   const sdk = filesOf('@grant-broker/client');
   expect(sdk).toEqual(
     expect.arrayContaining(['package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/schema.d.ts', 'dist/transport.js']),
   );
   expect(sdk.filter((file) => file !== 'package.json' && !file.startsWith('dist/'))).toEqual([]);
-  const cli = filesOf('grantctl');
+  const cli = filesOf('@grant-broker/grantctl');
   expect(cli).toEqual(expect.arrayContaining(['package.json', 'bin/grantctl.js', 'dist/main.js', 'dist/grants.js']));
   expect(cli.filter((file) => file !== 'package.json' && !file.startsWith('dist/') && !file.startsWith('bin/'))).toEqual([]);
+  const gateway = filesOf('@grant-broker/mcp-gateway');
+  expect(gateway).toEqual(expect.arrayContaining(['package.json', 'bin/mcp-gateway.js', 'dist/main.js', 'dist/http-listener.js']));
+  expect(gateway.filter((file) => file !== 'package.json' && !file.startsWith('dist/') && !file.startsWith('bin/'))).toEqual([]);
 });
 
 it('installs only what the packages declare: none of the service, none of the tooling', () => {
   const installed = readdirSync(path.join(consumer, 'node_modules')).flatMap((entry) =>
     entry.startsWith('@') ? readdirSync(path.join(consumer, 'node_modules', entry)).map((name) => `${entry}/${name}`) : [entry],
   );
-  expect(installed).toEqual(expect.arrayContaining(['@grant-broker/client', 'grantctl', 'commander', 'openapi-fetch']));
-  for (const absent of ['koa', 'pg', 'ioredis', 'zod', 'typescript', 'jest', 'grant-broker']) expect(installed).not.toContain(absent);
+  expect(installed).toEqual(
+    expect.arrayContaining([
+      '@grant-broker/client',
+      '@grant-broker/grantctl',
+      '@grant-broker/mcp-gateway',
+      '@modelcontextprotocol/sdk',
+      'commander',
+      'openapi-fetch',
+    ]),
+  );
+  // Nothing under a bare name of ours, which on the registry is someone else's.
+  for (const absent of ['koa', 'pg', 'ioredis', 'typescript', 'jest', 'grant-broker', 'grantctl', 'mcp-gateway'])
+    expect(installed).not.toContain(absent);
+  // The gateway's own devDependencies (the servers it is tested against) stay out.
+  for (const absent of ['@modelcontextprotocol/server-everything', '@modelcontextprotocol/conformance'])
+    expect(installed).not.toContain(absent);
 });
 
-it('npx grantctl --help, and real commands against the service: show, attenuate, a named refusal', async () => {
-  const help = await run('npx', ['--no-install', 'grantctl', '--help'], consumer);
+it('npx @grant-broker/grantctl --help, and real commands against the service: show, attenuate, a named refusal', async () => {
+  const help = await run('npx', ['--no-install', '@grant-broker/grantctl', '--help'], consumer);
   expect(help).toMatchObject({ code: 0 });
   for (const command of ['grants', 'calls', 'approvals', 'agents', 'pods', 'connections', 'policy'])
     expect(help.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
 
   const env = { GRANT_BROKER_URL: service.baseUrl, GRANT_BROKER_TOKEN: world.owner.token, GRANT_BROKER_AGENT_TOKEN: world.agent.token };
   const grant = await rootGrant(service, world.owner, world.connectionId, { kind: 'pod', id: world.podId }, { budget: { calls: 9 } });
-  const shown = await run('npx', ['--no-install', 'grantctl', 'grants', 'show', grant.id, '--json'], consumer, env);
+  const shown = await run('npx', ['--no-install', '@grant-broker/grantctl', 'grants', 'show', grant.id, '--json'], consumer, env);
   expect(shown).toMatchObject({ code: 0 });
   expect(JSON.parse(shown.stdout)).toEqual((await service.http.get(`/api/grants/${grant.id}`).set(world.owner.auth).expect(200)).body);
 
-  const child = await run('npx', ['--no-install', 'grantctl', 'grants', 'attenuate', grant.id, '--calls', '3', '--json'], consumer, env);
+  const child = await run(
+    'npx',
+    ['--no-install', '@grant-broker/grantctl', 'grants', 'attenuate', grant.id, '--calls', '3', '--json'],
+    consumer,
+    env,
+  );
   expect(child).toMatchObject({ code: 0 });
   expect(JSON.parse(child.stdout)).toMatchObject({ parentId: grant.id, budget: { calls: 3 } });
 
-  const wider = await run('npx', ['--no-install', 'grantctl', 'grants', 'attenuate', grant.id, '--calls', '99'], consumer, env);
+  const wider = await run(
+    'npx',
+    ['--no-install', '@grant-broker/grantctl', 'grants', 'attenuate', grant.id, '--calls', '99'],
+    consumer,
+    env,
+  );
   expect(wider).toMatchObject({ code: 1, stdout: '' });
   const problem = JSON.parse(wider.stderr.split('\n').find((line) => line.startsWith('{'))!);
   expect(problem).toMatchObject({ code: 'grant_widening', fault: "budget.calls: 99 (the parent's: 9)" });
@@ -179,4 +223,50 @@ export const wrong = c.api.GET('/api/no-such-path');
   );
   const tsc = await run(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', consumer], consumer);
   expect(tsc).toMatchObject({ code: 0, stdout: '' });
+});
+
+it("npx @grant-broker/mcp-gateway: prints a connection's tools, and serves an agent over stdio against the service", async () => {
+  const config = {
+    brokerUrl: service.baseUrl,
+    brokerTokenEnv: 'GATEWAY_BROKER_TOKEN',
+    // The upstream is any MCP server: server-everything from the repository's own install.
+    upstream: {
+      command: process.execPath,
+      args: [path.join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'stdio'],
+    },
+    tools: { echo: { grantTool: 'repos.read_file', access: 'read' } },
+  };
+  const configFile = path.join(consumer, 'gateway.json');
+  writeFileSync(configFile, JSON.stringify(config));
+
+  const tools = await run('npx', ['--no-install', '@grant-broker/mcp-gateway', 'connection-tools', '--config', configFile], consumer);
+  expect(tools).toMatchObject({ code: 0 });
+  expect(JSON.parse(tools.stdout)).toEqual([{ name: 'repos.read_file', access: 'read' }]);
+
+  // As a host runs it: npx with the scoped name, from the folder it is installed in.
+  const grant = await rootGrant(service, world.owner, world.connectionId, { kind: 'pod', id: world.podId }, { tools: ['repos.read_file'] });
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name))) as Record<string, string>;
+  const transport = new StdioClientTransport({
+    command: 'npx',
+    args: ['--no-install', '@grant-broker/mcp-gateway', '--config', configFile],
+    cwd: consumer,
+    env: { ...clean, GATEWAY_BROKER_TOKEN: world.broker.token, GRANT_ID: grant.id, AGENT_TOKEN: world.agent.token },
+    stderr: 'pipe',
+  });
+  const agent = new Client({ name: 'packed-host', version: '1' });
+  await agent.connect(transport);
+  try {
+    expect((await agent.listTools()).tools.map((tool) => tool.name)).toEqual(['echo']);
+    const echoed = await agent.callTool({ name: 'echo', arguments: { message: 'from the tarball' } });
+    expect(echoed).toMatchObject({ content: [{ type: 'text', text: 'Echo: from the tarball' }] });
+    const calls = await service.http.get(`/api/grants/${grant.id}/calls`).set(world.owner.auth).expect(200);
+    expect(calls.body.items).toEqual([expect.objectContaining({ tool: 'repos.read_file', outcome: 'succeeded' })]);
+    // The host quits: npx, the gateway and its upstream are gone within a second (the gateway holds the broker token).
+    const tree = [transport.pid!, ...descendants(transport.pid!)];
+    const closing = Date.now();
+    await agent.close();
+    expect(await goneAfter(tree, closing)).toBeLessThan(1_000);
+  } finally {
+    await agent.close();
+  }
 });

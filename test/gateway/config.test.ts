@@ -28,11 +28,14 @@ const problems = (value: unknown) => {
 
 it('takes a valid config, with defaults, and prints the connection tools it needs', () => {
   const config = parseConfig({ ...valid, listen: { port: 0 } });
-  expect(config.listen).toEqual({ port: 0, host: '127.0.0.1' });
+  expect(config.listen).toEqual({ port: 0, host: '127.0.0.1', maxSessions: 1_000, maxSessionsPerAgent: 32, maxSessionsPerGrantTree: 64 });
   expect(config.callTimeoutMs).toBe(30_000);
   expect(connectionTools(config)).toEqual([{ name: 'fs.read', access: 'read', resource: { path: '/path' } }]);
   expect(parseConfig({ ...valid, upstream: { url: 'http://127.0.0.1:3001/mcp', headers: { 'X-Team': 'a' } } }).upstream).toMatchObject({
     url: 'http://127.0.0.1:3001/mcp',
+  });
+  expect(parseConfig({ ...valid, upstream: { ...valid.upstream, pathRoot: '/srv/files/' } }).upstream).toMatchObject({
+    pathRoot: '/srv/files',
   });
   expect(parseConfig({ ...valid, upstream: { builtin: 'github' } }).upstream).toEqual({
     builtin: 'github',
@@ -68,6 +71,23 @@ it.each([
   ['no tools', { ...valid, tools: {} }, /^tools: name at least one upstream tool/],
   ['an unknown field', { ...valid, tokens: 'x' }, /tokens/],
   ['a port out of range', { ...valid, listen: { port: 70000 } }, /^listen\.port: /],
+  ['a relative pathRoot', { ...valid, upstream: { ...valid.upstream, pathRoot: 'srv/files' } }, /^upstream\.pathRoot: an absolute folder/],
+  [
+    'a pathRoot that climbs',
+    { ...valid, upstream: { ...valid.upstream, pathRoot: '/srv/../etc' } },
+    /^upstream\.pathRoot: an absolute folder/,
+  ],
+  ['a pathRoot of / itself', { ...valid, upstream: { ...valid.upstream, pathRoot: '/' } }, /^upstream\.pathRoot: a folder below \//],
+  [
+    'every interface with no name to answer to',
+    { ...valid, listen: { port: 80, host: '0.0.0.0' } },
+    /^listen\.allowedHosts: listening on every interface/,
+  ],
+  [
+    'an allowed host with a port',
+    { ...valid, listen: { port: 80, host: '10.0.0.5', allowedHosts: ['gw.example.com:443'] } },
+    /^listen\.allowedHosts\[0\]: /,
+  ],
 ])('names the field of %s', (_case, value, problem) => {
   expect(problems(value)).toEqual(expect.arrayContaining([expect.stringMatching(problem)]));
 });

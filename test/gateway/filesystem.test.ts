@@ -22,9 +22,12 @@ import {
 /**
  * The MCP project's `server-filesystem` over a scratch folder, behind the gateway, with a grant whose
  * paths allow only `docs/**`. The server itself would serve the whole folder (its root); the grant
- * narrows it. Every path that leaves `docs/` — `..`, absolute, backslashes, percent-encoded dots,
- * `~` — is refused by the check before the upstream sees it: the recording wrapper around the
- * upstream proves it never received those calls, and the file outside stays unread and unchanged.
+ * narrows it. The gateway knows the server's root (`upstream.pathRoot`), so a path the server takes
+ * absolute inside it is checked as the path relative to it, and `docs/**` holds the folder `docs`
+ * itself: both work as a new user expects. Every path that leaves `docs/` — `..`, absolute outside
+ * the root, backslashes, percent-encoded dots, `~` — is refused by the check before the upstream
+ * sees it: the recording wrapper around the upstream proves it never received those calls, and the
+ * file outside stays unread and unchanged.
  */
 const SECRET = 'TOP-SECRET-outside-docs';
 const FAR_SECRET = 'FAR-SECRET-outside-the-root';
@@ -47,7 +50,7 @@ beforeAll(async () => {
   symlinkSync(path.join(far, 'secret.txt'), path.join(scratch, 'docs/outside-the-root'));
 
   const config = configFor(world, {
-    upstream: { command: process.execPath, args: [FILESYSTEM, scratch] },
+    upstream: { command: process.execPath, args: [FILESYSTEM, scratch], pathRoot: scratch },
     tools: {
       read_text_file: { grantTool: 'fs.read', access: 'read', resource: { path: '/path' } },
       list_directory: { grantTool: 'fs.list', access: 'read', resource: { path: '/path' } },
@@ -87,8 +90,13 @@ describe('a path out of docs/ is refused before the upstream sees it', () => {
   it.each([
     ['a ".." segment', 'docs/../secret.txt', 'resource_invalid'],
     ['".." twice, from a deeper folder', 'docs/sub/../../secret.txt', 'resource_invalid'],
-    ['an absolute path', '<scratch>/secret.txt', 'resource_invalid'],
-    ['an absolute path that lands inside docs', '<scratch>/docs/guide.md', 'resource_invalid'],
+    ['an absolute path inside the root but outside docs', '<scratch>/secret.txt', 'resource_not_allowed'],
+    ['an absolute path inside the root that climbs out of docs', '<scratch>/docs/../secret.txt', 'resource_invalid'],
+    ['an absolute path with a doubled slash', '<scratch>//docs/guide.md', 'resource_invalid'],
+    ['an absolute path that leaves the root', '<scratch>/../secret.txt', 'resource_invalid'],
+    ['an absolute path outside the root', '/etc/passwd', 'resource_invalid'],
+    ["a sibling folder sharing the root's name as a prefix", '<scratch>-evil/docs/guide.md', 'resource_invalid'],
+    ['the root itself', '<scratch>', 'resource_invalid'],
     ['a path outside docs', 'secret.txt', 'resource_not_allowed'],
     ['a "." segment', 'docs/./../secret.txt', 'resource_invalid'],
     ['an empty segment', 'docs//guide.md', 'resource_invalid'],
@@ -122,6 +130,24 @@ describe('a path out of docs/ is refused before the upstream sees it', () => {
     const recorded = reason === 'invalid_request' ? [] : [`fs.read:denied:${reason}`, `fs.write:denied:${reason}`];
     expect(after.map((item) => `${item.tool}:${item.outcome}:${item.reason}`)).toEqual(recorded);
   });
+});
+
+it('an absolute path inside the folder, and a listing of docs itself, as a new user tries them', async () => {
+  const before = upstream.calls.length;
+  expect(text(await call(agent, 'read_text_file', { path: `${scratch}/docs/guide.md` }))).toBe('# guide\n');
+  for (const listed of ['docs', `${scratch}/docs`]) {
+    const listing = await call(agent, 'list_directory', { path: listed });
+    expect(listing.isError).toBeFalsy();
+    expect(text(listing)).toMatch(/guide\.md/);
+    expect(text(listing)).toMatch(/sub/);
+  }
+  // The upstream got the relative spelling the check allowed, never the absolute one.
+  expect(upstream.calls.slice(before).map((c) => c.args.path)).toEqual(['docs/guide.md', 'docs', 'docs']);
+  expect((await trail(world, grantId)).items.slice(-3).map((item) => `${item.tool}:${item.outcome}`)).toEqual([
+    'fs.read:succeeded',
+    'fs.list:succeeded',
+    'fs.list:succeeded',
+  ]);
 });
 
 it("a symlink out of the upstream's own root passes the check (its name is under docs/) and is refused by the upstream", async () => {

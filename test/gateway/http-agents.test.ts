@@ -1,5 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { serveHttp } from '../../gateway/src/gateway';
 import { human, installAgent, podWith } from '../support/world';
 import {
   configFor,
@@ -45,9 +47,9 @@ afterAll(async () => {
 });
 
 /** A raw POST /mcp; `endBody: false` leaves the body unfinished, so an answer proves it was never read. */
-function post(headers: Record<string, string>, body = initialize, endBody = true) {
+function post(headers: Record<string, string>, body = initialize, endBody = true, at = gateway.url) {
   return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
-    const url = new URL(gateway.url);
+    const url = new URL(at);
     const req = httpRequest(
       {
         host: url.hostname,
@@ -140,6 +142,74 @@ it('refuses a Host or Origin that is not loopback (DNS rebinding), before the to
   expect((await post({ Host: 'evil.example.com' })).status).toBe(403);
   const allowed = await post({ ...auth, Origin: 'http://localhost:3000' });
   expect(allowed.status).toBe(200);
+});
+
+it("refuses a person's JWT, and a broker's token, as an agent's bearer: 401 before the body is read", async () => {
+  // The pod's owner may read the grant, so only the kind of credential tells them apart.
+  await world.service.http.get(`/api/grants/${grantId}`).set(world.owner.auth).expect(200);
+  for (const token of [world.owner.token, world.brokerToken]) {
+    const refused = await post({ Authorization: `Bearer ${token}`, 'Grant-Id': grantId }, initialize, false);
+    expect(refused.status).toBe(401);
+    expect(refused.headers['www-authenticate']).toBe('Bearer');
+    expect(JSON.parse(refused.body)).toMatchObject({ status: 401, code: 'unauthorized' });
+  }
+  // An agent's runtime token still gets in.
+  expect((await post({ Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': grantId })).status).toBe(200);
+});
+
+describe('a listener on an address that is not loopback answers only to its allowed names', () => {
+  // The machine's own network address when it has one (else another loopback address, which the
+  // gateway does not count among the loopback names): reachable by name from elsewhere.
+  const address =
+    Object.values(networkInterfaces())
+      .flat()
+      .find((entry) => entry && entry.family === 'IPv4' && !entry.internal)?.address ?? '127.0.0.2';
+  const auth = () => ({ Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': grantId });
+
+  it('by default the listen address: a foreign Host or Origin is a 403, before the token is looked at', async () => {
+    const listener = await serveHttp(gateway.core, { port: 0, host: address });
+    try {
+      const url = listener.url();
+      expect((await post(auth(), initialize, true, url)).status).toBe(200);
+      expect((await post({ ...auth(), Origin: `http://${address}:8080` }, initialize, true, url)).status).toBe(200);
+      const foreign: Array<Record<string, string>> = [
+        { Host: 'evil.example.com' },
+        { Origin: 'http://evil.example.com' },
+        { Host: 'localhost' },
+        { Origin: 'null' },
+      ];
+      for (const headers of foreign) {
+        const refused = await post({ ...auth(), ...headers }, initialize, false, url);
+        expect({ headers, status: refused.status }).toEqual({ headers, status: 403 });
+        expect(JSON.parse(refused.body)).toMatchObject({ code: 'host_not_allowed' });
+      }
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('behind a proxy on every interface: the publicUrl host and allowedHosts, nothing else', async () => {
+    const listener = await serveHttp(gateway.core, {
+      port: 0,
+      host: '0.0.0.0',
+      publicUrl: 'https://gateway.example.test/mcp',
+      allowedHosts: ['gw.internal.test'],
+    });
+    try {
+      const url = `http://127.0.0.1:${new URL(listener.url()).port}/mcp`;
+      for (const host of ['gateway.example.test', 'gw.internal.test']) {
+        expect((await post({ ...auth(), Host: host, Origin: `https://${host}` }, initialize, true, url)).status).toBe(200);
+      }
+      const foreign: Array<Record<string, string>> = [
+        { Host: '127.0.0.1' },
+        { Host: 'evil.example.com' },
+        { Host: 'gateway.example.test', Origin: 'https://evil.example.com' },
+      ];
+      for (const headers of foreign) expect((await post({ ...auth(), ...headers }, initialize, false, url)).status).toBe(403);
+    } finally {
+      await listener.close();
+    }
+  });
 });
 
 it('answers 404 off /mcp and 405 to other methods', async () => {

@@ -7,7 +7,8 @@ import { PolicyEngine } from '../../src/policy/engine';
 /**
  * Pattern containment (CONTRACT §8), decided by the real policy module (grants/attenuate, whose
  * lib.resources.covers is the rule), against an independent model of what a pattern matches:
- * `*` is `[^/]*`, a whole-segment `**` is `.*` (glob.match with `/` as delimiter).
+ * `*` is `[^/]*`, a whole-segment `**` is `.*` (glob.match with `/` as delimiter), and a last
+ * segment `**` also matches the folder before it (`docs/**` holds `docs`).
  *
  * 0. Matching: the broker check allows a path exactly when the model says its pattern matches it
  *    (the policy decides common shapes with string builtins, the rest with glob.match).
@@ -62,11 +63,12 @@ function policyLetsUnder(parent: string, child: string): boolean {
 }
 
 function modelMatches(pattern: string, value: string): boolean {
-  const source = pattern
-    .split('/')
+  const segments = pattern.split('/');
+  const folder = segments.length > 1 && segments.at(-1) === '**';
+  const source = (folder ? segments.slice(0, -1) : segments)
     .map((segment) => (segment === '**' ? '.*' : segment.split('*').map(escape).join('[^/]*')))
     .join('/');
-  return new RegExp(`^${source}$`, 's').test(value);
+  return new RegExp(`^${source}${folder ? '(/.*)?' : ''}$`, 's').test(value);
 }
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -78,17 +80,22 @@ const segment = fc.oneof(
 );
 const pattern = fc.array(segment, { minLength: 1, maxLength: 4 }).map((segments) => segments.join('/'));
 
-/** A value of the pattern: each `*` some of [ab], each `**` some [ab/] (possibly empty). */
+/**
+ * A value of the pattern: each `*` some of [ab], each `**` some [ab/] (possibly empty), and a last
+ * segment `**` sometimes nothing at all, its `/` included (the folder itself).
+ */
 function expansion(pattern: string) {
   const holes = pattern.split('/').flatMap((s) => (s === '**' ? ['**'] : [...s].filter((c) => c === '*')));
+  const folder = pattern.includes('/') && pattern.endsWith('/**');
   return fc
-    .tuple(...holes.map((hole) => (hole === '**' ? fc.stringMatching(/^[ab/]{0,5}$/) : fc.stringMatching(/^[ab]{0,3}$/))))
-    .map((fills) => {
+    .tuple(fc.boolean(), ...holes.map((hole) => (hole === '**' ? fc.stringMatching(/^[ab/]{0,5}$/) : fc.stringMatching(/^[ab]{0,3}$/))))
+    .map(([theFolder, ...fills]) => {
       let i = 0;
-      return pattern
+      const value = pattern
         .split('/')
         .map((s) => (s === '**' ? fills[i++] : s.replace(/\*/g, () => fills[i++]!)))
         .join('/');
+      return folder && theFolder ? value.slice(0, value.lastIndexOf('/')) : value;
     });
 }
 
@@ -189,7 +196,10 @@ it('the broker check matches a value exactly as the model does, and refuses a va
     ['a/*', 'a/b/c', 'resource_not_allowed'],
     ['a/**', 'a/b/c', 'allowed'],
     ['a/**', 'a/', 'resource_invalid'],
-    ['a/**', 'a', 'resource_not_allowed'],
+    ['a/**', 'a', 'allowed'],
+    ['a/**', 'ab', 'resource_not_allowed'],
+    ['a/*/**', 'a/b', 'allowed'],
+    ['a/*/**', 'a', 'resource_not_allowed'],
     ['ab', 'ab', 'allowed'],
     ['ab', 'abb', 'resource_not_allowed'],
   ] as const)

@@ -47,7 +47,7 @@ function filesOf(source: string): string[] {
   if (!existsSync(full) || !statSync(full).isDirectory()) return [source];
   return readdirSync(path.join(root, source), { recursive: true, encoding: 'utf8' })
     .map((entry) => path.posix.join(source, entry.split(path.sep).join('/')))
-    .filter((file) => !/(^|\/)(node_modules|clients\/[^/]+\/dist)\//.test(file) && statSync(path.join(root, file)).isFile());
+    .filter((file) => !/(^|\/)(node_modules|clients\/[^/]+\/dist|gateway\/dist)\//.test(file) && statSync(path.join(root, file)).isFile());
 }
 
 const excluded = dockerExcludes();
@@ -64,6 +64,7 @@ it.each([
   'dist/src/main.js',
   'clients/typescript/dist/index.js',
   'clients/grantctl/dist/main.js',
+  'gateway/dist/main.js',
   'build/policy/bundle.tar.gz',
   '.tools/bin/opa',
   'coverage/lcov.info',

@@ -21,12 +21,14 @@ const root = path.resolve(__dirname, '../..');
 const bin = path.join(root, 'clients/grantctl/bin/grantctl.js');
 
 /**
- * `via: 'npx'` runs it exactly as the README says, `npx grantctl …` from the repository root (the
- * workspace's bin, linked into node_modules/.bin); the default runs the same bin with node, faster.
+ * `via: 'npx'` runs it exactly as the docs say, `npx @grant-broker/grantctl …` from the repository
+ * root (the workspace's package, linked into node_modules); the default runs the same bin with node,
+ * faster.
  * Both run grantctl's own build (clients/grantctl/dist, written by `npm run build`).
  */
 export function grantctl(args: string[], env: GrantctlEnv): Promise<GrantctlRun> {
-  const [command, argv] = env.via === 'npx' ? ['npx', ['--no-install', 'grantctl', ...args]] : [process.execPath, [bin, ...args]];
+  const [command, argv] =
+    env.via === 'npx' ? ['npx', ['--no-install', '@grant-broker/grantctl', ...args]] : [process.execPath, [bin, ...args]];
   const childEnv: NodeJS.ProcessEnv = { ...process.env, GRANT_BROKER_URL: env.url, GRANT_BROKER_TOKEN: env.token };
   delete childEnv.GRANT_BROKER_AGENT_TOKEN;
   if (env.agentToken !== undefined) childEnv.GRANT_BROKER_AGENT_TOKEN = env.agentToken;

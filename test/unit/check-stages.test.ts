@@ -59,6 +59,7 @@ describe('resolve (reads only)', () => {
   const reads = (over: Partial<CheckReads> = {}): CheckReads => ({
     chainOf: async () => chain,
     approvalOf: unexpected('the approval'),
+    openApprovalOf: unexpected("the identical call's approval"),
     confirmBroker: unexpected('a broker confirmation'),
     treeAt: unexpected('the tree'),
     credentialSourceOf: unexpected('a credential source'),

@@ -38,6 +38,7 @@ function plainReads(state: { version: string; memberOf: string[]; subjectExpires
   const reads: CheckReads = {
     chainOf: async (grantId) => (asked.push(`chain ${grantId}`), grantId === 'grt_root' ? chain : null),
     approvalOf: async (id) => (asked.push(`approval ${id}`), { id, found: false }),
+    openApprovalOf: async (call) => void asked.push(`open approval ${call.grantId}`),
     confirmBroker: async () => void asked.push('broker'),
     treeAt: async (_rootId, _now, known) => (known ? tree(known.version, known.session) : (asked.push('version'), tree(state.version))),
     credentialSourceOf: async (connectionId) => (asked.push(`source ${connectionId}`), null),

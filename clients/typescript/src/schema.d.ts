@@ -2347,7 +2347,7 @@ export interface operations {
                         id: string;
                     };
                     /**
-                     * @description A re-sent check: the approval of this very call (same grant, tool, principal and args)
+                     * @description A re-sent check: the approval of this very call (same grant, tool, principal and args). Optional: a check that needs an approval and brings none is decided with the open (pending or approved, unexpired) approval of the identical call when there is one, so an agent that reconnects keeps its approval: approved, allowed once; pending, approval_pending
                      * @example apr_01jd6x3c4vf8r9t2y5u7w0z1ab
                      */
                     approvalId?: string;

@@ -1,4 +1,4 @@
-import { UpstreamFailure } from '../upstream/upstream';
+import { MAX_ANSWER_BYTES, UpstreamFailure } from '../upstream/upstream';
 import type { ToolDefinition } from './tools';
 
 /** The code-hosting API answered with an error: the call was made and failed. */
@@ -24,11 +24,21 @@ export class UnsendableCall extends UpstreamFailure {
   }
 }
 
+/** How long one request may take, body included, and how many bytes its answer may hold. */
+export interface ConnectorLimits {
+  timeoutMs: number;
+  maxAnswerBytes: number;
+}
+
+const DEFAULT_LIMITS: ConnectorLimits = { timeoutMs: 10_000, maxAnswerBytes: MAX_ANSWER_BYTES };
+
 /**
  * The connector: turns an allowed tool call into the code-hosting API's HTTP request, with the
  * installation's token (which the agent never sees). Only ever called after the grant broker
  * allowed that exact call; it still refuses arguments that would not make exactly the URL the
- * check was about, whatever the broker answered.
+ * check was about, whatever the broker answered. What it reads back is bounded in time (the
+ * gateway's `callTimeoutMs`, the body included) and in bytes (`MAX_ANSWER_BYTES`), and an answer
+ * that is not JSON is a failure, never an empty success.
  */
 export class CodeHostConnector {
   private readonly baseUrl: string;
@@ -38,6 +48,7 @@ export class CodeHostConnector {
     /** The installation's token; undefined when every call brings a token minted for it. */
     private readonly token: string | undefined,
     private readonly fetchImpl: typeof fetch = fetch,
+    private readonly limits: ConnectorLimits = DEFAULT_LIMITS,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
   }
@@ -70,20 +81,69 @@ export class CodeHostConnector {
   }
 
   private async request(token: string, method: string, path: string, body?: unknown): Promise<unknown> {
-    const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
-      method,
-      headers: {
-        Authorization: `Bearer ${token}`,
-        Accept: 'application/json',
-        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const answer = (await response.json().catch(() => ({}))) as { code?: string };
-    if (!response.ok) throw new ConnectorError(response.status, answer.code ?? `http_${response.status}`);
+    const { timeoutMs, maxAnswerBytes } = this.limits;
+    let status: number;
+    let text: string;
+    try {
+      // One deadline for the headers and the whole body: a code host that trickles is cut off too.
+      const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
+        method,
+        headers: {
+          Authorization: `Bearer ${token}`,
+          Accept: 'application/json',
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      status = response.status;
+      text = await boundedText(response, maxAnswerBytes);
+    } catch (error) {
+      if (error instanceof UpstreamFailure) throw error;
+      if ((error as Error).name === 'TimeoutError')
+        throw new UpstreamFailure('upstream_timeout', `the code host did not answer within ${timeoutMs} ms`);
+      throw new UpstreamFailure('upstream_unavailable', 'the code host could not be reached');
+    }
+    let answer: unknown;
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      if (status < 200 || status > 299) throw new ConnectorError(status, `http_${status}`);
+      throw new UpstreamFailure('upstream_invalid_answer', "the code host's answer was not JSON");
+    }
+    if (status < 200 || status > 299) {
+      const code = (answer as { code?: unknown } | null)?.code;
+      throw new ConnectorError(status, typeof code === 'string' && /^[a-z0-9_]{1,64}$/.test(code) ? code : `http_${status}`);
+    }
     return answer;
   }
+}
+
+/**
+ * The body as text, read no further than `maxBytes`: a larger answer (declared or streamed) is
+ * abandoned at once, its connection closed, rather than held in memory whole.
+ */
+async function boundedText(response: Response, maxBytes: number): Promise<string> {
+  const tooLarge = () => new UpstreamFailure('upstream_too_large', `the code host's answer is larger than ${maxBytes} bytes`);
+  if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function stringArgument(args: Record<string, unknown>, name: string): string {

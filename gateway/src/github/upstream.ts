@@ -1,5 +1,5 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamFailure, type Upstream } from '../upstream/upstream';
+import { MAX_ANSWER_BYTES, UpstreamFailure, type Upstream } from '../upstream/upstream';
 import { CodeHostConnector } from './connector';
 import { TOOLS, toolNamed } from './tools';
 
@@ -17,13 +17,15 @@ export class GithubUpstream implements Upstream {
   static fromConfig(
     upstream: { apiUrl?: string; tokenEnv: string; credential: boolean },
     env: NodeJS.ProcessEnv = process.env,
+    callTimeoutMs = 30_000,
   ): GithubUpstream {
     const apiUrl = upstream.apiUrl ?? 'https://api.github.com';
+    const limits = { timeoutMs: callTimeoutMs, maxAnswerBytes: MAX_ANSWER_BYTES };
     // With minted credentials the gateway holds no token of its own: each call brings its own.
-    if (upstream.credential) return new GithubUpstream(new CodeHostConnector(apiUrl, undefined), true);
+    if (upstream.credential) return new GithubUpstream(new CodeHostConnector(apiUrl, undefined, fetch, limits), true);
     const token = env[upstream.tokenEnv];
     if (!token) throw new Error(`set ${upstream.tokenEnv} (the GitHub connector's installation token)`);
-    return new GithubUpstream(new CodeHostConnector(apiUrl, token));
+    return new GithubUpstream(new CodeHostConnector(apiUrl, token, fetch, limits));
   }
 
   listTools(): Promise<Tool[]> {

@@ -3,7 +3,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamFailure, type Upstream } from './upstream';
+import { MAX_ANSWER_BYTES, UpstreamFailure, type Upstream } from './upstream';
 
 export type McpServerAddress =
   { command: string; args?: string[]; env?: Record<string, string> } | { url: string; headers?: Record<string, string> };
@@ -51,7 +51,19 @@ export class McpUpstream implements Upstream {
     this.closed = true;
     const connection = this.connection;
     this.connection = undefined;
-    if (connection) await (await connection.catch(() => undefined))?.close();
+    const client = await connection?.catch(() => undefined);
+    if (!client) return;
+    // The SDK gives a stdio child 2 s to leave once its stdin closes, then SIGTERM and 2 s more: a
+    // gateway whose host is gone must not wait that long (./host-lifetime.ts), so it is signalled now.
+    const pid = client.transport instanceof StdioClientTransport ? client.transport.pid : null;
+    if (pid !== null) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // Already gone.
+      }
+    }
+    await client.close();
   }
 
   private async fetchTools(): Promise<Tool[]> {
@@ -106,6 +118,7 @@ export class McpUpstream implements Upstream {
         args: this.address.args ?? [],
         env: { ...getDefaultEnvironment(), ...this.address.env },
         stderr: 'inherit',
+        maxBufferSize: MAX_ANSWER_BYTES,
       });
     }
     return new StreamableHTTPClientTransport(new URL(this.address.url), { requestInit: { headers: this.address.headers ?? {} } });

@@ -1,4 +1,12 @@
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * The most an upstream's answer may take, in bytes, whatever it is: the MCP SDK's bound on a stdio
+ * message (10 MiB), given to the stdio upstream explicitly and to the GitHub connector's reads, so
+ * one answer never costs the gateway more memory than that.
+ */
+export const MAX_ANSWER_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE;
 
 /**
  * What the gateway fronts: an MCP server of any kind, or the built-in GitHub connector. Every

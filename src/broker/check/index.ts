@@ -4,6 +4,7 @@ import type { BrokerDeps } from '../deps';
 import { charge } from './charge';
 import { credentialFor } from './credential';
 import { decide } from './decide';
+import { recallApproval } from './recall-approval';
 import { resolve } from './resolve';
 import { refuseWithoutCredential, settle } from './settle';
 import type { CheckAnswer, CheckRequest } from './stages';
@@ -16,8 +17,10 @@ const MAX_ATTEMPTS = 4;
 /**
  * The broker pre-call check, in four stages: resolve (the chain, the broker's
  * ownership of it, the subject, the tree's facts under its current version; reads only), decide
- * (broker/check on those facts; pure), charge (one budget script over the chain, which also says
- * whether the facts were stale) and settle (the approval and the call record, then the answer).
+ * (broker/check on those facts; pure; a call that needs an approval it did not bring is decided
+ * again with the open approval of the identical call, ./recall-approval.ts), charge (one budget
+ * script over the chain, which also says whether the facts were stale) and settle (the approval
+ * and the call record, then the answer).
  * A check that asks for a credential has it minted between decide and charge (./credential.ts).
  * Warm, a check costs one Redis round trip and one share of a group-committed INSERT.
  *
@@ -29,7 +32,13 @@ export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: Che
   return tracer.span('check', async () => {
     let resolved = await tracer.span('resolve', () => resolve(deps, broker, request));
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
-      const verdict = tracer.span('decide', () => decide(deps, resolved));
+      let verdict = tracer.span('decide', () => decide(deps, resolved));
+      // Asked before, from another session or process: decided again with that approval.
+      const recalled = await recallApproval(deps, resolved, verdict);
+      if (recalled) {
+        resolved = recalled;
+        verdict = tracer.span('decide', () => decide(deps, recalled));
+      }
       // Before the unit: a call whose credential cannot be had takes none and spends no approval.
       const minted = await credentialFor(deps, resolved, verdict);
       if (minted.kind === 'failed') return refuseWithoutCredential(deps, resolved, verdict, minted.detail);

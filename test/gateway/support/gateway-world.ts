@@ -73,9 +73,9 @@ export async function trail(world: Pick<GatewayWorld, 'service' | 'owner'>, gran
   return { items, outcomes: items.map((item) => `${item.tool}:${item.outcome}`) };
 }
 
-/** The gateway in this process, listening for agents on a spare loopback port. */
-export async function startHttpGateway(world: GatewayWorld, config: GatewayConfig, upstream?: Upstream) {
-  const core: GatewayCore = createGatewayCore(config, { env: { GATEWAY_BROKER_TOKEN: world.brokerToken }, upstream });
+/** The gateway in this process, listening for agents on a spare loopback port (`env`: what else its config reads). */
+export async function startHttpGateway(world: GatewayWorld, config: GatewayConfig, upstream?: Upstream, env: Record<string, string> = {}) {
+  const core: GatewayCore = createGatewayCore(config, { env: { GATEWAY_BROKER_TOKEN: world.brokerToken, ...env }, upstream });
   const listener: HttpListener = await serveHttp(core, { port: 0, host: '127.0.0.1' });
   return {
     core,
