@@ -33,10 +33,11 @@ import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
-import { expireApprovalsOfGrants } from './approvals/repository';
+import { expireApprovalsOfGrants, pendingApprovalsNow } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
+import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
 import { ApprovalWebhooks } from './webhooks/approval-messages';
 import { DEFAULT_SEND_LIMITS } from './webhooks/send';
@@ -196,6 +197,10 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
+  watchPendingApprovals(
+    () => pendingApprovalsNow(db, new Date(clock.now())),
+    () => clock.now(),
+  );
   const webhookDispatcher = new WebhookDispatcher({
     db,
     keys: keyRing,

@@ -147,3 +147,12 @@ export async function decidablePodIds(db: Queryable, callerId: string): Promise<
     );
   return rows.map((row: { pod_id: string }) => row.pod_id);
 }
+
+/** How many approvals wait for a human now, and since when the oldest of them has (the metrics). */
+export async function pendingApprovalsNow(db: Queryable, now: Date): Promise<{ count: number; oldest: Date | null }> {
+  const row = await db('approvals')
+    .where('state', 'pending')
+    .andWhere('expires_at', '>', now)
+    .first<{ count: string; oldest: Date | null }>(db.raw('count(*) as count'), db.raw('min(requested_at) as oldest'));
+  return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
+}

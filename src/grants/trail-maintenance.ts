@@ -4,7 +4,16 @@ import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
 import { exportTrailDay } from './trail-export';
-import { trailBytes, trailDaysDropped, trailDaysPacked, trailExportFailures, trailOldestDay, trailPartitions } from './trail-metrics';
+import {
+  trailBytes,
+  trailDaysAhead,
+  trailDaysDropped,
+  trailDaysPacked,
+  trailExportFailures,
+  trailLastPass,
+  trailOldestDay,
+  trailPartitions,
+} from './trail-metrics';
 import { createTrailDay, dropTrailDay, heldGrantIds, nextDay, trailDays } from './repositories/call-record-partitions';
 import { dayIndexes, packTrailDay } from './repositories/call-record-compaction';
 
@@ -87,7 +96,8 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
     }
   }
   await packNewestClosedDay(options, today, oldestKept, run);
-  await observe(db);
+  await observe(db, today);
+  trailLastPass.set(clock.now() / 1000);
   return run;
 }
 
@@ -115,9 +125,10 @@ async function packNewestClosedDay(options: TrailMaintenanceOptions, today: stri
   }
 }
 
-async function observe(db: Database): Promise<void> {
+async function observe(db: Database, today: string): Promise<void> {
   const { days, defaultBytes, heldBytes } = await trailDays(db);
   trailPartitions.set(days.length);
+  trailDaysAhead.set(days.filter((d) => d.day > today).length);
   if (days[0]) trailOldestDay.set(Date.parse(`${days[0].day}T00:00:00Z`) / 1000);
   trailBytes.set(
     { part: 'days' },
