@@ -37,6 +37,8 @@ import { expireApprovalsOfGrants, pendingApprovalsNow } from './approvals/reposi
 import { createApprovalsService } from './approvals/service';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
+import { TallyWriter } from './grants/tally-writer';
+import { overviewPorts } from './overview-ports';
 import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
 import { ApprovalWebhooks } from './webhooks/approval-messages';
@@ -170,6 +172,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
   const approvalWebhooks = new ApprovalWebhooks(config.PUBLIC_URL ?? listeningUrl(config));
+  const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
   const services: Services = {
     grants,
     broker: createBrokerService({
@@ -186,6 +189,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       approvalArgs,
       tokens,
       approvalWebhooks,
+      tallies,
     }),
     approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, webhooks: approvalWebhooks, waker: eventWaker }),
     runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
@@ -194,6 +198,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     webhooks: createWebhooksService({ db, policy, clock, keys: keyRing, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
+    overview: overviewPorts(db, policy, clock),
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
@@ -264,6 +269,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     await trailMaintenance.stop();
     invalidation.close();
     await services.broker.settle();
+    await tallies.close();
     // Decisions made until now are written, and uploaded if the collector answers in time.
     await decisionLog.close();
     await eventWaker.close();
@@ -286,6 +292,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     webhookDispatcher,
     consoleLinks,
     trailMaintenance,
+    tallies,
   };
   return { app, metricsApp, services, infrastructure, close };
 }

@@ -31,6 +31,7 @@ export function declaredRoutes(): Route[] {
       connections: createConnectionsService(inert),
       webhooks: createWebhooksService(inert),
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
+      overview: inert,
     },
     credentialAuthenticators(async () => null),
   );

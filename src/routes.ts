@@ -16,6 +16,8 @@ import type { RegistryService } from './registry/service';
 import { runtimeRoutes } from './runtime/routes';
 import type { RuntimeService } from './runtime/service';
 import { webhookRoutes } from './webhooks/routes';
+import { overviewRoutes } from './overview/routes';
+import type { OverviewDeps } from './overview/deps';
 import type { WebhooksService } from './webhooks/service';
 
 export interface Services {
@@ -28,6 +30,7 @@ export interface Services {
   connections: ConnectionsService;
   webhooks: WebhooksService;
   operations: OperationsDeps;
+  overview: OverviewDeps;
 }
 
 /** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
@@ -39,6 +42,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),
     ...podRoutes(services.pods, auth),
+    ...overviewRoutes(services.overview, auth),
     ...connectionRoutes(services.connections, auth),
     ...webhookRoutes(services.webhooks, auth),
     ...healthRoutes(services.operations),

@@ -156,3 +156,14 @@ export async function pendingApprovalsNow(db: Queryable, now: Date): Promise<{ c
     .first<{ count: string; oldest: Date | null }>(db.raw('count(*) as count'), db.raw('min(requested_at) as oldest'));
   return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
 }
+
+/** Approvals of a pod's grants waiting for a decision now. */
+export async function pendingApprovalsOfPod(db: Queryable, podId: string, now: Date): Promise<number> {
+  const row = await db('approvals as a')
+    .join('grants as g', 'g.id', 'a.grant_id')
+    .where('g.target_pod_id', podId)
+    .andWhere('a.state', 'pending')
+    .andWhere('a.expires_at', '>', now)
+    .first<{ count: string }>(db.raw('count(*) as count'));
+  return Number(row?.count ?? 0);
+}

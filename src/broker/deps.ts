@@ -1,6 +1,7 @@
 import type { LocalTime } from '../kernel/local-time';
 import type { Tracer } from '../kernel/trace';
 import type { CallTrailWriter } from './call-trail';
+import type { TallyWriter } from '../grants/tally-writer';
 import type { ChainCache } from './chain';
 import type { Clock } from '../kernel/clock';
 import type { CredentialResolver } from '../credentials/authenticators';
@@ -52,6 +53,8 @@ export interface BrokerDeps extends BrokerComponents {
   tracer: Tracer;
   /** Installation tokens of the GitHub Apps of GITHUB_APPS, minted and reused. */
   tokens: { mint(request: MintRequest): Promise<MintedCredential> };
+  /** Counts each recorded check into the trail's hourly tallies (the console's overview). */
+  tallies: Pick<TallyWriter, 'count'>;
   /** now in POLICY_TIME_ZONE, for org rules about working hours. */
   localTime: (nowMs: number) => LocalTime;
 }

@@ -16,6 +16,7 @@ import {
 } from './trail-metrics';
 import { createTrailDay, dropTrailDay, heldGrantIds, nextDay, trailDays } from './repositories/call-record-partitions';
 import { dayIndexes, packTrailDay } from './repositories/call-record-compaction';
+import { dropTalliesBefore } from './repositories/call-record-tallies';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
 export const DAYS_AHEAD = 3;
@@ -95,6 +96,8 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
       log.info({ day, heldGrants: held.length }, 'dropped a day of the call trail past retention');
     }
   }
+  // The tallies of the days dropped go with them (a few hundred rows a day: one small delete).
+  await dropTalliesBefore(db, new Date(`${oldestKept}T00:00:00Z`));
   await packNewestClosedDay(options, today, oldestKept, run);
   await observe(db, today);
   trailLastPass.set(clock.now() / 1000);

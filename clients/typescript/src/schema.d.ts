@@ -578,6 +578,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/pods/{podId}/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A pod's checks per hour (allowed, denied, awaiting approval), denials by reason and org rule, trees nearest their budget
+         * @description For the pod's members (`overview.read` of `pods/access`); anyone else gets 404. Counted from the call trail's hourly tallies (kept as checks are recorded, one statement a second per replica), never from its records; a replica stopped without a shutdown loses its last second of counts. Each tree's budget use is exact.
+         */
+        get: operations["getPodOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections": {
         parameters: {
             query?: never;
@@ -1181,6 +1201,72 @@ export interface components {
             userId: string;
             /** @enum {string} */
             role: "owner" | "admin" | "member";
+        };
+        PodOverview: {
+            pod: {
+                id: string;
+                name: string;
+            };
+            /** @enum {string} */
+            range: "24h" | "7d";
+            /**
+             * Format: date-time
+             * @description Start of the first hour counted (UTC)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            to: string;
+            /** @description Every hour of the range, oldest first, zeros included */
+            hours: {
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                hour: string;
+                /** @description Checks allowed (whatever their outcome later) */
+                allowed: number;
+                denied: number;
+                /** @description Checks that asked a human for approval */
+                awaitingApproval: number;
+            }[];
+            totals: {
+                /** @description Checks allowed (whatever their outcome later) */
+                allowed: number;
+                denied: number;
+                /** @description Checks that asked a human for approval */
+                awaitingApproval: number;
+            };
+            /** @description Most first */
+            denialsByReason: {
+                reason: string;
+                calls: number;
+            }[];
+            /** @description Denials by an org rule, by the rule's id (or its package), most first */
+            denialsByOrgRule: {
+                rule: string;
+                calls: number;
+            }[];
+            /** @description Approvals of the pod's grants waiting for a decision now */
+            pendingApprovals: number;
+            /** @description Live grant trees closest to their budget (used over calls), at most 5 */
+            nearestBudget: {
+                grantId: string;
+                target: {
+                    kind: string;
+                    id: string;
+                };
+                tools: string[];
+                /** @description The tree's budget: calls per window */
+                calls: number;
+                windowMs: number;
+                /** @description Allowed calls of the whole tree in the window now */
+                used: number;
+                remaining: number;
+            }[];
         };
         Connection: {
             id: string;
@@ -5429,6 +5515,112 @@ export interface operations {
                 };
             };
             /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed; `invalidation_pending`: The change is committed but not yet confirmed on every replica; repeat the request to confirm it */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPodOverview: {
+        parameters: {
+            query?: {
+                /** @description The last 24 hours (24 bars) or the last 7 days (168 bars) */
+                range?: "24h" | "7d";
+            };
+            header?: never;
+            path: {
+                podId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pod's overview */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PodOverview"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,0 +1,33 @@
+import type { Database } from './db/database';
+import { podBusiestTrees, podDenials, podHourlyTallies, subtreeUsage } from './grants/repositories/call-record-tallies';
+import { findGrants } from './grants/repository';
+import { pendingApprovalsOfPod } from './approvals/repository';
+import type { Clock } from './kernel/clock';
+import type { OverviewDeps } from './overview/deps';
+import type { PolicyEngine } from './policy/engine';
+import { authorizePodAction } from './pods/access';
+
+/** The overview's ports, filled from the domains that own each table (the wiring's job). */
+export function overviewPorts(db: Database, policy: PolicyEngine, clock: Clock): OverviewDeps {
+  return {
+    clock,
+    authorize: (principal, podId) => authorizePodAction({ db, policy }, principal, podId, 'overview.read'),
+    tallies: {
+      hourly: (podId, from, to) => podHourlyTallies(db, podId, from, to),
+      denials: (podId, from, to) => podDenials(db, podId, from, to),
+      busiestTrees: (podId, since, limit) => podBusiestTrees(db, podId, since, limit),
+    },
+    roots: async (ids, nowMs) =>
+      (await findGrants(db, ids)).map((row) => ({
+        id: row.id,
+        targetKind: row.target_kind,
+        targetId: row.target_id,
+        tools: row.tools,
+        budgetCalls: row.budget_calls,
+        budgetWindowMs: Number(row.budget_window_ms),
+        live: row.revoked_at === null && row.expires_at.getTime() > nowMs,
+      })),
+    treeUse: async (rootId, sinceMs, nowMs) => (await subtreeUsage(db, rootId, sinceMs, nowMs)).used,
+    pendingApprovals: (podId, now) => pendingApprovalsOfPod(db, podId, now),
+  };
+}
