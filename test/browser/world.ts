@@ -13,6 +13,8 @@ export interface ConsoleService {
   config: Config;
   /** A one-time console sign-in link for a user (what `npm run admin -- console-link` prints). */
   linkFor(userId: string): Promise<string>;
+  /** Adds the checks counted so far to the trail's tallies (the service does it every second). */
+  flushTallies(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,6 +31,7 @@ export async function startConsoleService(overrides: Record<string, string> = {}
       const { code } = await service.infrastructure.consoleLinks.create(userId);
       return `${baseUrl}/console/sign-in#code=${code}`;
     },
+    flushTallies: () => service.infrastructure.tallies.flush(),
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import type { Api } from '../session';
-import { VisibleText } from '../parts/ArgsTree';
+import { CopyId } from '../parts/CopyId';
+import { GrantName, PrincipalName, useAllAgentNames } from '../parts/names';
 import { Pager } from '../parts/Pager';
 import { Empty, Failed, Loading } from '../parts/states';
 import { Time } from '../parts/time';
@@ -9,6 +10,7 @@ import { useLoad } from '../parts/useLoad';
 export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
+  const agents = useAllAgentNames(api);
   const grant = useLoad(() => api.unwrap(api.api.GET('/api/grants/{grantId}', { params: { path: { grantId } } })), [api, grantId]);
   const { result, reload } = useLoad(
     () =>
@@ -19,9 +21,10 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
   );
   return (
     <section aria-labelledby="calls-title">
-      <h1 id="calls-title">
-        Calls of <code>{grantId}</code>
-      </h1>
+      <h1 id="calls-title">Calls</h1>
+      <p>
+        Of the grant <GrantName api={api} grantId={grantId} />
+      </p>
       {grant.result.state === 'ready' && (
         <p className="hint">
           Tools {grant.result.data.tools.join(', ')}; write mode {grant.result.data.writeMode}; {grant.result.data.status}.
@@ -36,7 +39,7 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
       )}
       {result.state === 'ready' && result.data.items.length > 0 && (
         <div className="table-wrap">
-          <table>
+          <table className="cards-on-phone">
             <caption className="sr-only">Call trail, newest first</caption>
             <thead>
               <tr>
@@ -51,22 +54,29 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
             <tbody>
               {result.data.items.map((call) => (
                 <tr key={call.id}>
-                  <td>
+                  <td data-label="Requested">
                     <Time iso={call.requestedAt} />
                   </td>
-                  <td>
+                  <td data-label="Tool">
                     <code>{call.tool}</code>
                   </td>
-                  <td>
+                  <td data-label="Outcome">
                     <span className={`badge ${call.outcome}`}>{call.outcome.replaceAll('_', ' ')}</span>
                   </td>
-                  <td>{call.reason}</td>
-                  <td>
-                    <code>
-                      <VisibleText text={call.principal.id} />
-                    </code>
+                  <td data-label="Reason">{call.reason}</td>
+                  <td data-label="Principal">
+                    <PrincipalName principal={call.principal} agents={agents} />
                   </td>
-                  <td>{call.approvalId ? `${call.approvalId}${call.approvedBy ? ` by ${call.approvedBy}` : ''}` : '—'}</td>
+                  <td data-label="Approval">
+                    {call.approvalId?.startsWith('apr_') ? (
+                      <>
+                        <CopyId id={call.approvalId} />
+                        {call.approvedBy ? ` by ${call.approvedBy}` : ''}
+                      </>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -47,7 +47,7 @@ export function PolicyPage({ api }: { api: Api }) {
             </Empty>
           ) : (
             <div className="table-wrap">
-              <table>
+              <table className="cards-on-phone">
                 <caption className="sr-only">Org packages and their modes</caption>
                 <thead>
                   <tr>
@@ -60,14 +60,14 @@ export function PolicyPage({ api }: { api: Api }) {
                 <tbody>
                   {result.data.orgPackages.map((pkg) => (
                     <tr key={`${pkg.decision}.${pkg.name}`}>
-                      <td>
+                      <td data-label="Decision">
                         <code>{pkg.decision}</code>
                       </td>
                       <th scope="row">
                         <code>{pkg.name}</code>
                       </th>
-                      <td>{MODE_TEXT[pkg.mode]}</td>
-                      <td>{pkg.mode === 'shadow' ? pkg.shadowDisagreements : '—'}</td>
+                      <td data-label="Mode">{MODE_TEXT[pkg.mode]}</td>
+                      <td data-label="Shadow disagreements">{pkg.mode === 'shadow' ? pkg.shadowDisagreements : '—'}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -78,7 +78,8 @@ function talliedOf(call: Resolved, answer: Pick<CheckAnswer, 'decision' | 'reaso
     atMs: call.requestedAt.getTime(),
     decision: answer.decision === 'allow' ? 'allowed' : answer.decision === 'deny' ? 'denied' : 'awaiting_approval',
     reason: answer.decision === 'deny' ? answer.reason : '',
-    orgRule: answer.decision === 'deny' && !rule.startsWith('broker.check.') ? rule : '',
+    // The core's own rules are `broker.check.<reason>` and `broker.charge.<reason>`; anything else is an org rule's id.
+    orgRule: answer.decision === 'deny' && rule !== '' && !rule.startsWith('broker.') ? rule : '',
   };
 }
 
