@@ -15,7 +15,7 @@ export function CopyId({ id }: { id: string }) {
   };
   return (
     <button type="button" className="copy-id" onClick={copy} aria-label={`Copy id ${id}`} title={id}>
-      <code>{short}</code> <span aria-hidden="true">{copied ? '✓' : '⧉'}</span>
+      <code>{short}</code> <span aria-hidden="true">{copied ? 'copied' : 'copy'}</span>
       {copied && <span className="sr-only"> copied</span>}
     </button>
   );
