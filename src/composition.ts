@@ -38,7 +38,7 @@ import { createApprovalsService } from './approvals/service';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
 import { TallyWriter } from './grants/tally-writer';
-import { overviewPorts } from './overview-ports';
+import { overviewPorts, playgroundPorts } from './console-ports';
 import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
 import { ApprovalWebhooks } from './webhooks/approval-messages';
@@ -199,6 +199,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     webhooks: createWebhooksService({ db, policy, clock, keys: keyRing, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
+    playground: playgroundPorts(db, policy, { securityAdmins: config.SECURITY_ADMINS, maxBundleBytes: config.POLICY_BUNDLE_MAX_BYTES }),
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));

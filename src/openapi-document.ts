@@ -10,6 +10,7 @@ import type { Route } from './kernel/route';
 import { createPodsService } from './pods/service';
 import { createRegistryService } from './registry/service';
 import { allRoutes } from './routes';
+import { DEFAULT_MAX_BUNDLE_BYTES } from './policy/bundles/limits';
 import { createRuntimeService } from './runtime/service';
 import { createWebhooksService } from './webhooks/service';
 
@@ -32,6 +33,7 @@ export function declaredRoutes(): Route[] {
       webhooks: createWebhooksService(inert),
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
       overview: inert,
+      playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
     },
     credentialAuthenticators(async () => null),
   );

@@ -18,6 +18,8 @@ import type { RuntimeService } from './runtime/service';
 import { webhookRoutes } from './webhooks/routes';
 import { overviewRoutes } from './overview/routes';
 import type { OverviewDeps } from './overview/deps';
+import { playgroundRoutes } from './playground/routes';
+import type { PlaygroundDeps } from './playground/deps';
 import type { WebhooksService } from './webhooks/service';
 
 export interface Services {
@@ -31,6 +33,7 @@ export interface Services {
   webhooks: WebhooksService;
   operations: OperationsDeps;
   overview: OverviewDeps;
+  playground: PlaygroundDeps;
 }
 
 /** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
@@ -47,6 +50,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...webhookRoutes(services.webhooks, auth),
     ...healthRoutes(services.operations),
     ...policyStatusRoutes(services.operations.policy, auth),
+    ...playgroundRoutes(services.playground, auth),
   ];
 }
 

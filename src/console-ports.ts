@@ -6,8 +6,12 @@ import type { Clock } from './kernel/clock';
 import type { OverviewDeps } from './overview/deps';
 import type { PolicyEngine } from './policy/engine';
 import { authorizePodAction } from './pods/access';
+import { isAdminOfAnyPod } from './pods/repository';
+import type { PlaygroundDeps } from './playground/deps';
 
-/** The overview's ports, filled from the domains that own each table (the wiring's job). */
+/** The ports of the console's own reads, filled from the domains that own each table (the wiring's job). */
+
+/** The overview: a pod's tallies, its trees' budgets, what waits for approval. */
 export function overviewPorts(db: Database, policy: PolicyEngine, clock: Clock): OverviewDeps {
   return {
     clock,
@@ -29,5 +33,20 @@ export function overviewPorts(db: Database, policy: PolicyEngine, clock: Clock):
       })),
     treeUse: async (rootId, sinceMs, nowMs) => (await subtreeUsage(db, rootId, sinceMs, nowMs)).used,
     pendingApprovals: (podId, now) => pendingApprovalsOfPod(db, podId, now),
+  };
+}
+
+/** The policy playground: the serving policy, its recent checks, and who is a security admin. */
+export function playgroundPorts(
+  db: Database,
+  policy: PolicyEngine,
+  settings: { securityAdmins: readonly string[]; maxBundleBytes: number },
+): PlaygroundDeps {
+  return {
+    policy,
+    recentChecks: (limit) => policy.decisionLog.recent(limit),
+    securityAdmins: settings.securityAdmins,
+    isPodAdmin: (userId) => isAdminOfAnyPod(db, userId),
+    maxBundleBytes: settings.maxBundleBytes,
   };
 }
