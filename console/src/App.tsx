@@ -5,6 +5,7 @@ import { CallsPage } from './pages/Calls';
 import { GrantsPage } from './pages/Grants';
 import { OverviewPage } from './pages/Overview';
 import { PolicyPage } from './pages/Policy';
+import { PlaygroundPage } from './pages/Playground';
 import { SignInPage } from './pages/SignIn';
 import { Link } from './parts/Link';
 import { Failed, Loading } from './parts/states';
@@ -70,6 +71,7 @@ function Page({ path, session, pod }: { path: string; session: Session; pod: { i
   if (path === '/') return <OverviewPage api={api} podId={pod.id} podName={pod.name} />;
   if (path === '/approvals') return <ApprovalsPage api={api} />;
   if (path === '/policy') return <PolicyPage api={api} />;
+  if (path === '/policy/playground') return <PlaygroundPage api={api} />;
   if ((params = match('/pods/:podId/grants', path))) return <GrantsPage api={api} podId={params.podId!} podName={pod.name} />;
   if ((params = match('/pods/:podId/agents', path))) return <AgentsPage api={api} podId={params.podId!} />;
   if ((params = match('/grants/:grantId/calls', path))) return <CallsPage api={api} grantId={params.grantId!} />;
@@ -87,6 +89,7 @@ const TITLES: Array<[string, string]> = [
   ['/', 'Overview'],
   ['/approvals', 'Pending approvals'],
   ['/policy', 'Policy'],
+  ['/policy/playground', 'Policy playground'],
   ['/pods/:podId/grants', 'Grants'],
   ['/pods/:podId/agents', 'Agents'],
   ['/grants/:grantId/calls', 'Calls'],

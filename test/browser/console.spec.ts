@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 import { seedWorld, startConsoleService, type ConsoleService } from './world';
@@ -364,4 +368,53 @@ test('every page fits a phone, its tables as cards, with times written out where
   await expect(time).toHaveAttribute('title', /UTC$/);
   expect(await time.locator('.absolute-time').evaluate((element) => element.getBoundingClientRect().width)).toBeLessThanOrEqual(1);
   await desk.close();
+});
+
+test('the policy playground tries a recent check against the serving policy and a candidate bundle, side by side', async ({ page }) => {
+  const grant = await world.grant({ tools: ['repos.read_file'], writeMode: 'read' });
+  expect((await world.check(grant.id, 'repos.read_file', { repository: 'evil/widgets', path: 'README.md' })).decision).toBe('allow');
+  const dir = mkdtempSync(path.join(tmpdir(), 'playground-'));
+  const bundle = path.join(dir, 'candidate.tar.gz');
+  execFileSync(process.execPath, ['scripts/build-policy.mjs'], {
+    env: {
+      ...process.env,
+      ORG_POLICY_MODES: 'broker.check.repository_allowlist=enforce',
+      POLICY_REVISION: 'candidate-allowlist',
+      POLICY_BUILD_OUT: path.join(dir, 'candidate.wasm'),
+      POLICY_BUNDLE_OUT: bundle,
+    },
+    stdio: 'ignore',
+  });
+
+  await signIn(page, world.ownerId, '/policy');
+  await page.getByRole('link', { name: 'Try a check in the playground' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Policy playground' })).toBeVisible();
+  const recent = page.getByRole('list', { name: 'Recent checks' });
+  await recent.getByRole('button', { name: 'Try repos.read_file' }).first().click();
+  const box = page.getByRole('textbox', { name: 'Check input (JSON)' });
+  await expect(box).toContainText('"repos.read_file"');
+  // This world's connection names no resource pointer: edit the input as one would paste it.
+  const tried = JSON.parse(await box.inputValue()) as Record<string, unknown>;
+  expect(tried.args).toBe('**REDACTED**');
+  await box.fill(JSON.stringify({ ...tried, resource: { repository: 'evil/widgets' } }, null, 2));
+  await page.getByLabel('Candidate bundle (.tar.gz, optional)').setInputFiles(bundle);
+  await page.getByRole('button', { name: 'Evaluate' }).click();
+  await expect(page.getByRole('status').filter({ hasText: 'The two policies differ.' })).toBeVisible();
+  const serving = page.getByRole('region', { name: 'Serving policy' });
+  const candidate = page.getByRole('region', { name: 'Candidate bundle' });
+  await expect(serving).toContainText('allow');
+  await expect(candidate).toContainText('repository_not_allowlisted');
+  await expect(candidate).toContainText('candidate-allowlist');
+  await expect(candidate).toContainText('org.broker.check.repository_allowlist');
+  await accessible(page);
+  await page.screenshot({ path: 'docs/console/playground.png', fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await fitsTheWidth(page);
+  await accessible(page);
+  await page.screenshot({ path: 'docs/console/playground-phone.png', fullPage: true });
+  rmSync(dir, { recursive: true, force: true });
+
+  // A member who runs no pod is not a security admin: the page says "not found", as the API does.
+  await signIn(page, world.memberId, '/policy/playground');
+  await expect(page.getByRole('alert')).toContainText('Not found, or not yours to see.');
 });

@@ -19,7 +19,7 @@ export interface ConsoleService {
 }
 
 export async function startConsoleService(overrides: Record<string, string> = {}): Promise<ConsoleService> {
-  const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'warn', DECISION_LOG: 'off', ...overrides });
+  const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'warn', DECISION_LOG: 'all', ...overrides });
   const service = await buildService(config, { logger: createLogger('warn', pino.destination(2)), migrate: true });
   const server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

@@ -1,5 +1,6 @@
 import type { Api } from '../session';
 import { Empty, Failed, Loading } from '../parts/states';
+import { Link } from '../parts/Link';
 import { Time } from '../parts/time';
 import { useLoad } from '../parts/useLoad';
 
@@ -10,6 +11,9 @@ export function PolicyPage({ api }: { api: Api }) {
   return (
     <section aria-labelledby="policy-title">
       <h1 id="policy-title">Policy</h1>
+      <p>
+        <Link to="/policy/playground">Try a check in the playground</Link> (security admins).
+      </p>
       {result.state === 'loading' && <Loading what="the policy's status" />}
       {result.state === 'failed' && <Failed error={result.error} retry={reload} />}
       {result.state === 'ready' && (
