@@ -6,7 +6,9 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
 import { presentCallRecord, presentGrant, type GrantView } from './presenters';
 import { readCandidatesAfter } from './repository';
-import { callRecordsAfter } from './repositories/call-records';
+import { callRecordsAfter, type CallFilter } from './repositories/call-records';
+
+type CallFilterQuery = Omit<CallFilter, 'from' | 'to'> & { from?: string; to?: string };
 
 export async function readGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string) {
   const { facts, view } = await readableGrant(deps, principal, grantId);
@@ -63,12 +65,20 @@ export async function listGrantCalls(
   deps: GrantsDeps,
   principal: GrantCaller,
   grantId: string,
-  query: { limit: number; cursor?: string; credential?: string },
+  query: { limit: number; cursor?: string } & Omit<CallFilterQuery, 'credential'> & { credential?: string },
 ) {
   const after = decodeCursor(query.cursor, 'call');
   await readableGrant(deps, principal, grantId);
-  const fingerprint = query.credential === undefined ? undefined : Buffer.from(query.credential.slice('sha256:'.length), 'hex');
-  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, fingerprint);
+  const filter: CallFilter = {
+    credential: query.credential === undefined ? undefined : Buffer.from(query.credential.slice('sha256:'.length), 'hex'),
+    outcome: query.outcome,
+    reason: query.reason,
+    tool: query.tool,
+    principal: query.principal,
+    from: query.from === undefined ? undefined : new Date(query.from),
+    to: query.to === undefined ? undefined : new Date(query.to),
+  };
+  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, filter);
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return {

@@ -2066,6 +2066,18 @@ export interface operations {
                 cursor?: string;
                 /** @description Only the calls that received the token of this fingerprint */
                 credential?: string;
+                /** @description Only calls with this outcome */
+                outcome?: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval";
+                /** @description Only calls with this reason (`allowed`, `approval_required`, a deny reason, an org rule's own) */
+                reason?: string;
+                /** @description Only calls of this tool */
+                tool?: string;
+                /** @description Only calls made by this principal (a user id or an agent id) */
+                principal?: string;
+                /** @description Only calls checked at or after this time */
+                from?: string;
+                /** @description Only calls checked before this time */
+                to?: string;
             };
             header?: never;
             path: {
