@@ -282,7 +282,9 @@ function filterSql(filter: CallFilter): { sql: string; bindings: Knex.RawBinding
   }
   if (filter.tool !== undefined || filter.principal !== undefined) {
     // The (tool, principal) pairs are few and stored once: their codes, then the records by code.
-    const where = [filter.tool !== undefined ? 's.tool = ?' : '', filter.principal !== undefined ? 's.principal_id = ?' : ''].filter(Boolean);
+    const where = [filter.tool !== undefined ? 's.tool = ?' : '', filter.principal !== undefined ? 's.principal_id = ?' : ''].filter(
+      Boolean,
+    );
     parts.push(`r.shape = any(array(select s.code from call_record_shapes s where ${where.join(' and ')}))`);
     if (filter.tool !== undefined) bindings.push(filter.tool);
     if (filter.principal !== undefined) bindings.push(filter.principal);
