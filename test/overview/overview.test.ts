@@ -145,7 +145,6 @@ describe('a pod overview', () => {
     await service.deps.db('call_tallies').insert({
       pod_id: podId,
       hour: twoHoursAgo,
-      root_id: busy,
       decision: 'denied',
       reason: 'revoked',
       org_rule: '',
