@@ -418,3 +418,47 @@ test('the policy playground tries a recent check against the serving policy and 
   await signIn(page, world.memberId, '/policy/playground');
   await expect(page.getByRole('alert')).toContainText('Not found, or not yours to see.');
 });
+
+test('the call trail searched: a denied call found by outcome, tool and reason, and its detail', async ({ page }) => {
+  const grant = await world.grant({ tools: ['repos.read_file', 'issues.create_comment'], writeMode: 'approve' });
+  await world.check(grant.id, 'repos.read_file', { repository: 'acme/widgets', path: 'README.md' });
+  const asked = await world.check(grant.id, 'issues.create_comment', { repository: 'acme/widgets', body: 'hi' });
+  await world.owner.post(`/api/approvals/${asked.approvalId}/deny`, { note: 'not today' });
+  const refused = await world.check(grant.id, 'issues.create_comment', { repository: 'acme/widgets', body: 'hi' }, asked.approvalId);
+  expect(refused).toMatchObject({ decision: 'deny', reason: 'approval_denied' });
+  await world.check(grant.id, 'repos.read_file', { repository: 'acme/widgets', path: 'LICENSE' });
+
+  await signIn(page, world.ownerId, `/grants/${grant.id}/calls`);
+  const table = page.getByRole('table', { name: 'Call trail, newest first' });
+  await expect(table.getByRole('row')).toHaveCount(5);
+  const search = page.getByRole('search', { name: 'Search the calls' });
+  await search.getByLabel('Outcome').selectOption('denied');
+  await search.getByLabel('Tool', { exact: true }).fill('issues.create_comment');
+  await search.getByLabel('Reason').fill('approval_denied');
+  for (const label of ['From', 'To', 'Principal', 'Credential']) await expect(search.getByLabel(label, { exact: true })).toBeVisible();
+  await search.getByRole('button', { name: 'Search' }).click();
+  await expect(table.getByRole('row')).toHaveCount(2);
+  await expect(table.getByRole('row').nth(1)).toContainText('approval_denied');
+  await table.getByRole('button', { name: 'Details' }).click();
+  await expect(table.getByRole('definition').filter({ hasText: 'approval_denied' })).toBeVisible();
+  await expect(table.getByRole('definition').filter({ hasText: 'never stored' })).toContainText('sha256:');
+  // The call that asked for the approval: its detail says who decided it, and their note.
+  await search.getByLabel('Outcome').selectOption('awaiting_approval');
+  await search.getByLabel('Reason').fill('');
+  await search.getByRole('button', { name: 'Search' }).click();
+  await expect(table.getByRole('row')).toHaveCount(2);
+  await table.getByRole('button', { name: 'Details' }).click();
+  const decided = table.getByRole('definition').filter({ hasText: 'denied by' });
+  await expect(decided).toContainText(`denied by ${world.ownerId}`);
+  await expect(decided).toContainText('“not today”');
+  await accessible(page);
+  await page.screenshot({ path: 'docs/console/calls-search.png', fullPage: true });
+  // A search nothing matches says so; "Clear" brings every call back.
+  await search.getByLabel('Tool', { exact: true }).fill('no.such_tool');
+  await search.getByRole('button', { name: 'Search' }).click();
+  await expect(page.getByText('No call of this grant matches the search.')).toBeVisible();
+  await search.getByRole('button', { name: 'Clear' }).click();
+  await expect(table.getByRole('row')).toHaveCount(5);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await fitsTheWidth(page);
+});
