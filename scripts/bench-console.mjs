@@ -90,25 +90,20 @@ async function seed(base, db) {
   const reasons = ['tool_not_allowed', 'resource_not_allowed', 'budget_exhausted', 'repository_not_allowlisted'];
   const hourMs = 3_600_000;
   const thisHour = Date.now() - (Date.now() % hourMs);
+  const rows = [];
   for (let h = 1; h < 168; h += 1) {
     const hour = new Date(thisHour - h * hourMs);
-    const rows = roots.flatMap((root, i) => [
-      { pod_id: pod.id, hour, root_id: root, decision: 'allowed', reason: '', org_rule: '', calls: 20 + (i % 7) },
-      ...(i % 10 === 0
-        ? [
-            {
-              pod_id: pod.id,
-              hour,
-              root_id: root,
-              decision: 'denied',
-              reason: reasons[i % 4],
-              org_rule: i % 4 === 3 ? 'org.repository_allowlist' : '',
-              calls: 2,
-            },
-          ]
-        : []),
-    ]);
-    for (let i = 0; i < rows.length; i += 1000) await db('call_tallies').insert(rows.slice(i, i + 1000));
+    rows.push({ pod_id: pod.id, hour, decision: 'allowed', reason: '', org_rule: '', calls: 23 * roots.length });
+    for (const [i, reason] of reasons.entries()) {
+      const rule = reason === 'repository_not_allowlisted' ? 'org.repository_allowlist' : '';
+      rows.push({ pod_id: pod.id, hour, decision: 'denied', reason, org_rule: rule, calls: (roots.length / 20) * (i + 1) });
+    }
+  }
+  for (let i = 0; i < rows.length; i += 500) await db('call_tallies').insert(rows.slice(i, i + 500));
+  for (let d = 1; d < 8; d += 1) {
+    const day = new Date(thisHour - d * 86_400_000).toISOString().slice(0, 10);
+    const trees = roots.map((root, i) => ({ pod_id: pod.id, day, root_id: root, calls: 24 * (20 + (i % 7)) }));
+    for (let i = 0; i < trees.length; i += 1000) await db('call_tree_tallies').insert(trees.slice(i, i + 1000));
   }
   return { podId: pod.id, ownerId, owner };
 }
