@@ -1,5 +1,5 @@
 import type { Database } from './db/database';
-import { podBusiestTrees, podDenials, podHourlyTallies, subtreeUsage } from './grants/repositories/call-record-tallies';
+import { podBusiestTrees, podDenials, podHourlyTallies, subtreeUsage } from './trail/repositories/tallies';
 import { findGrants } from './grants/repository';
 import { pendingApprovalsOfPod } from './approvals/repository';
 import type { Clock } from './kernel/clock';

@@ -12,6 +12,7 @@ import { createRegistryService } from './registry/service';
 import { allRoutes } from './routes';
 import { DEFAULT_MAX_BUNDLE_BYTES } from './policy/bundles/limits';
 import { createRuntimeService } from './runtime/service';
+import { createTrailService } from './trail/service';
 import { createWebhooksService } from './webhooks/service';
 
 /**
@@ -24,6 +25,7 @@ export function declaredRoutes(): Route[] {
   const declared = allRoutes(
     {
       grants: createGrantsService(inert),
+      trail: createTrailService(inert),
       broker: createBrokerService(inert as BrokerDeps),
       approvals: createApprovalsService(inert),
       runtime: createRuntimeService(inert),

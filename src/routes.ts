@@ -21,9 +21,12 @@ import type { OverviewDeps } from './overview/deps';
 import { playgroundRoutes } from './playground/routes';
 import type { PlaygroundDeps } from './playground/deps';
 import type { WebhooksService } from './webhooks/service';
+import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
+import type { TrailService } from './trail/service';
 
 export interface Services {
   grants: GrantsService;
+  trail: TrailService;
   broker: BrokerService;
   approvals: ApprovalsService;
   runtime: RuntimeService;
@@ -40,7 +43,9 @@ export interface Services {
 export function apiRoutes(services: Services, auth: CredentialAuthenticators): Route[] {
   return [
     ...grantRoutes(services.grants, auth),
-    ...brokerRoutes(services.broker, auth),
+    ...grantTrailRoutes(services.trail, auth),
+    ...brokerRoutes(services.broker),
+    ...outcomeRoutes(services.trail, auth),
     ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),

@@ -4,11 +4,8 @@ import { enforce } from '../policy/enforce';
 import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } from './access';
 import { decodeCursor, encodeCursor } from './cursor';
 import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
-import { presentCallRecord, presentGrant, type GrantView } from './presenters';
+import { presentGrant, type GrantView } from './presenters';
 import { readCandidatesAfter } from './repository';
-import { callRecordsAfter, type CallFilter } from './repositories/call-records';
-
-type CallFilterQuery = Omit<CallFilter, 'from' | 'to'> & { from?: string; to?: string };
 
 export async function readGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string) {
   const { facts, view } = await readableGrant(deps, principal, grantId);
@@ -58,31 +55,4 @@ export async function listPodGrants(
   const lastItem = items.at(-1);
   const nextCursor = found.length > query.limit && lastItem ? encodeCursor(new Date(lastItem.createdAt as string), lastItem.id) : null;
   return { items, nextCursor };
-}
-
-/** The call trail of a grant, newest first, for whoever may read the grant. */
-export async function listGrantCalls(
-  deps: GrantsDeps,
-  principal: GrantCaller,
-  grantId: string,
-  query: { limit: number; cursor?: string } & Omit<CallFilterQuery, 'credential'> & { credential?: string },
-) {
-  const after = decodeCursor(query.cursor, 'call');
-  await readableGrant(deps, principal, grantId);
-  const filter: CallFilter = {
-    credential: query.credential === undefined ? undefined : Buffer.from(query.credential.slice('sha256:'.length), 'hex'),
-    outcome: query.outcome,
-    reason: query.reason,
-    tool: query.tool,
-    principal: query.principal,
-    from: query.from === undefined ? undefined : new Date(query.from),
-    to: query.to === undefined ? undefined : new Date(query.to),
-  };
-  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, filter);
-  const page = rows.slice(0, query.limit);
-  const last = page.at(-1);
-  return {
-    items: page.map(presentCallRecord),
-    nextCursor: rows.length > query.limit && last ? encodeCursor(last.requested_at, last.id) : null,
-  };
 }

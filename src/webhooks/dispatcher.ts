@@ -1,8 +1,12 @@
+import type { Knex } from 'knex';
 import type { KeyRing } from '../credentials/sealed-box';
 import type { Database } from '../db/database';
 import type { EventWaker } from '../events/waker';
 import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
+import type { OutboxFeed } from '../kernel/outbox';
+import { notifyAtCommit } from '../events/outbox';
+import { enqueueWebhookMessage, type WebhookMessage } from './enqueue';
 import { webhookDeliveries } from './metrics';
 import { deleteFinishedBefore, leaseDue, markAttemptFailed, markDelivered, webhooksByIds, type DeliveryRow } from './repository';
 import { openSecret } from './secrets';
@@ -38,7 +42,14 @@ export interface DispatcherDeps {
   log: Logger;
   waker: EventWaker;
   limits: SendLimits;
+  /**
+   * The messages other domains write for webhooks (the approvals' outbox: `approval.requested`
+   * and `approval.decided`): each pass first queues what is new there for the pod's webhooks.
+   */
+  messages: OutboxFeed<WebhookMessage, Knex.Transaction>;
 }
+
+const wakeDispatchers = { notify: (trx: Knex.Transaction) => notifyAtCommit(trx, WEBHOOKS_WAKE_KEY) };
 
 /**
  * Delivers the webhook outbox, at least once: leases what is due (by the service clock), sends
@@ -76,7 +87,7 @@ export class WebhookDispatcher {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const wakeup = this.deps.waker.subscribe(WEBHOOKS_WAKE_KEY);
+      const wakeup = wakeOnEither(this.deps.waker, [WEBHOOKS_WAKE_KEY, this.deps.messages.wakeKey]);
       this.idle = wakeup;
       let attempted = 0;
       try {
@@ -92,6 +103,9 @@ export class WebhookDispatcher {
   }
 
   private async pass(): Promise<number> {
+    await this.deps.messages.drain(async (trx, messages) => {
+      for (const message of messages) await enqueueWebhookMessage(trx, message, wakeDispatchers);
+    });
     const now = this.deps.clock.now();
     const due = await leaseDue(this.deps.db, new Date(now), LEASE_MS, BATCH);
     if (due.length === 0) return 0;
@@ -151,4 +165,17 @@ export class WebhookDispatcher {
     this.lastCleanupMs = now;
     await deleteFinishedBefore(this.deps.db, new Date(now - KEEP_FINISHED_MS), 5_000);
   }
+}
+
+/** One wake-up for several keys of the events waker: whichever is notified first. */
+function wakeOnEither(waker: EventWaker, keys: readonly string[]): { wait(ms: number): Promise<void>; cancel(): void } {
+  const wakeups = keys.map((key) => waker.subscribe(key));
+  const cancel = () => wakeups.forEach((wakeup) => wakeup.cancel());
+  return {
+    async wait(ms) {
+      await Promise.race(wakeups.map((wakeup) => wakeup.wait(ms)));
+      cancel();
+    },
+    cancel,
+  };
 }

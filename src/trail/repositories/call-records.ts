@@ -1,0 +1,457 @@
+import type { Knex } from 'knex';
+import type { Database } from '../../db/database';
+import { idBytes, idTimeMs } from '../../kernel/ids';
+import type { ListPosition } from '../../kernel/cursor';
+import * as codec from './codec';
+import type { ShapeMemo } from '../shape-memo';
+import { shapeCodes } from './shapes';
+
+type Queryable = Database | Knex.Transaction;
+
+/**
+ * The call trail, `call_records`: one row per broker check, written before its answer leaves,
+ * completed once by the call's outcome. Partitioned by day on `requested_at`, stored in binary
+ * (codec.ts); `held_call_records` keeps a held tree's rows of days already dropped,
+ * and every read of a grant's trail reads both. Owned here, by the trail domain: the broker's
+ * check writes through the trail's writer (trail/writer.ts), the maintenance job
+ * (trail/maintenance.ts) makes and drops days.
+ */
+
+export interface CallRecordRow {
+  id: string;
+  grant_id: string;
+  tool: string;
+  principal_kind: codec.PrincipalKind;
+  principal_id: string;
+  outcome: codec.Outcome;
+  reason: string;
+  /** The approval the call used or waits for; null for a call no approval concerns. */
+  approval_id: string | null;
+  /** The policy decision behind the answer (its decision event's id); null on records older than the column. */
+  decision_id: string | null;
+  error_code: string | null;
+  args_digest: string;
+  requested_at: Date;
+  completed_at: Date | null;
+  duration_ms: number | null;
+  /** The first 8 bytes of the SHA-256 of the token minted for the call, and when it expires. */
+  credential_fingerprint?: Buffer | null;
+  credential_expires_at?: Date | null;
+  /** Joined in call trail listings: who approved the call, when an approval allowed it. */
+  approval_decided_by?: string | null;
+}
+
+type OptionalColumns =
+  'approval_id' | 'decision_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
+
+/** A row of call_records as a check writes it. */
+export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
+
+/** A row as Postgres answers it (its shape joined): uuids as text, bytea as Buffers, codes as numbers. */
+interface StoredRow {
+  id: string;
+  grant_id: string;
+  tool: string;
+  principal_kind: number;
+  principal_id: string;
+  outcome: number;
+  reason: string | null;
+  approval_id: string | null;
+  decision_id: string | null;
+  error_code: string | null;
+  args_digest: Buffer;
+  requested_at: Date;
+  completed_at: Date | null;
+  duration_ms: number | null;
+  credential_fingerprint: Buffer | null;
+  credential_expires_at: Date | null;
+}
+
+/**
+ * The grant as the trail's B-tree keys it: 48 random bits of its UUID (UUIDv7's last group), a
+ * bigint, 8 bytes smaller than the UUID in every entry. A query names the grant by both: the key
+ * ranges the index, the UUID confirms (two grants sharing a key only cost a filtered row). The
+ * migration's index spells it exactly so.
+ */
+export const grantKey = (uuid: string) => `(('x' || right((${uuid})::text, 12))::bit(48)::bigint)`;
+export const ofGrant = (column: string, uuid: string) => `${grantKey(column)} = ${grantKey(uuid)} and ${column} = ${uuid}`;
+
+/** A record keeps its completion as milliseconds after its check: 4 bytes, where a timestamp takes 8. */
+const COMPLETED_AT = `r.requested_at + r.completed_after_ms * interval '1 millisecond'`;
+const completedAfterMs = (row: Pick<NewCallRecord, 'requested_at' | 'completed_at'>) =>
+  row.completed_at ? row.completed_at.getTime() - row.requested_at.getTime() : null;
+
+/** A query of rows of the trail (`r`) read back with their shape. */
+const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.decision_id,
+  r.error_code, r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint,
+  r.credential_expires_at`;
+const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
+
+function decode(row: StoredRow): CallRecordRow {
+  const outcome = codec.outcomeOf(row.outcome);
+  return {
+    id: codec.idOfUuid('call', row.id),
+    grant_id: codec.idOfUuid('grant', row.grant_id),
+    tool: row.tool,
+    principal_kind: codec.principalKindOf(row.principal_kind),
+    principal_id: row.principal_id,
+    outcome,
+    reason: row.reason ?? codec.usualReason(outcome) ?? '',
+    approval_id: row.approval_id && codec.idOfUuid('approval', row.approval_id),
+    decision_id: row.decision_id,
+    error_code: row.error_code,
+    args_digest: codec.digestOfBytes(row.args_digest),
+    requested_at: row.requested_at,
+    completed_at: row.completed_at,
+    duration_ms: row.duration_ms,
+    credential_fingerprint: row.credential_fingerprint,
+    credential_expires_at: row.credential_expires_at,
+  };
+}
+
+/** The record's columns, in the order of INSERT_ROWS's arrays. */
+function encode(row: NewCallRecord, shape: number): unknown[] {
+  return [
+    codec.uuidOf('call', row.id),
+    codec.uuidOf('grant', row.grant_id),
+    shape,
+    codec.OUTCOME_CODES[row.outcome],
+    row.reason === codec.usualReason(row.outcome) ? null : row.reason,
+    row.approval_id ? codec.uuidOf('approval', row.approval_id) : null,
+    row.error_code ?? null,
+    codec.digestBytes(row.args_digest),
+    row.requested_at,
+    completedAfterMs(row),
+    row.duration_ms ?? null,
+    row.credential_fingerprint ?? null,
+    row.credential_expires_at ?? null,
+    row.decision_id ? codec.decisionUuidOf(row.decision_id) : null,
+  ];
+}
+
+const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason, approval_id, error_code, args_digest, requested_at,
+                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at, decision_id)`;
+
+/**
+ * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
+ * never changes, so it is a named prepared statement: each connection parses and plans it once,
+ * and a batch sends only Bind and Execute (the trail is one write per check).
+ */
+const INSERT_ROWS = {
+  name: 'call_records_insert_v5',
+  text: `${INSERTED}
+select * from unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
+                     $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[], $14::uuid[])`,
+};
+
+/** The one query method a batch needs of a pooled node-postgres client. */
+interface PgConnection {
+  query(statement: { name?: string; text: string; values: unknown[] }): Promise<unknown>;
+}
+
+/**
+ * Any number of records in one statement (the group commit of concurrent checks). `shapes` keeps
+ * the shape codes seen committed (src/speedups/memo.ts); without it each write makes or finds its
+ * shapes first.
+ */
+export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[], shapes?: ShapeMemo): Promise<void> {
+  const codes = await shapeCodes(db, rows, shapes);
+  const encoded = rows.map((row, i) => encode(row, codes[i]!));
+  // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
+  const values = encoded[0]!.map((_, column) => encoded.map((row) => row[column]));
+  // Straight to a connection of knex's pool: knex cannot send a named statement.
+  const connection = (await db.client.acquireConnection()) as PgConnection;
+  try {
+    await connection.query({ ...INSERT_ROWS, values });
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}
+
+/** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
+export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
+  const [shape] = await shapeCodes(trx, [row]);
+  await trx.raw(
+    `${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?, ?::uuid)`,
+    encode(row, shape!) as Knex.RawBinding[],
+  );
+}
+
+/**
+ * Where a call's record is: its id's UUIDv7 time is the record's `requested_at` (the check mints
+ * both from one reading of the clock), so the lookup reads one day's partition, and in it the
+ * BRIN range of that instant. A second either side covers records written before ids carried it.
+ */
+function byCallId(callId: string): { sql: string; bindings: Knex.RawBinding[] } | undefined {
+  const bytes = idBytes('call', callId);
+  if (!bytes) return undefined;
+  const at = idTimeMs(bytes);
+  return {
+    sql: 'r.id = ?::uuid and r.requested_at between ? and ?',
+    bindings: [bytes.toString('hex'), new Date(at - 1000), new Date(at + 1000)],
+  };
+}
+
+export async function findCallRecord(db: Queryable, callId: string): Promise<CallRecordRow | undefined> {
+  const where = byCallId(callId);
+  if (!where) return undefined;
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(`${withShape('call_records r')} where ${where.sql}`, where.bindings);
+  return rows[0] && decode(rows[0]);
+}
+
+/** The call's outcome so far, its time and the broker of its grant, for the outcome decision. */
+export async function findCallForOutcome(
+  db: Queryable,
+  callId: string,
+): Promise<{ outcome: string; requested_at: Date; broker_id: string } | undefined> {
+  const record = await findCallRecord(db, callId);
+  if (!record) return undefined;
+  const grant = await db('grants').where('id', record.grant_id).first<{ broker_id: string } | undefined>('broker_id');
+  return grant && { outcome: record.outcome, requested_at: record.requested_at, broker_id: grant.broker_id };
+}
+
+/**
+ * Completes a pending record at `completedAt`, once: undefined when it was no longer pending (a
+ * second report). The outcome decision has refused a completion the column cannot hold.
+ */
+export async function completeCallRecord(
+  db: Database,
+  callId: string,
+  report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
+  completedAt: Date,
+): Promise<CallRecordRow | undefined> {
+  const where = byCallId(callId);
+  if (!where) return undefined;
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+    `update call_records r
+        set outcome = ?, completed_after_ms = round(extract(epoch from (?::timestamptz - r.requested_at)) * 1000)::integer,
+            duration_ms = ?, error_code = ?
+       from call_record_shapes s
+      where s.code = r.shape and ${where.sql} and r.outcome = ? returning ${READ}`,
+    [
+      codec.OUTCOME_CODES[report.outcome],
+      completedAt,
+      report.durationMs ?? null,
+      report.errorCode ?? null,
+      ...where.bindings,
+      codec.OUTCOME_CODES.pending,
+    ],
+  );
+  return rows[0] && decode(rows[0]);
+}
+
+/** Who decided each approval: the listing shows who approved a call an approval allowed. */
+async function withApprovers(db: Queryable, rows: CallRecordRow[]): Promise<CallRecordRow[]> {
+  const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id ? [row.approval_id] : [])))];
+  if (approvalIds.length === 0) return rows.map((row) => ({ ...row, approval_decided_by: null }));
+  const approvals: Array<{ id: string; decided_by: string | null }> = await db('approvals')
+    .whereIn('id', approvalIds)
+    .select('id', 'decided_by');
+  const decidedBy = new Map(approvals.map((a) => [a.id, a.decided_by]));
+  return rows.map((row) => ({ ...row, approval_decided_by: (row.approval_id && decidedBy.get(row.approval_id)) ?? null }));
+}
+
+/**
+ * What a listing may be narrowed to. `credential`: the calls that received the token of that
+ * fingerprint (credential lineage); `outcome`, `reason`, `tool`, `principal` (a user or agent id);
+ * `from` (inclusive) and `to` (exclusive) on the check's time.
+ */
+export interface CallFilter {
+  credential?: Buffer;
+  outcome?: codec.Outcome;
+  reason?: string;
+  tool?: string;
+  principal?: string;
+  from?: Date;
+  to?: Date;
+}
+
+/** The filter's conditions on a row `r`, and their bindings in order; `key` names the set for the statement's name. */
+function filterSql(filter: CallFilter): { sql: string; bindings: Knex.RawBinding[]; key: string } {
+  const parts: string[] = [];
+  const bindings: Knex.RawBinding[] = [];
+  const key: string[] = [];
+  if (filter.from) {
+    parts.push('r.requested_at >= ?');
+    bindings.push(filter.from);
+    key.push('f');
+  }
+  if (filter.to) {
+    parts.push('r.requested_at < ?');
+    bindings.push(filter.to);
+    key.push('t');
+  }
+  if (filter.outcome) {
+    // A literal, not a parameter: with it the generic plan can use the index of denied records.
+    parts.push(`r.outcome = ${codec.OUTCOME_CODES[filter.outcome]}`);
+    key.push(`o${codec.OUTCOME_CODES[filter.outcome]}`);
+  }
+  if (filter.reason === 'allowed') {
+    parts.push(`r.reason is null and r.outcome in (${ALLOWED_OUTCOMES})`);
+    key.push('ra');
+  } else if (filter.reason === 'approval_required') {
+    parts.push(`r.reason is null and r.outcome = ${codec.OUTCOME_CODES.awaiting_approval}`);
+    key.push('rq');
+  } else if (filter.reason) {
+    parts.push('r.reason = ?');
+    bindings.push(filter.reason);
+    key.push('r');
+  }
+  if (filter.tool !== undefined || filter.principal !== undefined) {
+    // The (tool, principal) pairs are few and stored once: their codes, then the records by code.
+    const where = [filter.tool !== undefined ? 's.tool = ?' : '', filter.principal !== undefined ? 's.principal_id = ?' : ''].filter(
+      Boolean,
+    );
+    parts.push(`r.shape = any(array(select s.code from call_record_shapes s where ${where.join(' and ')}))`);
+    if (filter.tool !== undefined) bindings.push(filter.tool);
+    if (filter.principal !== undefined) bindings.push(filter.principal);
+    key.push(`s${where.length === 2 ? 'tp' : filter.tool !== undefined ? 't' : 'p'}`);
+  }
+  if (filter.credential) {
+    parts.push('r.credential_fingerprint = ?');
+    bindings.push(filter.credential);
+    key.push('c');
+  }
+  return { sql: parts.map((part) => `and ${part}`).join(' '), bindings, key: key.join('') };
+}
+
+function listing(
+  grantId: string,
+  after: ListPosition | null,
+  size: number,
+  filter: CallFilter = {},
+): { sql: string; bindings: Knex.RawBinding[]; key: string } | undefined {
+  const grant = idBytes('grant', grantId);
+  const afterId = after && idBytes('call', after.id);
+  if (!grant || (after && !afterId)) return undefined;
+  // The time bound is what the (grant_id, requested_at) index ranges on; the row comparison breaks ties.
+  const position = after ? 'and r.requested_at <= ? and (r.requested_at, r.id) < (?, ?::uuid)' : '';
+  const positionBindings = after ? [after.at, after.at, afterId!.toString('hex')] : [];
+  const narrowed = filterSql(filter);
+  const page = (table: string) =>
+    `(select * from ${table} r where ${ofGrant('r.grant_id', '?::uuid')} ${position} ${narrowed.sql} order by r.requested_at desc, r.id desc limit ?)`;
+  const bindings = [grant.toString('hex'), grant.toString('hex'), ...positionBindings, ...narrowed.bindings, size];
+  return {
+    sql: `${withShape(`(${page('call_records')} union all ${page('held_call_records')}) r`)} order by r.requested_at desc, r.id desc limit ?`,
+    bindings: [...bindings, ...bindings, size],
+    key: narrowed.key,
+  };
+}
+
+/**
+ * A grant's records newest first, after a position: the live days, and a held tree's dropped ones.
+ * A named prepared statement (one per shape of the query): planning a union over every day's
+ * partition costs more than running it, and a connection plans each statement once.
+ */
+export async function callRecordsAfter(
+  db: Database,
+  grantId: string,
+  after: ListPosition | null,
+  size: number,
+  filter: CallFilter = {},
+): Promise<CallRecordRow[]> {
+  const query = listing(grantId, after, size, filter);
+  if (!query) return [];
+  let index = 0;
+  const statement = {
+    name: `call_records_${after ? 'after' : 'newest'}${query.key ? `_${query.key}` : ''}_v3`,
+    text: query.sql.replace(/\?/g, () => `$${(index += 1)}`),
+    values: query.bindings,
+  };
+  const connection = (await db.client.acquireConnection()) as PgConnection;
+  let rows: StoredRow[];
+  try {
+    ({ rows } = (await connection.query(statement)) as { rows: StoredRow[] });
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+  return withApprovers(db, rows.map(decode));
+}
+
+/** The plan Postgres runs callRecordsAfter with, and its timing (`npm run bench:trail` prints it). */
+export async function callRecordsAfterPlan(
+  db: Queryable,
+  grantId: string,
+  after: ListPosition | null,
+  size: number,
+  filter: CallFilter = {},
+): Promise<string> {
+  const query = listing(grantId, after, size, filter);
+  if (!query) return '';
+  const { rows } = await db.raw<{ rows: Array<{ 'QUERY PLAN': string }> }>(`explain (analyze, buffers) ${query.sql}`, query.bindings);
+  return rows.map((row) => row['QUERY PLAN']).join('\n');
+}
+
+/** One UTC day's records in time order after a position (the export): live and held alike. */
+export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, after: { at: Date; uuid: string } | null, size: number) {
+  const position = after ? 'and (r.requested_at, r.id) > (?, ?::uuid)' : '';
+  const page = (table: string) =>
+    `(select * from ${table} r where r.requested_at >= ? and r.requested_at < ? ${position} order by r.requested_at, r.id limit ?)`;
+  const bindings = [from, to, ...(after ? [after.at, after.uuid] : []), size];
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+    `${withShape(`(${page('call_records')} union all ${page('held_call_records')}) r`)} order by r.requested_at, r.id limit ?`,
+    [...bindings, ...bindings, size],
+  );
+  const last = rows.at(-1);
+  return { records: await withApprovers(db, rows.map(decode)), next: last ? { at: last.requested_at, uuid: last.id } : null };
+}
+
+/** The outcomes of an allowed call: what counts against a budget. */
+export const ALLOWED_OUTCOMES = [codec.OUTCOME_CODES.pending, codec.OUTCOME_CODES.succeeded, codec.OUTCOME_CODES.failed].join(', ');
+
+// Every allowed call of the tree counts at its own grant and every ancestor (closure), within
+// that level's window: the newest `calls` of them for an exact window (older ones can no longer
+// decide anything), per bucket for a bucketed one.
+const WINDOW_CALLS_SQL = `
+with recursive tree as (
+  select * from json_to_recordset(?::json) as t(id text, uid uuid, parent_id text, calls int, window_ms bigint, bucket_ms bigint)
+), closure as (
+  select uid as grant_uid, id as level_id from tree
+  union all
+  select c.grant_uid, t.parent_id from closure c join tree t on t.id = c.level_id where t.parent_id is not null
+), counted as (
+  select cl.level_id, l.calls, l.bucket_ms,
+         (extract(epoch from r.requested_at) * 1000)::bigint + ?::bigint as at_ms
+    from closure cl
+    join tree l on l.id = cl.level_id
+    -- One index range scan (grant key, requested_at) per level and live day; OFFSET 0 keeps the
+    -- planner from flattening it into a merge join that walks the index of every grant's calls.
+    cross join lateral (
+      select r.requested_at from call_records r
+       where ${ofGrant('r.grant_id', 'cl.grant_uid')}
+         and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
+         and r.outcome in (${ALLOWED_OUTCOMES})
+      offset 0
+    ) r
+), newest as (
+  select level_id, at_ms, calls, row_number() over (partition by level_id order by at_ms desc) as rank
+    from counted where bucket_ms = 0
+)
+select level_id, at_ms, 1 as n from newest where rank <= calls
+union all
+select level_id, at_ms - at_ms % bucket_ms, count(*) from counted where bucket_ms > 0 group by 1, 2`;
+
+/**
+ * The allowed calls that count in each level's window now, each at its `requested_at` plus
+ * `marginMs`: one by one (the newest `calls`) for an exact window, counted per bucket otherwise.
+ */
+export async function callsInWindows(
+  db: Queryable,
+  levels: ReadonlyArray<{ id: string; parentId: string | null; calls: number; windowMs: number; bucketMs: number }>,
+  marginMs: number,
+): Promise<Array<{ levelId: string; atMs: number; n: number }>> {
+  const tree = levels.map((l) => ({
+    id: l.id,
+    uid: codec.uuidOf('grant', l.id),
+    parent_id: l.parentId,
+    calls: l.calls,
+    window_ms: l.windowMs,
+    bucket_ms: l.bucketMs,
+  }));
+  const result = await db.raw<{ rows: Array<{ level_id: string; at_ms: string; n: string }> }>(WINDOW_CALLS_SQL, [
+    JSON.stringify(tree),
+    marginMs,
+    marginMs,
+  ]);
+  return result.rows.map((row) => ({ levelId: row.level_id, atMs: Number(row.at_ms), n: Number(row.n) }));
+}
