@@ -1,10 +1,12 @@
 // npm run bench:console: how fast the console is, in Debian's Chromium (headless), against the
 // service as it runs (dist/, build/console). Seeds one pod with BENCH_GRANTS (5 000) grants and
-// BENCH_APPROVALS (500) pending approvals whose arguments the owner reads, then times, ROUNDS
+// BENCH_APPROVALS (500) pending approvals whose arguments the owner reads, and a week of the trail's
+// tallies (BENCH_TALLY_TREES (500) trees calling every hour, a tenth of them denied), then times, ROUNDS
 // times each (medians reported):
-//   - first load: a new browser context (empty cache), from the sign-in link to the approvals
-//     page showing its cards; and the bytes of script and style it fetched;
-//   - the approvals page reloaded (warm cache) with the 50 newest of the 500 pending shown;
+//   - first load: a new browser context (empty cache), from the sign-in link to the overview
+//     showing its chart of the pod's checks (read from the trail's tallies); and the bytes of
+//     script and style it fetched;
+//   - the approvals page opened (the 50 newest of the 500 pending, with their arguments), and reloaded (warm cache);
 //   - the grants page of the pod (50 grants a page, each with its budget read) and its next page;
 //   - the API behind them, request by request.
 // Performance is measured here, never asserted in a test. Needs `npm run build` and /usr/bin/chromium.
@@ -29,6 +31,7 @@ import {
 const GRANTS = Number(process.env.BENCH_GRANTS ?? 5000);
 const APPROVALS = Number(process.env.BENCH_APPROVALS ?? 500);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const TALLY_TREES = Number(process.env.BENCH_TALLY_TREES ?? 500);
 const { chromium } = require('@playwright/test');
 const { newId } = require('../dist/src/kernel/ids.js');
 const CHROMIUM_ARGS = [
@@ -81,6 +84,27 @@ async function seed(base, db) {
     });
     if (answer.decision !== 'approval_required') throw new Error(`check ${i}: ${answer.decision}`);
   }
+  // A busy week in the trail's tallies: every hour, TALLY_TREES of the pod's trees made calls and a
+  // tenth of them were denied, for one of a few reasons (what the overview sums, 24 or 168 hours).
+  const roots = (await db('grants').where('target_pod_id', pod.id).limit(TALLY_TREES).select('id')).map((row) => row.id);
+  const reasons = ['tool_not_allowed', 'resource_not_allowed', 'budget_exhausted', 'repository_not_allowlisted'];
+  const hourMs = 3_600_000;
+  const thisHour = Date.now() - (Date.now() % hourMs);
+  const rows = [];
+  for (let h = 1; h < 168; h += 1) {
+    const hour = new Date(thisHour - h * hourMs);
+    rows.push({ pod_id: pod.id, hour, decision: 'allowed', reason: '', org_rule: '', calls: 23 * roots.length });
+    for (const [i, reason] of reasons.entries()) {
+      const rule = reason === 'repository_not_allowlisted' ? 'org.repository_allowlist' : '';
+      rows.push({ pod_id: pod.id, hour, decision: 'denied', reason, org_rule: rule, calls: (roots.length / 20) * (i + 1) });
+    }
+  }
+  for (let i = 0; i < rows.length; i += 500) await db('call_tallies').insert(rows.slice(i, i + 500));
+  for (let d = 1; d < 8; d += 1) {
+    const day = new Date(thisHour - d * 86_400_000).toISOString().slice(0, 10);
+    const trees = roots.map((root, i) => ({ pod_id: pod.id, day, root_id: root, calls: 24 * (20 + (i % 7)) }));
+    for (let i = 0; i < trees.length; i += 1000) await db('call_tree_tallies').insert(trees.slice(i, i + 1000));
+  }
   return { podId: pod.id, ownerId, owner };
 }
 
@@ -122,6 +146,7 @@ async function main() {
     const base = await startService();
     const world = await seed(base, db);
     const first = { ms: [], bytes: 0 };
+    const approvals = [];
     const warm = [];
     const grants = [];
     const older = [];
@@ -135,9 +160,17 @@ async function main() {
       const link = await consoleLink(base, world.ownerId);
       let started = Date.now();
       await page.goto(link);
-      await page.getByRole('article').nth(49).waitFor();
+      await page
+        .getByRole('img', { name: /^Checks per hour: / })
+        .locator('canvas')
+        .waitFor();
       first.ms.push(Date.now() - started);
       first.bytes = bytes;
+
+      started = Date.now();
+      await page.goto(`${base}/console/approvals`);
+      await page.getByRole('article').nth(49).waitFor();
+      approvals.push(Date.now() - started);
 
       started = Date.now();
       await page.reload();
@@ -158,14 +191,17 @@ async function main() {
       older.push(Date.now() - started);
       await context.close();
     }
-    results['first load, cold cache: link → 50 approval cards (ms)'] = round(median(first.ms));
+    results['first load, cold cache: link → the overview and its chart (ms)'] = round(median(first.ms));
     results['console script + style fetched (KiB)'] = round(first.bytes / 1024);
+    results[`approvals page, ${APPROVALS} pending: 50 cards with arguments (ms)`] = round(median(approvals));
     results[`approvals page, warm reload, ${APPROVALS} pending (ms)`] = round(median(warm));
     results[`grants page, ${GRANTS} grants: 50 rows with budget (ms)`] = round(median(grants));
     results['grants page: next page (ms)'] = round(median(older));
     const apiRows = {
       'GET /api/approvals?state=pending&limit=50': await timedApi(base, '/api/approvals?state=pending&limit=50', world.owner),
       'GET /api/pods/:podId/grants?limit=50': await timedApi(base, `/api/pods/${world.podId}/grants?status=active&limit=50`, world.owner),
+      'GET /api/pods/:podId/overview (24 h)': await timedApi(base, `/api/pods/${world.podId}/overview`, world.owner),
+      'GET /api/pods/:podId/overview?range=7d': await timedApi(base, `/api/pods/${world.podId}/overview?range=7d`, world.owner),
     };
     console.log(`\n=== the console with ${GRANTS} grants and ${APPROVALS} pending approvals (median of ${ROUNDS} rounds) ===`);
     console.log(`machine: ${machine()}`);

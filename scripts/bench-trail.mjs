@@ -10,7 +10,9 @@
 //      packed, as the maintenance job would have;
 //   3. Q requests (default 1 000) of `GET /api/grants/:grantId/calls` for that grant: the first page,
 //      and the page after a cursor half the days back, p50 and p99 (one client, one request at a time);
-//   4. the plan Postgres runs each with (EXPLAIN ANALYZE, BUFFERS).
+//      then the trail searched as the console asks it (a denied call by tool and reason, a tool, a
+//      principal, an hour), p50 and p99;
+//   4. the plan Postgres runs each with (EXPLAIN ANALYZE, BUFFERS), the denied search's too.
 // A benchmark, not a test: it prints figures and judges nothing.
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -33,6 +35,8 @@ const RECORDS = Number(values.records);
 const DAYS = Number(values.days);
 const GRANTS = Number(values.grants);
 const QUERIES = Number(values.queries);
+/** One in so many of the measured grant's filled records is a denial (the trail search's needle). */
+const DENIED_EVERY = 20;
 const CHECKS = Number(values.checks);
 const CHECKED_GRANTS = Number(values['checked-grants']);
 const OWN_PER_DAY = 2000;
@@ -73,7 +77,7 @@ async function realChecks(base, world, grantIds, count, concurrency = 16) {
 }
 
 /** One day's rows as COPY text: ids minted at their record's time, as the service mints them. */
-function* dayRows(dayStartMs, count, ownCount, ownGrant, shape) {
+function* dayRows(dayStartMs, count, ownCount, ownGrant, shape, deniedShape) {
   const step = DAY_MS / (count + ownCount);
   const grants = Array.from({ length: GRANTS }, (_, g) => g.toString(16).padStart(32, '0'));
   let lines = [];
@@ -89,8 +93,12 @@ function* dayRows(dayStartMs, count, ownCount, ownGrant, shape) {
     // An allowed call names the policy decision that allowed it (a UUIDv4) in decision_id.
     random[40] = (random[40] & 0x0f) | 0x40;
     const decision = random.toString('hex', 32, 48);
+    // One in DENIED_EVERY of the measured grant's calls was denied (another tool), for the trail search.
+    const denied = own && (i / Math.ceil((count + ownCount) / Math.max(ownCount, 1))) % DENIED_EVERY === 0;
     lines.push(
-      `${requested}\t45\t40\t${shape}\t2\t${random.toString('hex', 0, 16)}\t${grant}\t${decision}\t\\\\x${random.toString('hex', 16, 48)}\t\\N\t\\N\n`,
+      denied
+        ? `${requested}\t\\N\t\\N\t${deniedShape}\t1\t${random.toString('hex', 0, 16)}\t${grant}\t\\N\t\\\\x${random.toString('hex', 16, 48)}\ttool_not_allowed\t\\N\n`
+        : `${requested}\t45\t40\t${shape}\t2\t${random.toString('hex', 0, 16)}\t${grant}\t${decision}\t\\\\x${random.toString('hex', 16, 48)}\t\\N\t\\N\n`,
     );
     if (lines.length === 2000) {
       yield lines.join('');
@@ -100,7 +108,7 @@ function* dayRows(dayStartMs, count, ownCount, ownGrant, shape) {
   if (lines.length > 0) yield lines.join('');
 }
 
-async function fill(db, ownGrant, shape) {
+async function fill(db, ownGrant, shape, deniedShape) {
   const today = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
   const perDay = Math.floor(RECORDS / DAYS);
   const started = performance.now();
@@ -116,7 +124,7 @@ async function fill(db, ownGrant, shape) {
             ` decision_id, args_digest, reason, error_code) from stdin`,
         ),
       );
-      await pipeline(dayRows(dayStart, perDay, OWN_PER_DAY, ownGrant, shape), copy);
+      await pipeline(dayRows(dayStart, perDay, OWN_PER_DAY, ownGrant, shape, deniedShape), copy);
     } finally {
       await db.client.releaseConnection(connection);
     }
@@ -170,8 +178,11 @@ async function main() {
 
     console.log(`2. ${RECORDS} records over ${DAYS} days with COPY`);
     const agentId = (await db('agents').first('id')).id;
-    const [shape] = await shapes.shapeCodes(db, [{ tool: 'repos.read_file', principal_kind: 'agent', principal_id: agentId }]);
-    results.fill = await fill(db, uuidHex(world.leafId), shape);
+    const [shape, deniedShape] = await shapes.shapeCodes(db, [
+      { tool: 'repos.read_file', principal_kind: 'agent', principal_id: agentId },
+      { tool: 'issues.create_comment', principal_kind: 'agent', principal_id: agentId },
+    ]);
+    results.fill = await fill(db, uuidHex(world.leafId), shape, deniedShape);
     started = performance.now();
     results.fill.footprint = await partitions.trailFootprint(db);
     results.fill.breakdown = await partitions.trailBreakdown(db);
@@ -200,11 +211,32 @@ async function main() {
     results.pageAfterCursor = await latencies(base, owner, `${first}&cursor=${cursor}`);
     console.log(`   first page: ${JSON.stringify(results.firstPage)}`);
     console.log(`   ${Math.floor(DAYS / 2)} days back: ${JSON.stringify(results.pageAfterCursor)}`);
+    // The trail searched, as the console's filters ask it.
+    const hourBack = new Date(deep.getTime() + 3_600_000).toISOString();
+    const searches = {
+      'denied, by tool and reason': '&outcome=denied&tool=issues.create_comment&reason=tool_not_allowed',
+      'one tool': '&tool=repos.read_file',
+      'one principal, succeeded': `&principal=${agentId}&outcome=succeeded`,
+      [`an hour ${Math.floor(DAYS / 2)} days back`]: `&from=${deep.toISOString()}&to=${hourBack}`,
+    };
+    results.search = {};
+    for (const [name, filter] of Object.entries(searches)) {
+      results.search[name] = await latencies(base, owner, `${first}${filter}`);
+      console.log(`   search, ${name}: ${JSON.stringify(results.search[name])}`);
+    }
 
     console.log('4. the plans');
     console.log(await records.callRecordsAfterPlan(db, world.leafId, null, 51));
     console.log(`   -- after a cursor ${Math.floor(DAYS / 2)} days back:`);
     console.log(await records.callRecordsAfterPlan(db, world.leafId, { at: older.requested_at, id: older.id }, 51));
+    console.log('   -- denied, by tool and reason:');
+    console.log(
+      await records.callRecordsAfterPlan(db, world.leafId, null, 51, {
+        outcome: 'denied',
+        tool: 'issues.create_comment',
+        reason: 'tool_not_allowed',
+      }),
+    );
     console.log(JSON.stringify(results, null, 2));
   } finally {
     await finish(db);

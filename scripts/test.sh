@@ -22,6 +22,8 @@ npm run --silent lint
 npm run --silent policy:check
 npm run --silent policy:lint
 npm run --silent policy:test
+# The alert rules (promtool check and unit tests); installs Debian's prometheus for the scrape test too.
+bash scripts/test-monitoring.sh
 echo "== jest on the machine's Node $(node --version)"
 npx jest "$@"
 # The console in a real browser (Debian's Chromium), once: it tests the app, not the Node version.

@@ -35,12 +35,15 @@ import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
-import { expireApprovalsOfGrants } from './approvals/repository';
+import { expireApprovalsOfGrants, pendingApprovalsNow } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
 import { approvalMessageFeeds } from './approvals/messages';
 import { createCallApprovals } from './approvals/requests';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
+import { TallyWriter } from './trail/tally-writer';
+import { overviewPorts, playgroundPorts } from './console-ports';
+import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
 import { DEFAULT_SEND_LIMITS } from './webhooks/send';
 import { WebhookDispatcher } from './webhooks/dispatcher';
@@ -176,6 +179,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
   const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
+  const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
   const services: Services = {
     grants,
     trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
@@ -191,6 +195,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
       tokens,
+      tallies,
     }),
     approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
     runtime: createRuntimeService({
@@ -207,9 +212,15 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     webhooks: createWebhooksService({ db, policy, clock, keys: keyRing, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
+    overview: overviewPorts(db, policy, clock),
+    playground: playgroundPorts(db, policy, { securityAdmins: config.SECURITY_ADMINS, maxBundleBytes: config.POLICY_BUNDLE_MAX_BYTES }),
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
+  watchPendingApprovals(
+    () => pendingApprovalsNow(db, new Date(clock.now())),
+    () => clock.now(),
+  );
   const webhookDispatcher = new WebhookDispatcher({
     db,
     keys: keyRing,
@@ -274,6 +285,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     await trailMaintenance.stop();
     invalidation.close();
     await services.broker.settle();
+    await tallies.close();
     // Decisions made until now are written, and uploaded if the collector answers in time.
     await decisionLog.close();
     await eventWaker.close();
@@ -296,6 +308,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     webhookDispatcher,
     consoleLinks,
     trailMaintenance,
+    tallies,
     approvalMessages,
   };
   return { app, metricsApp, services, infrastructure, close };

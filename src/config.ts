@@ -76,6 +76,16 @@ const environmentSchema = z
     // Bundle signatures: PEM public key(s) (text or a file path; several for a rotation), or an HS256 secret.
     POLICY_BUNDLE_PUBLIC_KEY: z.string().min(1).optional(),
     POLICY_BUNDLE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    // People (JWT subjects, comma-separated) who may use the policy playground besides pod owners and admins.
+    SECURITY_ADMINS: z
+      .string()
+      .default('')
+      .transform((value) =>
+        value
+          .split(',')
+          .map((id) => id.trim())
+          .filter((id) => id !== ''),
+      ),
     DECISION_LOG: z.enum(['off', 'deny', 'all', 'sampled']).default('all'),
     DECISION_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(0.1),
     // Upload decision events in gzip batches to a collector speaking OPA's decision log API.

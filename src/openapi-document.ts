@@ -10,6 +10,7 @@ import type { Route } from './kernel/route';
 import { createPodsService } from './pods/service';
 import { createRegistryService } from './registry/service';
 import { allRoutes } from './routes';
+import { DEFAULT_MAX_BUNDLE_BYTES } from './policy/bundles/limits';
 import { createRuntimeService } from './runtime/service';
 import { createTrailService } from './trail/service';
 import { createWebhooksService } from './webhooks/service';
@@ -33,6 +34,8 @@ export function declaredRoutes(): Route[] {
       connections: createConnectionsService(inert),
       webhooks: createWebhooksService(inert),
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
+      overview: inert,
+      playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
     },
     credentialAuthenticators(async () => null),
   );

@@ -16,6 +16,10 @@ import type { RegistryService } from './registry/service';
 import { runtimeRoutes } from './runtime/routes';
 import type { RuntimeService } from './runtime/service';
 import { webhookRoutes } from './webhooks/routes';
+import { overviewRoutes } from './overview/routes';
+import type { OverviewDeps } from './overview/deps';
+import { playgroundRoutes } from './playground/routes';
+import type { PlaygroundDeps } from './playground/deps';
 import type { WebhooksService } from './webhooks/service';
 import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
 import type { TrailService } from './trail/service';
@@ -31,6 +35,8 @@ export interface Services {
   connections: ConnectionsService;
   webhooks: WebhooksService;
   operations: OperationsDeps;
+  overview: OverviewDeps;
+  playground: PlaygroundDeps;
 }
 
 /** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
@@ -44,10 +50,12 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),
     ...podRoutes(services.pods, auth),
+    ...overviewRoutes(services.overview, auth),
     ...connectionRoutes(services.connections, auth),
     ...webhookRoutes(services.webhooks, auth),
     ...healthRoutes(services.operations),
     ...policyStatusRoutes(services.operations.policy, auth),
+    ...playgroundRoutes(services.playground, auth),
   ];
 }
 

@@ -1,9 +1,11 @@
-import { useEffect, useMemo, useState, type FormEvent } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { AgentsPage } from './pages/Agents';
 import { ApprovalsPage } from './pages/Approvals';
 import { CallsPage } from './pages/Calls';
 import { GrantsPage } from './pages/Grants';
+import { OverviewPage } from './pages/Overview';
 import { PolicyPage } from './pages/Policy';
+import { PlaygroundPage } from './pages/Playground';
 import { SignInPage } from './pages/SignIn';
 import { Link } from './parts/Link';
 import { Failed, Loading } from './parts/states';
@@ -12,30 +14,65 @@ import { apiFor, clearSession, loadConfig, loadSession, type ConsoleConfig, type
 
 const LAST_POD = 'grant-broker.pod';
 
-function PodPicker({ podId }: { podId: string | null }) {
-  const [value, setValue] = useState(podId ?? '');
-  useEffect(() => setValue(podId ?? ''), [podId]);
-  const open = (event: FormEvent) => {
-    event.preventDefault();
-    const id = value.trim();
-    if (id) navigate(`/pods/${encodeURIComponent(id)}/grants`);
+type PodChoice = { id: string; name: string; role: string };
+
+/** The pod switcher: the viewer's pods by name; choosing one opens the same page for it. */
+function PodSwitcher({
+  pods,
+  podId,
+  path,
+  onChoose,
+}: {
+  pods: PodChoice[];
+  podId: string | null;
+  path: string;
+  onChoose: (id: string) => void;
+}) {
+  const named = (pod: PodChoice) => (pods.filter((p) => p.name === pod.name).length > 1 ? `${pod.name} (…${pod.id.slice(-4)})` : pod.name);
+  const choose = (id: string) => {
+    onChoose(id);
+    const page = /^\/pods\/[^/]+\/(grants|agents)$/.exec(path)?.[1];
+    navigate(page ? `/pods/${encodeURIComponent(id)}/${page}` : '/', true);
   };
+  if (pods.length === 0) return null;
   return (
-    <form className="pod-picker" onSubmit={open} role="search" aria-label="Open a pod">
-      <label>
-        Pod <input type="text" value={value} onChange={(event) => setValue(event.target.value)} placeholder="pod_…" spellCheck={false} />
-      </label>
-      <button type="submit">Open</button>
-    </form>
+    <label className="pod-switcher">
+      Pod{' '}
+      <select value={podId ?? ''} onChange={(event) => choose(event.target.value)}>
+        {!pods.some((pod) => pod.id === podId) && <option value="">{podId ? 'another pod' : 'choose a pod'}</option>}
+        {pods.map((pod) => (
+          <option key={pod.id} value={pod.id}>
+            {named(pod)} ({pod.role})
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
 
-function Page({ path, session }: { path: string; session: Session }) {
+/** The viewer's pods (up to 200), for the switcher and for names. */
+function usePods(session: Session | null): PodChoice[] {
+  const [pods, setPods] = useState<PodChoice[]>([]);
+  useEffect(() => {
+    if (!session) return;
+    apiFor(session)
+      .unwrap(apiFor(session).api.GET('/api/pods', { params: { query: { limit: 200 } } }))
+      .then(
+        (page) => setPods(page.items),
+        () => setPods([]),
+      );
+  }, [session]);
+  return pods;
+}
+
+function Page({ path, session, pod }: { path: string; session: Session; pod: { id: string | null; name?: string } }) {
   const api = useMemo(() => apiFor(session), [session]);
   let params: Record<string, string> | null;
+  if (path === '/') return <OverviewPage api={api} podId={pod.id} podName={pod.name} />;
   if (path === '/approvals') return <ApprovalsPage api={api} />;
   if (path === '/policy') return <PolicyPage api={api} />;
-  if ((params = match('/pods/:podId/grants', path))) return <GrantsPage api={api} podId={params.podId!} />;
+  if (path === '/policy/playground') return <PlaygroundPage api={api} />;
+  if ((params = match('/pods/:podId/grants', path))) return <GrantsPage api={api} podId={params.podId!} podName={pod.name} />;
   if ((params = match('/pods/:podId/agents', path))) return <AgentsPage api={api} podId={params.podId!} />;
   if ((params = match('/grants/:grantId/calls', path))) return <CallsPage api={api} grantId={params.grantId!} />;
   return (
@@ -49,8 +86,10 @@ function Page({ path, session }: { path: string; session: Session }) {
 }
 
 const TITLES: Array<[string, string]> = [
+  ['/', 'Overview'],
   ['/approvals', 'Pending approvals'],
   ['/policy', 'Policy'],
+  ['/policy/playground', 'Policy playground'],
   ['/pods/:podId/grants', 'Grants'],
   ['/pods/:podId/agents', 'Agents'],
   ['/grants/:grantId/calls', 'Calls'],
@@ -63,20 +102,25 @@ export function App() {
   const [config, setConfig] = useState<ConsoleConfig | null>(null);
   const [configError, setConfigError] = useState<unknown>(null);
   const [session, setSession] = useState<Session | null>(loadSession);
-  const podId = match('/pods/:podId/grants', path)?.podId ?? match('/pods/:podId/agents', path)?.podId ?? localStorage.getItem(LAST_POD);
+  const pods = usePods(session);
+  const [lastPod, setLastPod] = useState(() => localStorage.getItem(LAST_POD));
+  const choosePod = (id: string) => {
+    localStorage.setItem(LAST_POD, id);
+    setLastPod(id);
+  };
+  const podId = match('/pods/:podId/grants', path)?.podId ?? match('/pods/:podId/agents', path)?.podId ?? lastPod ?? pods[0]?.id ?? null;
 
   useEffect(() => {
     loadConfig().then(setConfig, setConfigError);
   }, []);
   useEffect(() => {
     const current = match('/pods/:podId/grants', path)?.podId ?? match('/pods/:podId/agents', path)?.podId;
-    if (current) localStorage.setItem(LAST_POD, current);
+    if (current) choosePod(current);
     const title = TITLES.find(([pattern]) => match(pattern, path))?.[1] ?? 'Console';
     document.title = `${title} · Grant broker`;
   }, [path]);
   useEffect(() => {
-    if (path === '/' || path === '') navigate('/approvals', true);
-    else if (!session && path !== '/sign-in' && path !== '/callback') navigate('/sign-in', true);
+    if (!session && path !== '/sign-in' && path !== '/callback') navigate('/sign-in', true);
   }, [path, session]);
 
   const signingIn = path === '/sign-in' || path === '/callback';
@@ -90,6 +134,9 @@ export function App() {
           <span className="brand">Grant broker</span>
           {session && (
             <>
+              <Link to="/" current={path === '/'}>
+                Overview
+              </Link>
               <Link to="/approvals" current={path === '/approvals'}>
                 Approvals
               </Link>
@@ -111,7 +158,7 @@ export function App() {
         </nav>
         {session && (
           <div className="who">
-            <PodPicker podId={podId} />
+            <PodSwitcher pods={pods} podId={podId} path={path} onChoose={choosePod} />
             <span>
               Signed in as <strong>{session.userId}</strong>
             </span>
@@ -135,13 +182,16 @@ export function App() {
           <SignInPage
             config={config}
             callback={path === '/callback'}
+            session={session}
             onSignedIn={(fresh) => {
               setSession(fresh);
-              navigate('/approvals', true);
+              navigate('/', true);
             }}
           />
         )}
-        {config && !signingIn && session && <Page path={path} session={session} />}
+        {config && !signingIn && session && (
+          <Page path={path} session={session} pod={{ id: podId, name: pods.find((p) => p.id === podId)?.name }} />
+        )}
       </main>
     </>
   );

@@ -2,7 +2,8 @@
 # title: Pod access
 # description: |
 #   Who may read a pod and manage its members, installed agents and webhooks:
-#   any member reads; owners and admins write; only owners touch the owner role; a pod keeps
+#   any member reads (the overview of its checks too: members read the pod's grants and their
+#   call trails already); owners and admins write; only owners touch the owner role; a pod keeps
 #   at least one owner. Webhooks (where approvals are sent, and their URLs) are for owners and
 #   admins alone, to read too. Someone outside the pod learns nothing, not even that it exists.
 #   Listing pods is a person's: they see the pods they are members of, each one then read
@@ -13,6 +14,7 @@ package pods.access
 
 read_actions := {
 	"pod.read",
+	"overview.read",
 	"members.list",
 	"agents.read",
 	"tokens.list",

@@ -88,3 +88,13 @@ test_a_listed_pod_is_read_with_the_role_there if {
 	d := access.decision with input as {"caller": {"kind": "human", "role": null}, "action": "pod.read"}
 	d.reasons == ["not_found"]
 }
+
+test_the_overview_is_for_members_and_nobody_else if {
+	every role in {"owner", "admin", "member"} {
+		access.decision == {"allow": true, "reasons": []} with input as object.union(caller(role), {"action": "overview.read"})
+	}
+	d := access.decision with input as {"caller": {"kind": "human", "role": null}, "action": "overview.read"}
+	d == {"allow": false, "reasons": ["not_found"]}
+	agent := access.decision with input as {"caller": {"kind": "agent", "role": null}, "action": "overview.read"}
+	agent.reasons == ["not_found"]
+}

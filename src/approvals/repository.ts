@@ -212,3 +212,23 @@ export function deleteTakenMessages(db: Queryable, batchSize: number): Promise<n
     .whereIn('id', db('approval_messages').select('id').whereNotNull('webhooks_taken_at').whereNotNull('agents_taken_at').limit(batchSize))
     .delete();
 }
+
+/** How many approvals wait for a human now, and since when the oldest of them has (the metrics). */
+export async function pendingApprovalsNow(db: Queryable, now: Date): Promise<{ count: number; oldest: Date | null }> {
+  const row = await db('approvals')
+    .where('state', 'pending')
+    .andWhere('expires_at', '>', now)
+    .first<{ count: string; oldest: Date | null }>(db.raw('count(*) as count'), db.raw('min(requested_at) as oldest'));
+  return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
+}
+
+/** Approvals of a pod's grants waiting for a decision now. */
+export async function pendingApprovalsOfPod(db: Queryable, podId: string, now: Date): Promise<number> {
+  const row = await db('approvals as a')
+    .join('grants as g', 'g.id', 'a.grant_id')
+    .where('g.target_pod_id', podId)
+    .andWhere('a.state', 'pending')
+    .andWhere('a.expires_at', '>', now)
+    .first<{ count: string }>(db.raw('count(*) as count'));
+  return Number(row?.count ?? 0);
+}

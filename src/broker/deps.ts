@@ -1,4 +1,5 @@
 import type { ApprovalClaim as Claim, CallApprovals } from '../approvals/requests';
+import type { TallyWriter } from '../trail/tally-writer';
 import type { SlidingWindowBudget } from '../budget/sliding-window';
 import type { CredentialResolver } from '../credentials/authenticators';
 import type { MintedCredential, MintRequest } from '../github-apps/installation-tokens';
@@ -52,6 +53,8 @@ export interface BrokerDeps {
   tracer: Tracer;
   /** Installation tokens of the GitHub Apps of GITHUB_APPS, minted and reused. */
   tokens: { mint(request: MintRequest): Promise<MintedCredential> };
+  /** Counts each recorded check into the trail's hourly tallies (the console's overview). */
+  tallies: Pick<TallyWriter, 'count'>;
   /** now in POLICY_TIME_ZONE, for org rules about working hours. */
   localTime: (nowMs: number) => LocalTime;
 }

@@ -196,3 +196,8 @@ export async function budgetLevelsOfTree(db: Queryable, rootId: string): Promise
     .select('id', 'parent_id', 'budget_calls', 'budget_window_ms');
   return rows.map((row) => ({ id: row.id, parentId: row.parent_id, calls: row.budget_calls, windowMs: Number(row.budget_window_ms) }));
 }
+
+/** Grants by id, in no particular order (unknown ids are left out). */
+export function findGrants(db: Queryable, ids: readonly string[]): Promise<GrantRow[]> {
+  return db<GrantRow>('grants').whereIn('id', ids);
+}

@@ -9,6 +9,7 @@ import { serveApiDocs } from './api-docs';
 import { httpMetrics } from './metrics';
 import { problemBody } from './problem';
 import { parseQuery, readBody } from './request';
+import { readForm } from './form';
 import { ClientGone, requestIdOf, runRoute, toApiError } from './route-call';
 
 export interface AppOptions {
@@ -47,7 +48,7 @@ async function serve(route: Route, ctx: Context, strict: boolean): Promise<void>
       authorization: ctx.get('authorization') || undefined,
       params: ctx.params,
       query: () => parseQuery(route.query, ctx),
-      body: () => readBody(ctx, route.body),
+      body: () => (route.form ? readForm(ctx.req, route.form) : readBody(ctx, route.body)),
       gone,
     },
     strict,

@@ -1,7 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { z } from '../kernel/schema';
 import { PROBLEMS, type ProblemCode } from '../kernel/errors';
-import { errorCodesOf, type Route } from '../kernel/route';
+import { errorCodesOf, type FormSpec, type Route } from '../kernel/route';
 
 const ProblemSchema = z
   .object({
@@ -21,6 +21,23 @@ const SECURITY = {
   agent: 'agentRuntimeToken',
   broker: 'brokerToken',
 } as const;
+
+/** A form's parts as OpenAPI describes multipart bodies: text fields, and files as binary strings. */
+function formSchema(form: FormSpec) {
+  const part = (type: 'text' | 'file', { maxBytes, description }: { maxBytes: number; description: string }) => ({
+    type: 'string',
+    ...(type === 'file' ? { format: 'binary' } : {}),
+    description,
+    maxLength: type === 'text' ? maxBytes : undefined,
+  });
+  return {
+    type: 'object',
+    properties: {
+      ...Object.fromEntries(Object.entries(form.fields).map(([name, spec]) => [name, part('text', spec)])),
+      ...Object.fromEntries(Object.entries(form.files).map(([name, spec]) => [name, part('file', spec)])),
+    },
+  };
+}
 
 function openApiPath(path: string): string {
   return path.replace(/:(\w+)/g, '{$1}');
@@ -72,7 +89,11 @@ export function buildOpenApiDocument(routes: readonly Route[], decisions: string
       request: {
         params: route.params as never,
         query: route.query as never,
-        body: route.body ? { content: { 'application/json': { schema: route.body } }, required: true } : undefined,
+        body: route.form
+          ? { content: { 'multipart/form-data': { schema: formSchema(route.form) as never } }, required: true }
+          : route.body
+            ? { content: { 'application/json': { schema: route.body } }, required: true }
+            : undefined,
       },
       responses: {
         [success.status]: {

@@ -39,6 +39,11 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   params?: P;
   query?: Q;
   body?: B;
+  /**
+   * A multipart/form-data body instead of JSON (a file upload): the text fields and files it may
+   * hold, each with its most bytes. The handler's `body` is then a FormBody; nothing else is read.
+   */
+  form?: FormSpec;
   success: { status: 200 | 201 | 204; description: string; schema?: S };
   /** Problem codes this route may answer with, besides the ones every route can give. */
   errors?: readonly ProblemCode[];
@@ -47,6 +52,17 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
    * with the same contract (src/speedups/direct-http.ts). Only for a POST without path parameters.
    */
   direct?: boolean;
+}
+
+export interface FormSpec {
+  fields: Record<string, { maxBytes: number; description: string }>;
+  files: Record<string, { maxBytes: number; description: string }>;
+}
+
+/** A form as read: each field's text and each file's bytes (only those the route declares). */
+export interface FormBody {
+  fields: Record<string, string>;
+  files: Record<string, Buffer>;
 }
 
 export interface RouteRequest<P, Q, B, A> {

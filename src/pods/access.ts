@@ -7,6 +7,7 @@ import { countOwners, findMember, findPod, type PodRow, type Role } from './repo
 
 export type PodAction =
   | 'pod.read'
+  | 'overview.read'
   | 'members.list'
   | 'members.add'
   | 'members.remove'

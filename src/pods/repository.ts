@@ -92,3 +92,9 @@ export function podsOfMemberAfter(
     ])
     .limit(size);
 }
+
+/** Whether a person is an owner or an admin of at least one pod. */
+export async function isAdminOfAnyPod(db: Queryable, memberId: string): Promise<boolean> {
+  const row = await db('pod_members').where('member_id', memberId).whereIn('role', ['owner', 'admin']).first('pod_id');
+  return row !== undefined;
+}

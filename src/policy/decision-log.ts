@@ -84,9 +84,16 @@ export interface DecisionLogOptions {
  */
 export const DECISION_WRITE_DELAY_MS = 10;
 
+/** The newest broker checks kept as logged, for the policy playground: so many, within so many bytes. */
+const RECENT_CHECKS = 50;
+const RECENT_BYTES = 1024 * 1024;
+const CHECK_PATH = 'broker/check/decision';
+
 export class DecisionLog {
   private readonly labels: { id: string; version: string };
   private pending: QueuedEvent[] = [];
+  private recentChecks: string[] = [];
+  private recentBytes = 0;
   private writeTimer: NodeJS.Timeout | undefined;
   private readonly uploader: DecisionUploader | undefined;
   private masker: () => ((event: DecisionEvent) => MaskOp[]) | undefined = () => undefined;
@@ -154,9 +161,29 @@ export class DecisionLog {
       const text = eventJson(event);
       if (this.tooLarge(event, text)) continue;
       texts.push(text);
+      if (event.path === CHECK_PATH) this.remember(text);
     }
     this.writeLines(texts);
     this.uploader?.add(texts);
+  }
+
+  private remember(text: string): void {
+    this.recentChecks.push(text);
+    this.recentBytes += text.length;
+    while (this.recentChecks.length > RECENT_CHECKS || (this.recentBytes > RECENT_BYTES && this.recentChecks.length > 1)) {
+      this.recentBytes -= this.recentChecks.shift()!.length;
+    }
+  }
+
+  /**
+   * The newest broker check events this replica logged (masked as logged), newest first: what the
+   * policy playground offers to try again. None when the decision log is off.
+   */
+  recent(limit: number): DecisionEvent[] {
+    return this.recentChecks
+      .slice(-limit)
+      .reverse()
+      .map((text) => JSON.parse(text) as DecisionEvent);
   }
 
   /** Drops (and counts, and says) an event past MAX_EVENT_BYTES. */

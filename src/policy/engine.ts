@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
+import { evaluateOn } from './candidate';
 import type { LineWriterFactory, Logger } from '../kernel/log';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import type { OrgFindings } from '../kernel/decisions/org';
@@ -278,6 +279,16 @@ export class PolicyEngine {
   close(): void {
     if (this.watchTimer) clearTimeout(this.watchTimer);
     this.watchTimer = undefined;
+  }
+
+  /**
+   * The serving policy's answer to one decision with no side effect (the policy playground): no
+   * decision event, no shadow report, no decision id. Unavailable as evaluate() is.
+   */
+  tryOut<D extends DecisionDefinition>(decision: D, input: DecisionInput<D>): { revision: string; output: DecisionOutput<D> } {
+    const loaded = this.current;
+    if (!loaded) throw new PolicyUnavailableError('no policy module is loaded');
+    return { revision: loaded.revision, output: evaluateOn(loaded.policy, decision, input) };
   }
 
   /**

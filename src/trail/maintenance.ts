@@ -4,10 +4,20 @@ import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
 import { exportTrailDay } from './export';
-import { trailBytes, trailDaysDropped, trailDaysPacked, trailExportFailures, trailOldestDay, trailPartitions } from './metrics';
+import {
+  trailBytes,
+  trailDaysAhead,
+  trailDaysDropped,
+  trailDaysPacked,
+  trailExportFailures,
+  trailLastPass,
+  trailOldestDay,
+  trailPartitions,
+} from './metrics';
 import { createTrailDay, dropTrailDay, nextDay, trailDays } from './repositories/days';
 import { heldGrantIds } from './repositories/holds';
 import { dayIndexes, packTrailDay } from './repositories/packing';
+import { dropTalliesBefore } from './repositories/tallies';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
 export const DAYS_AHEAD = 3;
@@ -87,8 +97,11 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
       log.info({ day, heldGrants: held.length }, 'dropped a day of the call trail past retention');
     }
   }
+  // The tallies of the days dropped go with them (a few hundred rows a day: one small delete).
+  await dropTalliesBefore(db, new Date(`${oldestKept}T00:00:00Z`));
   await packNewestClosedDay(options, today, oldestKept, run);
-  await observe(db);
+  await observe(db, today);
+  trailLastPass.set(clock.now() / 1000);
   return run;
 }
 
@@ -116,9 +129,10 @@ async function packNewestClosedDay(options: TrailMaintenanceOptions, today: stri
   }
 }
 
-async function observe(db: Database): Promise<void> {
+async function observe(db: Database, today: string): Promise<void> {
   const { days, defaultBytes, heldBytes } = await trailDays(db);
   trailPartitions.set(days.length);
+  trailDaysAhead.set(days.filter((d) => d.day > today).length);
   if (days[0]) trailOldestDay.set(Date.parse(`${days[0].day}T00:00:00Z`) / 1000);
   trailBytes.set(
     { part: 'days' },

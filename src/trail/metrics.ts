@@ -38,3 +38,17 @@ export const trailExportFailures = new Counter({
   help: 'Exports before a drop that failed (the day is kept and tried again)',
   registers: [metricsRegistry],
 });
+
+// "Behind" is a pass that stopped making days ahead: at midnight the checks would start filling the
+// default partition. Both read by deploy/prometheus's CallTrailBehind alert.
+export const trailDaysAhead = new Gauge({
+  name: 'call_record_days_ahead',
+  help: 'Days after today (by the service clock) whose call trail partition already exists',
+  registers: [metricsRegistry],
+});
+
+export const trailLastPass = new Gauge({
+  name: 'call_record_maintenance_timestamp_seconds',
+  help: 'When the last call trail maintenance pass finished without failing (Unix seconds)',
+  registers: [metricsRegistry],
+});

@@ -61,6 +61,19 @@ export const ListCallsQuery = z.strictObject({
   limit: listLimit(),
   cursor,
   credential: CredentialFingerprint.optional().openapi({ description: 'Only the calls that received the token of this fingerprint' }),
+  outcome: z
+    .enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval'])
+    .optional()
+    .openapi({ description: 'Only calls with this outcome' }),
+  reason: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,63}$/, 'a reason: snake_case, at most 64 characters')
+    .optional()
+    .openapi({ description: "Only calls with this reason (`allowed`, `approval_required`, a deny reason, an org rule's own)" }),
+  tool: z.string().min(1).max(200).optional().openapi({ description: 'Only calls of this tool' }),
+  principal: z.string().min(1).max(255).optional().openapi({ description: 'Only calls made by this principal (a user id or an agent id)' }),
+  from: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Only calls checked at or after this time' }),
+  to: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Only calls checked before this time' }),
 });
 
 export const CallParams = z.strictObject({ callId: idParam('call_01jd6x3c4vf8r9t2y5u7w0z1ab') });

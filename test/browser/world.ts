@@ -13,11 +13,13 @@ export interface ConsoleService {
   config: Config;
   /** A one-time console sign-in link for a user (what `npm run admin -- console-link` prints). */
   linkFor(userId: string): Promise<string>;
+  /** Adds the checks counted so far to the trail's tallies (the service does it every second). */
+  flushTallies(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startConsoleService(overrides: Record<string, string> = {}): Promise<ConsoleService> {
-  const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'warn', DECISION_LOG: 'off', ...overrides });
+  const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'warn', DECISION_LOG: 'all', ...overrides });
   const service = await buildService(config, { logger: createLogger('warn', pino.destination(2)), migrate: true });
   const server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
@@ -29,6 +31,7 @@ export async function startConsoleService(overrides: Record<string, string> = {}
       const { code } = await service.infrastructure.consoleLinks.create(userId);
       return `${baseUrl}/console/sign-in#code=${code}`;
     },
+    flushTallies: () => service.infrastructure.tallies.flush(),
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

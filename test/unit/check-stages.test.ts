@@ -5,6 +5,7 @@ import { charge, type ChargeDeps } from '../../src/broker/check/charge';
 import { decide, type DecideDeps } from '../../src/broker/check/decide';
 import { resolve, type ResolveDeps } from '../../src/broker/check/resolve';
 import { settle, type SettleDeps } from '../../src/broker/check/settle';
+import type { TalliedCheck } from '../../src/trail/tally-writer';
 import type { Resolved, Verdict } from '../../src/broker/check/stages';
 import type { NewCallRecord } from '../../src/trail/writer';
 import { NO_PRINCIPAL_FACTS } from '../../src/broker/tree-facts';
@@ -232,31 +233,37 @@ describe('charge (the first side effect)', () => {
 describe('settle (the answer and its record)', () => {
   function deps(write: (row: NewCallRecord) => Promise<void>) {
     const refunds: number[] = [];
+    const tallied: TalliedCheck[] = [];
     const settleDeps = {
       approvals: { ask: unexpected('an approval asked for') },
       trail: { write },
+      tallies: { count: (check: TalliedCheck) => void tallied.push(check) },
       budget: { refund: async (_root: string, _levels: unknown, atMs: number) => void refunds.push(atMs) },
       log: { error: () => undefined },
       approvalTtlMs: 1000,
     } as unknown as SettleDeps;
-    return { refunds, settleDeps };
+    return { refunds, tallied, settleDeps };
   }
   const allow: Verdict = { kind: 'allow', decisionId: 'd-9', principal: agent, spendsApproval: false, labels: [] };
 
   it('writes the record before it answers, naming the decision that allowed the call', async () => {
     const rows: NewCallRecord[] = [];
-    const { settleDeps } = deps(async (row) => void rows.push(row));
+    const { settleDeps, tallied } = deps(async (row) => void rows.push(row));
     const answer = await settle(settleDeps, resolved(), allow, { kind: 'taken', atMs: 5, remaining: 3, resetMs: 7 });
     expect(answer).toEqual({ decision: 'allow', callId: 'call_1', reason: 'allowed', budget: { remaining: 3, resetMs: 7 } });
     expect(rows).toEqual([expect.objectContaining({ id: 'call_1', outcome: 'pending', approval_id: null, decision_id: 'd-9' })]);
+    // Counted for the overview once recorded: allowed, with no reason or rule.
+    expect(tallied).toEqual([expect.objectContaining({ decision: 'allowed', reason: '', orgRule: '' })]);
   });
 
   it('gives the unit back and answers 503 when the record cannot be written', async () => {
-    const { settleDeps, refunds } = deps(async () => Promise.reject(new Error('disk full')));
+    const { settleDeps, refunds, tallied } = deps(async () => Promise.reject(new Error('disk full')));
     await expect(settle(settleDeps, resolved(), allow, { kind: 'taken', atMs: 5, remaining: 3, resetMs: 7 })).rejects.toBeInstanceOf(
       DependencyUnavailableError,
     );
     expect(refunds).toEqual([5]);
+    // No record, no count.
+    expect(tallied).toEqual([]);
   });
 
   it('commits the record with the claimed approval, and gives the approval back when it cannot', async () => {
@@ -301,11 +308,12 @@ describe('settle (the answer and its record)', () => {
 
   it('records a denial without an approval id, naming its decision, and takes nothing back', async () => {
     const rows: NewCallRecord[] = [];
-    const { settleDeps, refunds } = deps(async (row) => void rows.push(row));
+    const { settleDeps, refunds, tallied } = deps(async (row) => void rows.push(row));
     const verdict: Verdict = { kind: 'deny', decisionId: 'd', principal: agent, reason: 'revoked' };
     const answer = await settle(settleDeps, resolved(), verdict, { kind: 'probed', remaining: 2, resetMs: 1 });
     expect(answer).toMatchObject({ decision: 'deny', reason: 'revoked' });
     expect(rows[0]).toMatchObject({ outcome: 'denied', approval_id: null, decision_id: 'd' });
     expect(refunds).toEqual([]);
+    expect(tallied).toEqual([expect.objectContaining({ decision: 'denied', reason: 'revoked', orgRule: '' })]);
   });
 });

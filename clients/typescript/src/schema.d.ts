@@ -578,6 +578,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/pods/{podId}/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A pod's checks per hour (allowed, denied, awaiting approval), denials by reason and org rule, trees nearest their budget
+         * @description For the pod's members (`overview.read` of `pods/access`); anyone else gets 404. Counted from the call trail's hourly tallies (kept as checks are recorded, one statement a second per replica), never from its records; a replica stopped without a shutdown loses its last second of counts. Each tree's budget use is exact.
+         */
+        get: operations["getPodOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connections": {
         parameters: {
             query?: never;
@@ -716,6 +736,46 @@ export interface paths {
         get: operations["getPolicyStatus"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/policy/playground/recent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The newest broker checks this replica's decision log kept, to try again in the playground
+         * @description Security admins (`policy/playground`: an owner or admin of any pod, or a person in SECURITY_ADMINS); anyone else gets 404. Newest first, at most 50, kept in memory by each replica (so another replica lists its own), `args` masked as logged; none when DECISION_LOG is off.
+         */
+        get: operations["listRecentChecks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/policy/playground": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Evaluate one broker check input against the serving policy and, optionally, a candidate bundle, side by side
+         * @description Security admins only (else 404). A multipart form: `input`, the check input as JSON (a recent check's, or pasted), and optionally `bundle`, an OPA bundle (.tar.gz) bounded as the policy bundle loader bounds one (POLICY_BUNDLE_MAX_BYTES, unpacking to at most four times that; past it 413). Read-only: no budget is charged, no call record or decision event is written, and the candidate is dropped with the answer; its signature is not asked for, as it serves nothing.
+         */
+        post: operations["tryPolicy"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1187,6 +1247,72 @@ export interface components {
             /** @enum {string} */
             role: "owner" | "admin" | "member";
         };
+        PodOverview: {
+            pod: {
+                id: string;
+                name: string;
+            };
+            /** @enum {string} */
+            range: "24h" | "7d";
+            /**
+             * Format: date-time
+             * @description Start of the first hour counted (UTC)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            to: string;
+            /** @description Every hour of the range, oldest first, zeros included */
+            hours: {
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                hour: string;
+                /** @description Checks allowed (whatever their outcome later) */
+                allowed: number;
+                denied: number;
+                /** @description Checks that asked a human for approval */
+                awaitingApproval: number;
+            }[];
+            totals: {
+                /** @description Checks allowed (whatever their outcome later) */
+                allowed: number;
+                denied: number;
+                /** @description Checks that asked a human for approval */
+                awaitingApproval: number;
+            };
+            /** @description Most first */
+            denialsByReason: {
+                reason: string;
+                calls: number;
+            }[];
+            /** @description Denials by an org rule, by the rule's id (or its package), most first */
+            denialsByOrgRule: {
+                rule: string;
+                calls: number;
+            }[];
+            /** @description Approvals of the pod's grants waiting for a decision now */
+            pendingApprovals: number;
+            /** @description Live grant trees closest to their budget (used over calls), at most 5 */
+            nearestBudget: {
+                grantId: string;
+                target: {
+                    kind: string;
+                    id: string;
+                };
+                tools: string[];
+                /** @description The tree's budget: calls per window */
+                calls: number;
+                windowMs: number;
+                /** @description Allowed calls of the whole tree in the window now */
+                used: number;
+                remaining: number;
+            }[];
+        };
         Connection: {
             id: string;
             kind: string;
@@ -1428,6 +1554,71 @@ export interface components {
                 mode: "enforce" | "shadow" | "off";
                 /** @description Decisions this package, in shadow mode, would have refused while the policy allowed them (this replica, since it started) */
                 shadowDisagreements: number;
+            }[];
+        };
+        RecentCheck: {
+            decisionId: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            at: string;
+            /** @description The policy revision that decided it */
+            revision: string;
+            tool: string | null;
+            grantId: string | null;
+            allow: boolean;
+            reason: string | null;
+            /** @description The check's input as the decision log keeps it: `args` masked */
+            input: {
+                [key: string]: unknown;
+            };
+        };
+        PlaygroundAnswer: {
+            serving: components["schemas"]["PlaygroundOutcome"];
+            candidate: components["schemas"]["PlaygroundOutcome"] & (Record<string, never> | null);
+            /** @description Both gave the same decision and reason (true without a candidate) */
+            same: boolean;
+            /** @description The input's `args` was masked (as the decision log keeps it): rules read `{}` there */
+            argsMasked: boolean;
+        };
+        PlaygroundOutcome: {
+            revision: string;
+            allow: boolean;
+            /** @description `allowed`, or the reason the check reports */
+            reason: string;
+            reasons: string[];
+            explanation?: {
+                /** @description the id of the Rego rule that refused: `broker.check.<reason>`, or an org rule’s own */
+                rule: string;
+                /** @description the depth in the tree of the grant that refused (0 is the root); the one nearest the root when several do */
+                level: number;
+                /** @description the grant at that level */
+                grantId: string;
+                /** @description what the level constrains: `tools`, `write_mode`, `repositories`, `refs`, `paths`, `audience`, … */
+                dimension?: string;
+                /** @description the call's value the level refused */
+                value?: string;
+                /** @description what the level allows in that dimension */
+                allowed?: string[];
+                /**
+                 * @description what would change the answer
+                 * @enum {string}
+                 */
+                unlock: "attenuate_from_parent" | "ask_connection_owner" | "request_approval" | "wait" | "none";
+            };
+            /** @description Enforced org rules that refused */
+            orgDenials: {
+                package: string;
+                reason: string;
+                message: string;
+            }[];
+            /** @description What org rules in shadow mode found (never enforced) */
+            shadow: {
+                package: string;
+                reason: string;
+                message: string;
+                effect: string;
             }[];
         };
     };
@@ -2117,6 +2308,18 @@ export interface operations {
                 cursor?: string;
                 /** @description Only the calls that received the token of this fingerprint */
                 credential?: string;
+                /** @description Only calls with this outcome */
+                outcome?: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval";
+                /** @description Only calls with this reason (`allowed`, `approval_required`, a deny reason, an org rule's own) */
+                reason?: string;
+                /** @description Only calls of this tool */
+                tool?: string;
+                /** @description Only calls made by this principal (a user id or an agent id) */
+                principal?: string;
+                /** @description Only calls checked at or after this time */
+                from?: string;
+                /** @description Only calls checked before this time */
+                to?: string;
             };
             header?: never;
             path: {
@@ -5444,6 +5647,112 @@ export interface operations {
             };
         };
     };
+    getPodOverview: {
+        parameters: {
+            query?: {
+                /** @description The last 24 hours (24 bars) or the last 7 days (168 bars) */
+                range?: "24h" | "7d";
+            };
+            header?: never;
+            path: {
+                podId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pod's overview */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PodOverview"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listConnections: {
         parameters: {
             query?: {
@@ -6450,6 +6759,224 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PolicyStatus"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listRecentChecks: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Recent checks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["RecentCheck"][];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tryPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description The broker check input (policies/schemas/broker/check.json), as JSON */
+                    input?: string;
+                    /**
+                     * Format: binary
+                     * @description A candidate OPA bundle (.tar.gz) with the broker/check/decision entrypoint, at most POLICY_BUNDLE_MAX_BYTES
+                     */
+                    bundle?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Both answers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaygroundAnswer"];
                 };
             };
             /** @description `invalid_request`: The request is malformed */

@@ -1,8 +1,9 @@
 import { useState } from 'react';
 import type { Approval } from '@grant-broker/client';
 import type { Api } from '../session';
-import { ArgsTree, VisibleText } from '../parts/ArgsTree';
-import { Link } from '../parts/Link';
+import { ArgsTree } from '../parts/ArgsTree';
+import { CopyId } from '../parts/CopyId';
+import { GrantName, PrincipalName, useAllAgentNames } from '../parts/names';
 import { describeError, Empty, Failed, Loading } from '../parts/states';
 import { Time } from '../parts/time';
 import { useInboxWatch } from '../parts/useInboxWatch';
@@ -10,17 +11,6 @@ import { useLoad } from '../parts/useLoad';
 
 /** What the approvals list adds for a decider: the call's arguments while it waits. */
 type ReadableApproval = Approval & { args?: unknown; argsTooLarge?: boolean };
-
-function Principal({ principal }: { principal: Approval['principal'] }) {
-  return (
-    <span>
-      {principal.kind === 'agent' ? 'agent ' : 'user '}
-      <code>
-        <VisibleText text={principal.id} />
-      </code>
-    </span>
-  );
-}
 
 function Arguments({ approval }: { approval: ReadableApproval }) {
   const label = `Arguments of ${approval.tool}`;
@@ -33,7 +23,17 @@ function Arguments({ approval }: { approval: ReadableApproval }) {
   return <ArgsTree args={approval.args} label={label} />;
 }
 
-function ApprovalCard({ api, approval, onDecided }: { api: Api; approval: ReadableApproval; onDecided: (message: string) => void }) {
+function ApprovalCard({
+  api,
+  approval,
+  agents,
+  onDecided,
+}: {
+  api: Api;
+  approval: ReadableApproval;
+  agents: Map<string, string>;
+  onDecided: (message: string) => void;
+}) {
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -58,11 +58,11 @@ function ApprovalCard({ api, approval, onDecided }: { api: Api; approval: Readab
       <dl className="facts">
         <dt>Grant</dt>
         <dd>
-          <Link to={`/grants/${encodeURIComponent(approval.grantId)}/calls`}>{approval.grantId}</Link>
+          <GrantName api={api} grantId={approval.grantId} />
         </dd>
         <dt>Principal</dt>
         <dd>
-          <Principal principal={approval.principal} />
+          <PrincipalName principal={approval.principal} agents={agents} />
         </dd>
         <dt>Requested</dt>
         <dd>
@@ -74,7 +74,7 @@ function ApprovalCard({ api, approval, onDecided }: { api: Api; approval: Readab
         </dd>
         <dt>Approval</dt>
         <dd>
-          <code>{approval.id}</code>
+          <CopyId id={approval.id} />
         </dd>
       </dl>
       <h3>Arguments</h3>
@@ -110,6 +110,7 @@ function ApprovalCard({ api, approval, onDecided }: { api: Api; approval: Readab
 export function ApprovalsPage({ api }: { api: Api }) {
   const [decided, setDecided] = useState<string[]>([]);
   const [message, setMessage] = useState('');
+  const agents = useAllAgentNames(api);
   const { result, reload, refresh } = useLoad(
     () => api.unwrap(api.api.GET('/api/approvals', { params: { query: { state: 'pending', limit: 50 } } })),
     [api],
@@ -144,7 +145,7 @@ export function ApprovalsPage({ api }: { api: Api }) {
             <div className="cards">
               {result.data.nextCursor && <p className="hint">Showing the 50 newest; decide these to see older ones.</p>}
               {items.map((approval) => (
-                <ApprovalCard key={approval.id} api={api} approval={approval} onDecided={onDecided(approval.id)} />
+                <ApprovalCard key={approval.id} api={api} approval={approval} agents={agents} onDecided={onDecided(approval.id)} />
               ))}
             </div>
           );

@@ -1,42 +1,207 @@
-import { useState } from 'react';
+import { useState, type FormEvent } from 'react';
+import type { components } from '@grant-broker/client';
 import type { Api } from '../session';
-import { VisibleText } from '../parts/ArgsTree';
+import { CopyId } from '../parts/CopyId';
+import { GrantName, PrincipalName, useAllAgentNames } from '../parts/names';
 import { Pager } from '../parts/Pager';
-import { Empty, Failed, Loading } from '../parts/states';
-import { Time } from '../parts/time';
+import { describeError, Empty, Failed, Loading } from '../parts/states';
+import { absolute, Time } from '../parts/time';
 import { useLoad } from '../parts/useLoad';
+
+type CallRecord = components['schemas']['CallRecord'];
+type Outcome = CallRecord['outcome'];
+
+/** The search: every field optional; times as the browser's local time, sent as UTC. */
+interface Filters {
+  outcome: '' | Outcome;
+  reason: string;
+  tool: string;
+  principal: string;
+  from: string;
+  to: string;
+  credential: string;
+}
+
+const NO_FILTERS: Filters = { outcome: '', reason: '', tool: '', principal: '', from: '', to: '', credential: '' };
+const OUTCOMES: Outcome[] = ['denied', 'awaiting_approval', 'pending', 'succeeded', 'failed'];
+
+function queryOf(filters: Filters) {
+  const iso = (local: string) => (local ? new Date(local).toISOString() : undefined);
+  const query = {
+    outcome: filters.outcome || undefined,
+    reason: filters.reason.trim() || undefined,
+    tool: filters.tool.trim() || undefined,
+    principal: filters.principal.trim() || undefined,
+    from: iso(filters.from),
+    to: iso(filters.to),
+    credential: filters.credential.trim() || undefined,
+  };
+  return Object.fromEntries(Object.entries(query).filter(([, value]) => value !== undefined)) as Partial<Record<keyof Filters, string>>;
+}
+
+/** One record in full: its approval as decided, and the calls that received the same credential. */
+function Detail({ api, call, onLineage }: { api: Api; call: CallRecord; onLineage: (fingerprint: string) => void }) {
+  const approvalId = call.approvalId?.startsWith('apr_') ? call.approvalId : null;
+  const approval = useLoad(
+    async () => (approvalId ? api.unwrap(api.api.GET('/api/approvals/{approvalId}', { params: { path: { approvalId } } })) : null),
+    [api, approvalId],
+  );
+  return (
+    <dl className="facts detail" aria-label={`Call ${call.id}`}>
+      <dt>Call</dt>
+      <dd>
+        <CopyId id={call.id} />
+      </dd>
+      <dt>Checked</dt>
+      <dd>{absolute(call.requestedAt)}</dd>
+      <dt>Outcome</dt>
+      <dd>
+        {call.outcome.replaceAll('_', ' ')}
+        {call.completedAt ? `, reported ${absolute(call.completedAt)}` : ''}
+        {call.durationMs !== null ? ` (the tool took ${call.durationMs} ms)` : ''}
+      </dd>
+      <dt>Why</dt>
+      <dd>
+        <code>{call.reason}</code>
+        {call.outcome === 'denied' ? ' — the check answered this reason with its explanation; the decision log keeps both.' : ''}
+      </dd>
+      <dt>Arguments</dt>
+      <dd>
+        <code>{call.argsDigest}</code> (never stored: only their digest)
+      </dd>
+      <dt>Approval</dt>
+      <dd>
+        {!approvalId && 'none'}
+        {approvalId && approval.result.state === 'loading' && '…'}
+        {approvalId && approval.result.state === 'failed' && describeError(approval.result.error)}
+        {approvalId && approval.result.state === 'ready' && approval.result.data && (
+          <>
+            <CopyId id={approvalId} /> {approval.result.data.state}
+            {approval.result.data.decidedBy ? ` by ${approval.result.data.decidedBy}` : ''}
+            {approval.result.data.decidedAt ? `, ${absolute(approval.result.data.decidedAt)}` : ''}
+            {approval.result.data.note ? ` — “${approval.result.data.note}”` : ''}
+          </>
+        )}
+      </dd>
+      <dt>Credential</dt>
+      <dd>
+        {call.credential ? (
+          <>
+            <code>{call.credential.fingerprint}</code>, expires {absolute(call.credential.expiresAt)}{' '}
+            <button type="button" className="small" onClick={() => onLineage(call.credential!.fingerprint)}>
+              Calls with this credential
+            </button>
+          </>
+        ) : (
+          'none minted'
+        )}
+      </dd>
+    </dl>
+  );
+}
 
 export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
   const [cursors, setCursors] = useState<string[]>([]);
+  const [draft, setDraft] = useState<Filters>(NO_FILTERS);
+  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  const [open, setOpen] = useState<string | null>(null);
   const cursor = cursors[cursors.length - 1];
+  const agents = useAllAgentNames(api);
   const grant = useLoad(() => api.unwrap(api.api.GET('/api/grants/{grantId}', { params: { path: { grantId } } })), [api, grantId]);
   const { result, reload } = useLoad(
     () =>
       api.unwrap(
-        api.api.GET('/api/grants/{grantId}/calls', { params: { path: { grantId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }),
+        api.api.GET('/api/grants/{grantId}/calls', {
+          params: { path: { grantId }, query: { limit: 50, ...queryOf(filters), ...(cursor ? { cursor } : {}) } as never },
+        }),
       ),
-    [api, grantId, cursor],
+    [api, grantId, cursor, filters],
   );
+  const search = (next: Filters) => {
+    setDraft(next);
+    setFilters(next);
+    setCursors([]);
+    setOpen(null);
+  };
+  const field = (name: keyof Filters) => ({
+    value: draft[name],
+    onChange: (event: { target: { value: string } }) => setDraft({ ...draft, [name]: event.target.value }),
+  });
+  const filtered = Object.keys(queryOf(filters)).length > 0;
   return (
     <section aria-labelledby="calls-title">
-      <h1 id="calls-title">
-        Calls of <code>{grantId}</code>
-      </h1>
+      <h1 id="calls-title">Calls</h1>
+      <p>
+        Of the grant <GrantName api={api} grantId={grantId} />
+      </p>
       {grant.result.state === 'ready' && (
         <p className="hint">
           Tools {grant.result.data.tools.join(', ')}; write mode {grant.result.data.writeMode}; {grant.result.data.status}.
         </p>
       )}
+      <form
+        className="filters"
+        role="search"
+        aria-label="Search the calls"
+        onSubmit={(event: FormEvent) => {
+          event.preventDefault();
+          search(draft);
+        }}
+      >
+        <label>
+          Outcome
+          <select {...field('outcome')}>
+            <option value="">any</option>
+            {OUTCOMES.map((outcome) => (
+              <option key={outcome} value={outcome}>
+                {outcome.replaceAll('_', ' ')}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Reason
+          <input type="text" {...field('reason')} placeholder="tool_not_allowed" spellCheck={false} />
+        </label>
+        <label>
+          Tool
+          <input type="text" {...field('tool')} placeholder="repos.read_file" spellCheck={false} />
+        </label>
+        <label>
+          Principal
+          <input type="text" {...field('principal')} placeholder="a user or agent id" spellCheck={false} />
+        </label>
+        <label>
+          From
+          <input type="datetime-local" {...field('from')} />
+        </label>
+        <label>
+          To
+          <input type="datetime-local" {...field('to')} />
+        </label>
+        <label>
+          Credential
+          <input type="text" {...field('credential')} placeholder="sha256:…" spellCheck={false} />
+        </label>
+        <div className="buttons">
+          <button type="submit" className="primary">
+            Search
+          </button>
+          <button type="button" onClick={() => search(NO_FILTERS)} disabled={!filtered && draft === NO_FILTERS}>
+            Clear
+          </button>
+        </div>
+      </form>
       {result.state === 'loading' && <Loading what="calls" />}
       {result.state === 'failed' && <Failed error={result.error} retry={reload} />}
       {result.state === 'ready' && result.data.items.length === 0 && (
         <Empty>
-          <p>No call has been checked on this grant yet.</p>
+          <p>{filtered ? 'No call of this grant matches the search.' : 'No call has been checked on this grant yet.'}</p>
         </Empty>
       )}
       {result.state === 'ready' && result.data.items.length > 0 && (
         <div className="table-wrap">
-          <table>
+          <table className="cards-on-phone">
             <caption className="sr-only">Call trail, newest first</caption>
             <thead>
               <tr>
@@ -46,29 +211,59 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
                 <th scope="col">Reason</th>
                 <th scope="col">Principal</th>
                 <th scope="col">Approval</th>
+                <th scope="col">
+                  <span className="sr-only">Details</span>
+                </th>
               </tr>
             </thead>
             <tbody>
-              {result.data.items.map((call) => (
+              {result.data.items.flatMap((call) => [
                 <tr key={call.id}>
-                  <td>
+                  <td data-label="Requested">
                     <Time iso={call.requestedAt} />
                   </td>
-                  <td>
+                  <td data-label="Tool">
                     <code>{call.tool}</code>
                   </td>
-                  <td>
+                  <td data-label="Outcome">
                     <span className={`badge ${call.outcome}`}>{call.outcome.replaceAll('_', ' ')}</span>
                   </td>
-                  <td>{call.reason}</td>
-                  <td>
-                    <code>
-                      <VisibleText text={call.principal.id} />
-                    </code>
+                  <td data-label="Reason">{call.reason}</td>
+                  <td data-label="Principal">
+                    <PrincipalName principal={call.principal} agents={agents} />
                   </td>
-                  <td>{call.approvalId ? `${call.approvalId}${call.approvedBy ? ` by ${call.approvedBy}` : ''}` : '—'}</td>
-                </tr>
-              ))}
+                  <td data-label="Approval">
+                    {call.approvalId?.startsWith('apr_') ? (
+                      <>
+                        <CopyId id={call.approvalId} />
+                        {call.approvedBy ? ` by ${call.approvedBy}` : ''}
+                      </>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                  <td>
+                    <button
+                      type="button"
+                      className="small"
+                      aria-expanded={open === call.id}
+                      aria-controls={`detail-${call.id}`}
+                      onClick={() => setOpen(open === call.id ? null : call.id)}
+                    >
+                      Details
+                    </button>
+                  </td>
+                </tr>,
+                ...(open === call.id
+                  ? [
+                      <tr key={`${call.id}-detail`} id={`detail-${call.id}`}>
+                        <td colSpan={7}>
+                          <Detail api={api} call={call} onLineage={(fingerprint) => search({ ...NO_FILTERS, credential: fingerprint })} />
+                        </td>
+                      </tr>,
+                    ]
+                  : []),
+              ])}
             </tbody>
           </table>
         </div>

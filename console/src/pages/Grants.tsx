@@ -1,7 +1,9 @@
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { Grant } from '@grant-broker/client';
 import type { Api } from '../session';
 import { Link } from '../parts/Link';
+import { CopyId } from '../parts/CopyId';
+import { grantTitle, useAgentNames } from '../parts/names';
 import { Pager } from '../parts/Pager';
 import { describeError, Empty, Failed, Loading } from '../parts/states';
 import { Time } from '../parts/time';
@@ -45,15 +47,20 @@ function Budget({ api, grant }: { api: Api; grant: Grant }) {
   return (
     <span>
       {used} used, {remaining} left <span className="quiet">of {calls}</span>
-      <meter min={0} max={calls} value={used} aria-label={`Budget used of ${grant.id}`} />
+      <meter min={0} max={calls} value={used} aria-hidden="true" />
     </span>
   );
 }
 
-function RevokeButton({ api, grant, onRevoked }: { api: Api; grant: Grant; onRevoked: (text: string) => void }) {
+function RevokeButton({ api, grant, title, onRevoked }: { api: Api; grant: Grant; title: string; onRevoked: (text: string) => void }) {
   const [asking, setAsking] = useState<number | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const dialog = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    // A modal dialog sits in the top layer: no table's scroll box clips it, and focus stays in it.
+    if (asking !== null && dialog.current && !dialog.current.open) dialog.current.showModal();
+  }, [asking]);
   const ask = async () => {
     setError(null);
     try {
@@ -63,55 +70,57 @@ function RevokeButton({ api, grant, onRevoked }: { api: Api; grant: Grant; onRev
       setError(describeError(caught));
     }
   };
+  const close = () => {
+    dialog.current?.close();
+    setAsking(null);
+  };
   const revoke = async () => {
     setBusy(true);
     try {
       await api.unwrap(api.api.POST('/api/grants/{grantId}/revoke', { params: { path: { grantId: grant.id } } }));
-      onRevoked(`Revoked ${grant.id} and ${asking ?? 0} descendant grant${asking === 1 ? '' : 's'}.`);
-      setAsking(null);
+      onRevoked(`Revoked ${title} (${grant.id}) and ${asking ?? 0} descendant grant${asking === 1 ? '' : 's'}.`);
+      close();
     } catch (caught) {
       setError(describeError(caught));
     } finally {
       setBusy(false);
     }
   };
-  if (asking === null) {
-    return (
-      <>
-        <button type="button" className="danger small" onClick={() => void ask()} aria-label={`Revoke ${grant.id}`}>
-          Revoke
-        </button>
-        {error && (
-          <span role="alert" className="error">
-            {' '}
-            {error}
-          </span>
-        )}
-      </>
-    );
-  }
   return (
-    <div role="alertdialog" aria-labelledby={`confirm-${grant.id}`} className="confirm">
-      <p id={`confirm-${grant.id}`}>
-        Revoke {grant.id} and its {asking} descendant grant{asking === 1 ? '' : 's'}?
-      </p>
-      <button type="button" className="danger small" disabled={busy} onClick={() => void revoke()} autoFocus>
-        Confirm revoke
-      </button>{' '}
-      <button type="button" className="small" onClick={() => setAsking(null)}>
-        Cancel
+    <>
+      <button type="button" className="danger small" onClick={() => void ask()} aria-label={`Revoke ${title} (${grant.id})`}>
+        Revoke
       </button>
-      {error && (
+      {error && asking === null && (
         <span role="alert" className="error">
           {' '}
           {error}
         </span>
       )}
-    </div>
+      {asking !== null && (
+        <dialog ref={dialog} role="alertdialog" aria-labelledby={`confirm-${grant.id}`} className="confirm" onCancel={close}>
+          <p id={`confirm-${grant.id}`}>
+            Revoke {title} (<code>{grant.id}</code>) and its {asking} descendant grant{asking === 1 ? '' : 's'}?
+          </p>
+          <button type="button" className="danger small" disabled={busy} onClick={() => void revoke()} autoFocus>
+            Confirm revoke
+          </button>{' '}
+          <button type="button" className="small" onClick={close}>
+            Cancel
+          </button>
+          {error && (
+            <p role="alert" className="error">
+              {error}
+            </p>
+          )}
+        </dialog>
+      )}
+    </>
   );
 }
 
-export function GrantsPage({ api, podId }: { api: Api; podId: string }) {
+export function GrantsPage({ api, podId, podName }: { api: Api; podId: string; podName?: string }) {
+  const agents = useAgentNames(api, podId);
   const [cursors, setCursors] = useState<string[]>([]);
   const [status, setStatus] = useState<'' | 'active' | 'revoked' | 'expired'>('active');
   const [message, setMessage] = useState('');
@@ -157,12 +166,11 @@ export function GrantsPage({ api, podId }: { api: Api; podId: string }) {
       )}
       {result.state === 'ready' && result.data.items.length > 0 && (
         <div className="table-wrap">
-          <table className="grants">
+          <table className="grants cards-on-phone">
             <caption className="sr-only">Grants of the pod, as trees, newest first</caption>
             <thead>
               <tr>
-                <th scope="col">Grant</th>
-                <th scope="col">Tools</th>
+                <th scope="col">Grant: tools · target</th>
                 <th scope="col">Resources</th>
                 <th scope="col">Write mode</th>
                 <th scope="col">Budget now</th>
@@ -174,38 +182,41 @@ export function GrantsPage({ api, podId }: { api: Api; podId: string }) {
               </tr>
             </thead>
             <tbody>
-              {treeOrder(result.data.items).map((grant) => (
-                <tr key={grant.id} data-depth={grant.depth} title={grant.parentId ? `under ${grant.parentId}` : 'a root grant'}>
-                  <th scope="row" className={`depth-${Math.min(grant.depth, 6)}`}>
-                    {grant.depth > 0 && <span aria-hidden="true">└ </span>}
-                    <Link to={`/grants/${encodeURIComponent(grant.id)}/calls`}>{grant.id}</Link>
-                  </th>
-                  <td>{grant.tools.join(', ')}</td>
-                  <td>{resourcesText(grant)}</td>
-                  <td>{grant.writeMode}</td>
-                  <td>
-                    <Budget api={api} grant={grant} />
-                  </td>
-                  <td>
-                    <Time iso={grant.expiresAt} />
-                  </td>
-                  <td>
-                    <span className={`badge ${grant.status}`}>{grant.status}</span>
-                  </td>
-                  <td>
-                    {grant.status === 'active' && (
-                      <RevokeButton
-                        api={api}
-                        grant={grant}
-                        onRevoked={(text) => {
-                          setMessage(text);
-                          refresh();
-                        }}
-                      />
-                    )}
-                  </td>
-                </tr>
-              ))}
+              {treeOrder(result.data.items).map((grant) => {
+                const title = grantTitle(grant, { pod: podName, agents });
+                return (
+                  <tr key={grant.id} data-depth={grant.depth}>
+                    <th scope="row" className={`depth-${Math.min(grant.depth, 6)}`}>
+                      {grant.depth > 0 && <span aria-hidden="true">└ </span>}
+                      <Link to={`/grants/${encodeURIComponent(grant.id)}/calls`}>{title}</Link> <CopyId id={grant.id} />
+                    </th>
+                    <td data-label="Resources">{resourcesText(grant)}</td>
+                    <td data-label="Write mode">{grant.writeMode}</td>
+                    <td data-label="Budget now">
+                      <Budget api={api} grant={grant} />
+                    </td>
+                    <td data-label="Expires">
+                      <Time iso={grant.expiresAt} />
+                    </td>
+                    <td data-label="State">
+                      <span className={`badge ${grant.status}`}>{grant.status}</span>
+                    </td>
+                    <td>
+                      {grant.status === 'active' && (
+                        <RevokeButton
+                          api={api}
+                          grant={grant}
+                          title={title}
+                          onRevoked={(text) => {
+                            setMessage(text);
+                            refresh();
+                          }}
+                        />
+                      )}
+                    </td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         </div>

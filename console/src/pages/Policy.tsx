@@ -1,5 +1,6 @@
 import type { Api } from '../session';
 import { Empty, Failed, Loading } from '../parts/states';
+import { Link } from '../parts/Link';
 import { Time } from '../parts/time';
 import { useLoad } from '../parts/useLoad';
 
@@ -10,6 +11,9 @@ export function PolicyPage({ api }: { api: Api }) {
   return (
     <section aria-labelledby="policy-title">
       <h1 id="policy-title">Policy</h1>
+      <p>
+        <Link to="/policy/playground">Try a check in the playground</Link> (security admins).
+      </p>
       {result.state === 'loading' && <Loading what="the policy's status" />}
       {result.state === 'failed' && <Failed error={result.error} retry={reload} />}
       {result.state === 'ready' && (
@@ -47,7 +51,7 @@ export function PolicyPage({ api }: { api: Api }) {
             </Empty>
           ) : (
             <div className="table-wrap">
-              <table>
+              <table className="cards-on-phone">
                 <caption className="sr-only">Org packages and their modes</caption>
                 <thead>
                   <tr>
@@ -60,14 +64,14 @@ export function PolicyPage({ api }: { api: Api }) {
                 <tbody>
                   {result.data.orgPackages.map((pkg) => (
                     <tr key={`${pkg.decision}.${pkg.name}`}>
-                      <td>
+                      <td data-label="Decision">
                         <code>{pkg.decision}</code>
                       </td>
                       <th scope="row">
                         <code>{pkg.name}</code>
                       </th>
-                      <td>{MODE_TEXT[pkg.mode]}</td>
-                      <td>{pkg.mode === 'shadow' ? pkg.shadowDisagreements : '—'}</td>
+                      <td data-label="Mode">{MODE_TEXT[pkg.mode]}</td>
+                      <td data-label="Shadow disagreements">{pkg.mode === 'shadow' ? pkg.shadowDisagreements : '—'}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -7,10 +7,13 @@ import { describeError } from '../parts/states';
 export function SignInPage({
   config,
   callback,
+  session,
   onSignedIn,
 }: {
   config: ConsoleConfig;
   callback: boolean;
+  /** This tab's session, if it has one: a spent link then says so instead of refusing. */
+  session: Session | null;
   onSignedIn: (session: Session) => void;
 }) {
   const [error, setError] = useState<string | null>(null);
@@ -38,6 +41,21 @@ export function SignInPage({
     // Runs once per page load: a code is single-use.
   }, []);
 
+  if (error && session) {
+    // The tab is signed in already: the link was most likely this very sign-in's, opened again.
+    return (
+      <section className="sign-in" aria-labelledby="sign-in-title">
+        <h1 id="sign-in-title">Already signed in</h1>
+        <p role="status">
+          This sign-in link cannot be used again ({error.replace(/\.$/, '')}), but this tab is still signed in as{' '}
+          <strong>{session.userId}</strong>.
+        </p>
+        <p>
+          <a href="/console/">Open the console</a>
+        </p>
+      </section>
+    );
+  }
   return (
     <section className="sign-in" aria-labelledby="sign-in-title">
       <h1 id="sign-in-title">Sign in</h1>

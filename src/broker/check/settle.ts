@@ -4,11 +4,12 @@ import { ApiError } from '../../kernel/errors';
 import type { NewCallRecord } from '../../trail/writer';
 import type { BrokerDeps } from '../deps';
 import { brokerDecisions } from '../metrics';
+import type { TalliedCheck } from '../../trail/tally-writer';
 import { budgetLevels } from './charge';
 import { decisions, type DecisionInput } from '../../kernel/decisions/catalogue';
 import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';
 
-export type SettleDeps = Pick<BrokerDeps, 'approvals' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy'>;
+export type SettleDeps = Pick<BrokerDeps, 'approvals' | 'budget' | 'trail' | 'tallies' | 'log' | 'approvalTtlMs' | 'policy'>;
 
 /**
  * The last stage: the answer, and the call record it waits for. No record, no answer: the broker
@@ -55,7 +56,23 @@ export async function settle(
     throw new DependencyUnavailableError('the call trail could not be written');
   }
   brokerDecisions.labels(answer.decision, answer.reason).inc();
+  deps.tallies.count(talliedOf(call, answer));
   return answer;
+}
+
+/** The recorded check as the trail's tallies count it: an org rule's denial by its rule too. */
+function talliedOf(call: Resolved, answer: Pick<CheckAnswer, 'decision' | 'reason' | 'explanation'>): TalliedCheck {
+  const grant = call.chain[0]!;
+  const rule = answer.explanation?.rule ?? '';
+  return {
+    podId: grant.target.pod_id,
+    rootId: grant.root_id,
+    atMs: call.requestedAt.getTime(),
+    decision: answer.decision === 'allow' ? 'allowed' : answer.decision === 'deny' ? 'denied' : 'awaiting_approval',
+    reason: answer.decision === 'deny' ? answer.reason : '',
+    // The core's own rules are `broker.check.<reason>` and `broker.charge.<reason>`; anything else is an org rule's id.
+    orgRule: answer.decision === 'deny' && rule !== '' && !rule.startsWith('broker.') ? rule : '',
+  };
 }
 
 /**
@@ -80,6 +97,7 @@ export async function refuseWithoutCredential(deps: SettleDeps, call: Resolved, 
     throw new DependencyUnavailableError('the call trail could not be written');
   }
   brokerDecisions.labels('deny', 'credential_unavailable').inc();
+  deps.tallies.count(talliedOf(call, { decision: 'deny', reason: 'credential_unavailable' }));
   throw new ApiError('credential_unavailable', detail);
 }
 

@@ -2,7 +2,7 @@ import { approvalsDecide } from './approvals';
 import { brokerCharge, brokerCheck, brokerOutcome } from './broker';
 import { connectionsAccess, podsAccess, runtimeAccess } from './access';
 import type { DecisionDefinition } from './define';
-import { policyStatus } from './policy';
+import { policyPlayground, policyStatus } from './policy';
 import { grantsAttenuate, grantsCreate, grantsList, grantsRead, grantsRevoke } from './grants';
 
 export * from './define';
@@ -27,6 +27,7 @@ export const decisions = {
   grantsRead,
   grantsRevoke,
   podsAccess,
+  policyPlayground,
   policyStatus,
   runtimeAccess,
 } satisfies Record<string, DecisionDefinition>;

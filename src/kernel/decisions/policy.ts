@@ -15,3 +15,17 @@ export const policyStatus = defineDecision(
       .describe('The org packages the build listed, by decision and name, with their modes'),
   }),
 );
+
+export const policyPlayground = defineDecision(
+  'policy.playground',
+  "Trying a broker check against the serving policy and a candidate bundle (the console's policy playground): security admins only; anyone else learns nothing.",
+  z.strictObject({
+    caller: z.strictObject({
+      kind: z.enum(['human', 'agent', 'broker']),
+      id: z.string(),
+      named_security_admin: z.boolean().describe('the operator names this person in SECURITY_ADMINS'),
+      pod_admin: z.boolean().describe('this person is an owner or an admin of at least one pod'),
+    }),
+  }),
+  verdict({}),
+);

@@ -29,7 +29,7 @@ export interface DayIndex {
   bytes: number;
 }
 
-/** The valid B-tree of every day partition, and whether it was rebuilt packed. */
+/** The valid B-tree of every day partition (not the partial one of its denials), and whether it was rebuilt packed. */
 export async function dayIndexes(db: Database): Promise<DayIndex[]> {
   const { rows } = await db.raw<{
     rows: Array<{ table: string; index: string; options: string[] | null; unfinished: boolean; bytes: string }>;
@@ -39,7 +39,7 @@ export async function dayIndexes(db: Database): Promise<DayIndex[]> {
                      where y.indrelid = t.oid and not y.indisvalid and c.relname like '%\\_ccnew%') as unfinished
        from pg_inherits h
        join pg_class t on t.oid = h.inhrelid
-       join pg_index x on x.indrelid = t.oid and x.indisvalid
+       join pg_index x on x.indrelid = t.oid and x.indisvalid and x.indpred is null
        join pg_class i on i.oid = x.indexrelid
        join pg_am a on a.oid = i.relam and a.amname = 'btree'
       where h.inhparent = 'call_records'::regclass`,

@@ -81,3 +81,103 @@ export async function treeSessionCalls(
     anySince: any.rows.length > 0,
   };
 }
+
+/** Checks as the trail's tallies count them: per pod, UTC hour and decision (call_tallies). */
+export interface TallyRow {
+  pod_id: string;
+  hour: Date;
+  decision: 'allowed' | 'denied' | 'awaiting_approval';
+  /** A denial's reason; '' otherwise. */
+  reason: string;
+  /** The org rule that denied (its id, or its package); '' for the core's own reasons. */
+  org_rule: string;
+  calls: number;
+}
+
+/** A tree's allowed calls in a UTC day (call_tree_tallies): which trees are busiest. */
+export interface TreeTallyRow {
+  pod_id: string;
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  root_id: string;
+  calls: number;
+}
+
+/**
+ * Adds counts to both tables in one statement. The rows are distinct by key (the writer sums before
+ * it sends) and sorted, so two replicas adding to the same rows lock them in the same order and
+ * never deadlock.
+ */
+export async function addTallies(db: Database, rows: readonly TallyRow[], trees: readonly TreeTallyRow[]): Promise<void> {
+  if (rows.length === 0 && trees.length === 0) return;
+  await db.raw(
+    `with checks as (
+       insert into call_tallies (pod_id, hour, decision, reason, org_rule, calls)
+       select * from unnest(?::text[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::bigint[])
+       on conflict (pod_id, hour, decision, reason, org_rule) do update set calls = call_tallies.calls + excluded.calls
+       returning 1
+     ), trees as (
+       insert into call_tree_tallies (pod_id, day, root_id, calls)
+       select * from unnest(?::text[], ?::date[], ?::text[], ?::bigint[])
+       on conflict (pod_id, day, root_id) do update set calls = call_tree_tallies.calls + excluded.calls
+       returning 1
+     )
+     select (select count(*) from checks) + (select count(*) from trees) as added`,
+    [
+      ...(['pod_id', 'hour', 'decision', 'reason', 'org_rule', 'calls'] as const).map((column) => rows.map((row) => row[column])),
+      ...(['pod_id', 'day', 'root_id', 'calls'] as const).map((column) => trees.map((row) => row[column])),
+    ] as Knex.RawBinding[],
+  );
+}
+
+/** A pod's checks per hour and decision in [from, to). */
+export async function podHourlyTallies(
+  db: Queryable,
+  podId: string,
+  from: Date,
+  to: Date,
+): Promise<Array<{ hour: Date; decision: TallyRow['decision']; calls: number }>> {
+  const { rows } = await db.raw<{ rows: Array<{ hour: Date; decision: TallyRow['decision']; calls: string }> }>(
+    `select hour, decision, sum(calls) as calls from call_tallies
+      where pod_id = ? and hour >= ? and hour < ? group by 1, 2 order by 1`,
+    [podId, from, to],
+  );
+  return rows.map((row) => ({ hour: row.hour, decision: row.decision, calls: Number(row.calls) }));
+}
+
+/** A pod's denials in [from, to) by reason and org rule. */
+export async function podDenials(
+  db: Queryable,
+  podId: string,
+  from: Date,
+  to: Date,
+): Promise<Array<{ reason: string; orgRule: string; calls: number }>> {
+  const { rows } = await db.raw<{ rows: Array<{ reason: string; org_rule: string; calls: string }> }>(
+    `select reason, org_rule, sum(calls) as calls from call_tallies
+      where pod_id = ? and hour >= ? and hour < ? and decision = 'denied' group by 1, 2`,
+    [podId, from, to],
+  );
+  return rows.map((row) => ({ reason: row.reason, orgRule: row.org_rule, calls: Number(row.calls) }));
+}
+
+/** The pod's trees with the most allowed calls on the UTC days since `since`'s, busiest first. */
+export async function podBusiestTrees(
+  db: Queryable,
+  podId: string,
+  since: Date,
+  limit: number,
+): Promise<Array<{ rootId: string; calls: number }>> {
+  const { rows } = await db.raw<{ rows: Array<{ root_id: string; calls: string }> }>(
+    `select root_id, sum(calls) as calls from call_tree_tallies
+      where pod_id = ? and day >= (?::timestamptz at time zone 'UTC')::date group by 1 order by 2 desc, 1 limit ?`,
+    [podId, since, limit],
+  );
+  return rows.map((row) => ({ rootId: row.root_id, calls: Number(row.calls) }));
+}
+
+/** Tallies of hours and days before `before` go (the trail's retention). */
+export async function dropTalliesBefore(db: Queryable, before: Date): Promise<number> {
+  const hours = await db('call_tallies').where('hour', '<', before).delete();
+  const days = await db('call_tree_tallies').where('day', '<', before.toISOString().slice(0, 10)).delete();
+  return hours + days;
+}
