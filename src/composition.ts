@@ -191,7 +191,14 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
-    webhooks: createWebhooksService({ db, policy, clock, keys: keyRing, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
+    webhooks: createWebhooksService({
+      db,
+      policy,
+      clock,
+      keys: keyRing,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+      maxPerPod: config.WEBHOOK_MAX_PER_POD,
+    }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));

@@ -117,6 +117,8 @@ const environmentSchema = z
     PUBLIC_URL: urlOf('https:', 'http:').optional(),
     // Webhook targets on loopback, link-local or private addresses are refused unless this says otherwise.
     WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+    // How many webhooks one pod may have: each is one more receiver of every approval message.
+    WEBHOOK_MAX_PER_POD: int(1, 1000).default(10),
     // Whether this replica delivers the webhook outbox (every replica does by default; they split the work).
     WEBHOOK_DELIVERY: bool.default(true),
     // The zone in which org rules read the time of a call (broker check input `local_time`).
