@@ -192,7 +192,32 @@ const environmentSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['JWT_JWKS_URI'],
-        message: "the console's ID tokens are verified with the issuer's keys: set JWT_JWKS_URI (and JWT_ISSUER, JWT_AUDIENCE)",
+        message: "the console's ID tokens are verified with the issuer's keys: set JWT_JWKS_URI",
+      });
+    }
+    // Issue 35: a provider's keys sign tokens for every application it serves; production accepts
+    // only those of one issuer meant for this service (src/credentials/human-jwt.ts trustedTokens).
+    if (env.NODE_ENV === 'production' && env.JWT_JWKS_URI && !env.JWT_ISSUER && !env.OIDC_ISSUER) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_ISSUER'],
+        message: "production accepts the tokens of one issuer only: set JWT_ISSUER (the provider's iss) or OIDC_ISSUER",
+      });
+    }
+    if (env.NODE_ENV === 'production' && env.JWT_JWKS_URI && !env.JWT_AUDIENCE && !env.OIDC_CLIENT_ID) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_AUDIENCE'],
+        message:
+          'production accepts only tokens meant for this service: set JWT_AUDIENCE (the aud of access tokens for this API) ' +
+          "or OIDC_CLIENT_ID (the console's client, whose ID tokens are then accepted)",
+      });
+    }
+    if (env.JWT_ISSUER && env.OIDC_ISSUER && env.JWT_ISSUER !== env.OIDC_ISSUER) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_ISSUER'],
+        message: `differs from OIDC_ISSUER: the console's ID tokens would be refused (leave JWT_ISSUER unset, or set it to ${env.OIDC_ISSUER})`,
       });
     }
     const bundled = Boolean(env.POLICY_BUNDLE_PATH || env.POLICY_BUNDLE_URL);

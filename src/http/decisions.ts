@@ -274,7 +274,13 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   Content-Security-Policy, and \`POST /console/session {code}\`, which trades a one-time
   development link's code (\`npm run admin -- console-link\`) for an HS256 human JWT and is a 404
   in production or when \`JWT_JWKS_URI\` is set. With OpenID Connect the console sends the
-  issuer's ID token as its bearer token; set \`JWT_AUDIENCE\` to the console's client id.
+  issuer's ID token as its bearer token.
+- Human JWTs from a JWKS: a person's credential is a token of one issuer (\`JWT_ISSUER\`, else
+  \`OIDC_ISSUER\`) meant for this service: an access token whose \`aud\` holds \`JWT_AUDIENCE\`, or an
+  ID token whose \`aud\` holds \`OIDC_CLIENT_ID\` and which, when it names several audiences or an
+  \`azp\`, was issued to that client (\`azp\`, OpenID Connect Core §3.1.3.7). A token with no \`aud\`,
+  another issuer's, another client's ID token or another API's access token is a 401 however
+  valid its signature. Production with a JWKS does not start without an issuer and an audience.
 - \`GET /api/grants/:grantId/usage\`: \`used\` counts the allowed calls (\`pending\`, \`succeeded\`,
   \`failed\`) through the grant and every grant below it requested within the window ending now,
   as the service rebuilds its windows from the trail; \`liveDescendants\` are those neither revoked

@@ -97,7 +97,8 @@ export class WebhookDispatcher {
       this.idle = wakeup;
       try {
         void this.deps.waker.ensureListening(0);
-        await this.launchDue();
+        // The attempts go on by themselves (each settles and logs its own end); one that ends wakes this loop.
+        void (await this.launchDue());
         await this.cleanup();
       } catch (error) {
         this.deps.log.warn({ err: { message: (error as Error).message } }, 'webhook delivery pass failed; retrying');

@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { inspect } from 'node:util';
 import { ConfigError, DEVELOPMENT_JWT_SECRET, loadConfig } from '../../src/config';
+import { trustedTokens } from '../../src/credentials/human-jwt';
 
 /** Configuration is validated at start with one clear line per bad value (issue 2, item 3). */
 function refusal(env: Record<string, string>): string {
@@ -72,9 +73,38 @@ describe('loadConfig', () => {
       POLICY_BUNDLE_SECRET: 'b'.repeat(32),
       APPROVAL_ARGS_KEY: Buffer.alloc(32, 7).toString('base64'),
     };
-    const jwks = loadConfig({ NODE_ENV: 'production', ...bundle, JWT_JWKS_URI: 'https://idp.example/.well-known/jwks.json' });
+    const jwks = loadConfig({
+      NODE_ENV: 'production',
+      ...bundle,
+      JWT_JWKS_URI: 'https://idp.example/.well-known/jwks.json',
+      JWT_ISSUER: 'https://idp.example/',
+      JWT_AUDIENCE: 'https://broker.example/api',
+    });
     expect(jwks.JWT_JWKS_URI).toBe('https://idp.example/.well-known/jwks.json');
     expect(loadConfig({ NODE_ENV: 'production', ...bundle, JWT_SECRET: 'x'.repeat(48) }).JWT_SECRET).toBe('x'.repeat(48));
+  });
+
+  it('refuses production with a JWKS but no issuer or audience, one line each, or takes them from the OIDC settings', () => {
+    const production = {
+      NODE_ENV: 'production',
+      POLICY_BUNDLE_PATH: 'bundle.tar.gz',
+      POLICY_BUNDLE_SECRET: 'b'.repeat(32),
+      APPROVAL_ARGS_KEY: Buffer.alloc(32, 7).toString('base64'),
+      JWT_JWKS_URI: 'https://idp.example/jwks',
+    };
+    expect(refusal(production).split('\n')).toEqual([
+      'invalid configuration:',
+      expect.stringMatching(/^ {2}JWT_ISSUER: production accepts the tokens of one issuer only/),
+      expect.stringMatching(/^ {2}JWT_AUDIENCE: production accepts only tokens meant for this service/),
+    ]);
+    expect(refusal({ ...production, JWT_ISSUER: 'https://idp.example/' })).toMatch(/^ {2}JWT_AUDIENCE: /m);
+    expect(refusal({ ...production, JWT_AUDIENCE: 'https://broker.example/api' })).toMatch(/^ {2}JWT_ISSUER: /m);
+    const fromOidc = loadConfig({ ...production, OIDC_ISSUER: 'https://idp.example', OIDC_CLIENT_ID: 'console' });
+    expect(trustedTokens(fromOidc)).toEqual({ issuer: 'https://idp.example', audiences: ['console'], clientId: 'console' });
+    const both = loadConfig({ ...production, OIDC_ISSUER: 'https://idp.example', OIDC_CLIENT_ID: 'console', JWT_AUDIENCE: 'api' });
+    expect(trustedTokens(both)).toEqual({ issuer: 'https://idp.example', audiences: ['api', 'console'], clientId: 'console' });
+    const mismatch = { ...production, OIDC_ISSUER: 'https://idp.example', OIDC_CLIENT_ID: 'console', JWT_ISSUER: 'https://other.example' };
+    expect(refusal(mismatch)).toMatch(/^ {2}JWT_ISSUER: differs from OIDC_ISSUER/m);
   });
 
   it('refuses a short JWT secret and a JWKS URL that is not http(s)', () => {
