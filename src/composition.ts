@@ -6,7 +6,7 @@ import { connectRedis, type RedisClient } from './budget/redis-client';
 import { RateLimit } from './budget/rate-limit';
 import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
-import type { Config } from './config';
+import { publicBaseUrl, type Config } from './config';
 import { createConnectionsService } from './connections/service';
 import { bindingOf } from './github-apps/bindings';
 import { InstallationTokens } from './github-apps/installation-tokens';
@@ -168,7 +168,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     maxBytes: config.GITHUB_RESPONSE_MAX_BYTES,
   });
   const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
-  const approvalWebhooks = new ApprovalWebhooks(config.PUBLIC_URL ?? listeningUrl(config));
+  const approvalWebhooks = new ApprovalWebhooks(publicBaseUrl(config));
   const services: Services = {
     grants,
     broker: createBrokerService({
@@ -303,12 +303,6 @@ function sealingKeys(config: Config): KeyRing {
 
 /** How long a console session that a one-time link started lasts (development). */
 const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
-
-/** Where the service listens, as a URL: the console's links when PUBLIC_URL is not set. */
-function listeningUrl(config: Config): string {
-  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
-}
 
 /** The `labels.version` of decision events: what package.json says this build is. */
 const SERVICE_VERSION: string = packageJson.version;

@@ -101,7 +101,12 @@ describe('a human credential from a shared identity provider', () => {
 
 describe('production with a JWKS and nothing saying whose tokens to accept', () => {
   it('refuses to start, one line per problem', () => {
-    const env = { ...process.env, NODE_ENV: 'production', ...signedPolicyEnv(), JWT_JWKS_URI: 'https://idp.example/jwks' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      NODE_ENV: 'production',
+      ...signedPolicyEnv(),
+      JWT_JWKS_URI: 'https://idp.example/jwks',
+    };
     for (const name of ['JWT_ISSUER', 'JWT_AUDIENCE', 'OIDC_ISSUER', 'OIDC_CLIENT_ID', 'JWT_SECRET']) delete env[name];
     const started = spawnSync(process.execPath, [path.join(__dirname, '../../dist/src/main.js')], {
       env,

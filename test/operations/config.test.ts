@@ -1,6 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { inspect } from 'node:util';
-import { ConfigError, DEVELOPMENT_JWT_SECRET, loadConfig } from '../../src/config';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ConfigError, developmentSecretsFile, loadConfig } from '../../src/config';
 import { trustedTokens } from '../../src/credentials/human-jwt';
 
 /** Configuration is validated at start with one clear line per bad value (issue 2, item 3). */
@@ -15,14 +18,15 @@ function refusal(env: Record<string, string>): string {
 }
 
 describe('loadConfig', () => {
-  it('has local defaults: Postgres and Redis on 127.0.0.1, port 8080, the development secret', () => {
+  it("has local defaults: loopback on port 8080, Postgres and Redis on 127.0.0.1, the installation's secrets", () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
       NODE_ENV: 'development',
+      HOST: '127.0.0.1',
       PORT: 8080,
       DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/grant_broker',
       REDIS_URL: 'redis://127.0.0.1:6379/0',
-      JWT_SECRET: DEVELOPMENT_JWT_SECRET,
+      JWT_SECRET: JSON.parse(readFileSync(developmentSecretsFile('.grant-broker'), 'utf8')).jwtSecret,
       POLICY_WATCH: true,
     });
   });
@@ -56,13 +60,26 @@ describe('loadConfig', () => {
     for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'POLICY_WATCH']) expect(message).toMatch(new RegExp(`^ {2}${name}: `, 'm'));
   });
 
-  it('refuses the development JWT secret when NODE_ENV=production, whether defaulted or set', () => {
-    expect(refusal({ NODE_ENV: 'production' })).toMatch(/JWT_SECRET: the development secret is refused in production/);
-    expect(refusal({ NODE_ENV: 'production', JWT_SECRET: DEVELOPMENT_JWT_SECRET })).toMatch(/JWT_SECRET/);
+  it('wants a secret of its own in production: none is made for it', () => {
+    expect(refusal({ NODE_ENV: 'production' })).toMatch(
+      /^ {2}JWT_SECRET: production verifies human JWTs with a secret or keys of its own/m,
+    );
+    expect(refusal({ NODE_ENV: 'production' })).toMatch(/^ {2}APPROVAL_ARGS_KEY: production seals/m);
   });
 
-  it('accepts the development secret outside production', () => {
-    expect(loadConfig({ NODE_ENV: 'test' }).JWT_SECRET).toBe(DEVELOPMENT_JWT_SECRET);
+  it('makes the secrets of an installation once, owner-only, and reads the same ones after', () => {
+    const stateDir = path.join(mkdtempSync(path.join(tmpdir(), 'installation-')), 'state');
+    const first = loadConfig({ NODE_ENV: 'test', DEVELOPMENT_STATE_DIR: stateDir });
+    expect(first.JWT_SECRET.length).toBeGreaterThanOrEqual(32);
+    expect(Buffer.from(first.APPROVAL_ARGS_KEY, 'base64')).toHaveLength(32);
+    expect(statSync(developmentSecretsFile(stateDir)).mode & 0o777).toBe(0o600);
+    expect(statSync(stateDir).mode & 0o777).toBe(0o700);
+    const again = loadConfig({ DEVELOPMENT_STATE_DIR: stateDir });
+    expect([again.JWT_SECRET, again.APPROVAL_ARGS_KEY]).toEqual([first.JWT_SECRET, first.APPROVAL_ARGS_KEY]);
+    // Another installation has secrets of its own; a configured value is used as it is.
+    const other = loadConfig({ DEVELOPMENT_STATE_DIR: path.join(stateDir, 'other') });
+    expect(other.JWT_SECRET).not.toBe(first.JWT_SECRET);
+    expect(loadConfig({ DEVELOPMENT_STATE_DIR: stateDir, JWT_SECRET: 's'.repeat(40) }).JWT_SECRET).toBe('s'.repeat(40));
   });
 
   it('accepts production with a JWKS URL, or with a strong secret of its own', () => {
