@@ -68,7 +68,7 @@ export async function listGrantCalls(
   const after = decodeCursor(query.cursor, 'call');
   await readableGrant(deps, principal, grantId);
   const fingerprint = query.credential === undefined ? undefined : Buffer.from(query.credential.slice('sha256:'.length), 'hex');
-  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, fingerprint);
+  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, fingerprint, new Date(deps.clock.now()));
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return {

@@ -154,7 +154,12 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   broker/check event whose \`input.approval.id\` is that id); for any other allowed call the \`decision_id\` of the
   broker/check decision that allowed it (the decision log's event of that id, when logged, holds the
   masked input, the result and the policy revision); null for a denied call. \`approvedBy\` is the
-  \`decidedBy\` of the approval the record names, whatever that decision was.
+  \`decidedBy\` of the approval the record names, whatever that decision was, in the trail and in
+  the answer to an outcome report alike. A held call's record (the check that answered
+  \`approval_required\`) reads \`awaiting_approval\` only while its approval is pending: then
+  \`approved\`, or \`denied\` with \`reason\` \`approval_denied\`, or \`approval_expired\` once it expired
+  undecided (on the service's clock; a revoke expires it). The stored record does not change; the
+  approval's state is read with it. Neither \`approved\` nor a held record counts against a budget.
 - Call trail retention: \`GET /api/grants/:grantId/calls\` lists the records of the whole UTC days
   the deployment keeps (\`CALL_RECORD_RETENTION_DAYS\`, 90 by default); older days are dropped
   whole, after being archived when the operator archives them, except the records of a grant tree
