@@ -82,7 +82,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
   const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
-  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, log.child({ component: 'db' }));
   if (options.migrate) await migrateToLatest(db);
   const redis = connectRedis(
     {
