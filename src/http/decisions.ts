@@ -8,6 +8,10 @@ repository's docs/interface.md describes; the decisions below settle what it lea
 
 - Query strings are validated like bodies: unknown query parameters are a 400 \`invalid_request\`.
 - A route that takes no body accepts none or \`{}\`; anything else is a 400.
+- JSON bodies are UTF-8; one leading byte order mark (U+FEFF) is ignored on every route, the broker
+  check's included, as RFC 8259 §8.1 lets a parser: it carries nothing, the body parses to the same
+  value with it or without, and a call's digest is of that value. A second one, or one after
+  whitespace, is not JSON: 400 \`invalid_request\`. Senders should not write one.
 - Every problem document carries \`instance\` (the request path); refusals decided by policy also
   list every \`reasons\` code, the first of which (lowest status) is \`code\`.
 - \`X-Request-Id\` is echoed, or generated when absent or malformed.
