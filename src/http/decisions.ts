@@ -211,16 +211,17 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   resolve at creation (a name that does not resolve, or resolves to any non-public address, is 400
   \`webhook_target_not_allowed\`). A pod has at most \`WEBHOOK_MAX_PER_POD\` webhooks (10 by default;
   one more is 422 \`too_many_webhooks\`, decided by pods/access): each is one more receiver of every
-  approval message, and the cap bounds what one pod's approvals put in the outbox. Messages: \`approval.requested\` for every approval (whoever the
-  call's principal), \`approval.decided\` on approve and deny (an expiry or a revoke sends none),
+  approval message, and the cap bounds what one pod's approvals put in the outbox. Messages:
+  \`approval.requested\` for every approval (whoever the call's principal), \`approval.decided\` on
+  approve and deny (an expiry or a revoke sends none),
   \`data: {approval, consoleUrl}\`; \`consoleUrl\` from \`PUBLIC_URL\`, else the listening address.
   Delivery: at least once; retries after 5 s doubling to at most 1 h, for 24 h from the message's
   creation, then given up (\`webhook_deliveries_total{result}\`); a deleted webhook's pending
   messages are dropped; delivered and given-up messages are deleted after 7 days. Delivery is fair
   across pods: each attempt runs on its own (up to 10 s), a pod has at most 2 attempts in flight
   across every replica and each pod's oldest due message goes before any pod's next one, so a pod
-  whose receiver never answers delays only its own messages. A message whose
-  secret no configured key opens is not sent (it fails and is retried, then given up).
+  whose receiver never answers delays only its own messages. A message whose secret no configured
+  key opens is not sent (it fails and is retried, then given up).
 - Org policies: packages \`org.<decision>.<name>\` for broker.check, grants.create and
   grants.attenuate. A package's mode (\`enforce\`, \`shadow\`, \`off\`) comes from its METADATA
   \`custom.mode\` (enforce when unset) or from \`ORG_POLICY_MODES\` (\`<decision>.<name>=<mode>,…\`),
