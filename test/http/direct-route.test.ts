@@ -121,7 +121,10 @@ describe('the direct path answers as Koa does', () => {
     ['a UTF-8 byte order mark', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: `\ufeff${checkBody()}` })],
     ['two byte order marks', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: `\ufeff\ufeff${checkBody()}` })],
     ['a byte order mark alone', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: '\ufeff' })],
-    ['a byte order mark after whitespace', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: ` \ufeff${checkBody()}` })],
+    [
+      'a byte order mark after whitespace',
+      () => ({ auth: world.broker.auth.Authorization, contentType: json, body: ` \ufeff${checkBody()}` }),
+    ],
   ];
 
   it.each(cases)('%s', async (_name, make) => {
