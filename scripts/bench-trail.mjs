@@ -40,10 +40,10 @@ const DAY_MS = 86_400_000;
 
 const { from: copyFrom } = require('pg-copy-streams');
 const { TypeID } = require('typeid-js');
-const partitions = require(path.join(root, 'dist/src/grants/repositories/call-record-partitions.js'));
-const compaction = require(path.join(root, 'dist/src/grants/repositories/call-record-compaction.js'));
-const records = require(path.join(root, 'dist/src/grants/repositories/call-records.js'));
-const shapes = require(path.join(root, 'dist/src/grants/repositories/call-record-shapes.js'));
+const partitions = require(path.join(root, 'dist/src/trail/repositories/days.js'));
+const compaction = require(path.join(root, 'dist/src/trail/repositories/packing.js'));
+const records = require(path.join(root, 'dist/src/trail/repositories/call-records.js'));
+const shapes = require(path.join(root, 'dist/src/trail/repositories/shapes.js'));
 
 const uuidHex = (typeid) => Buffer.from(TypeID.fromString(typeid).toUUIDBytes()).toString('hex');
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
@@ -86,7 +86,7 @@ function* dayRows(dayStartMs, count, ownCount, ownGrant, shape) {
     const own = i % Math.ceil((count + ownCount) / Math.max(ownCount, 1)) === 0;
     const grant = own ? ownGrant : grants[random.readUInt32BE(12) % GRANTS];
     const requested = new Date(at).toISOString();
-    // An allowed call names the policy decision that allowed it (a UUIDv4) in approval_id.
+    // An allowed call names the policy decision that allowed it (a UUIDv4) in decision_id.
     random[40] = (random[40] & 0x0f) | 0x40;
     const decision = random.toString('hex', 32, 48);
     lines.push(
@@ -113,7 +113,7 @@ async function fill(db, ownGrant, shape) {
       const copy = connection.query(
         copyFrom(
           `copy ${partitions.dayTable(day)} (requested_at, completed_after_ms, duration_ms, shape, outcome, id, grant_id,` +
-            ` approval_id, args_digest, reason, error_code) from stdin`,
+            ` decision_id, args_digest, reason, error_code) from stdin`,
         ),
       );
       await pipeline(dayRows(dayStart, perDay, OWN_PER_DAY, ownGrant, shape), copy);
@@ -170,9 +170,7 @@ async function main() {
 
     console.log(`2. ${RECORDS} records over ${DAYS} days with COPY`);
     const agentId = (await db('agents').first('id')).id;
-    const [shape] = await shapes.shapeCodes(db, [{ tool: 'repos.read_file', principal_kind: 'agent', principal_id: agentId }], {
-      remember: false,
-    });
+    const [shape] = await shapes.shapeCodes(db, [{ tool: 'repos.read_file', principal_kind: 'agent', principal_id: agentId }]);
     results.fill = await fill(db, uuidHex(world.leafId), shape);
     started = performance.now();
     results.fill.footprint = await partitions.trailFootprint(db);

@@ -49,14 +49,16 @@ export function checkBody(world) {
 
 /**
  * The broker/check input the service builds for the seeded chain, by the service's own code: its
- * chain cache, its facts query and its input builder (dist/), so baselines decide the same input.
+ * chain query, its facts query and its input builder (dist/), so baselines decide the same input.
  */
 export async function checkInputFor(db, leafId, agentId, brokerId) {
-  const { ChainCache } = require(path.join(root, 'dist/src/broker/chain.js'));
+  const { loadChainLinks } = require(path.join(root, 'dist/src/grants/facts.js'));
   const { readTreeFacts } = require(path.join(root, 'dist/src/broker/repository.js'));
   const { checkInput } = require(path.join(root, 'dist/src/broker/policy-input.js'));
   const { digestOf } = require(path.join(root, 'dist/src/kernel/digest.js'));
-  const chain = await new ChainCache(db).get(leafId);
+  const chain = (await loadChainLinks(db, leafId)).map((link) =>
+    Object.fromEntries(Object.entries(link).filter(([key]) => key !== 'revoked')),
+  );
   const principal = { kind: 'agent', id: agentId };
   const facts = await readTreeFacts(db, { chain, principal, podIds: [...new Set(chain.map((link) => link.target.pod_id))] });
   const subject = { principal, source: 'subject_token' };

@@ -47,7 +47,7 @@ import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
 
-const { trailFootprint, trailRecordsByOutcome } = require(path.join(root, 'dist/src/grants/repositories/call-record-partitions.js'));
+const { trailFootprint, trailRecordsByOutcome } = require(path.join(root, 'dist/src/trail/repositories/days.js'));
 
 const autocannon = require('autocannon');
 const { loadPolicy } = require('@open-policy-agent/opa-wasm');

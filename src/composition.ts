@@ -1,8 +1,9 @@
 import { localTimeIn } from './kernel/local-time';
-import { createBrokerComponents, createBrokerService } from './broker/service';
-import { readRedisDurability } from './budget/durability';
+import { createBrokerService } from './broker/service';
+import { checkParts } from './check-composition';
+import { readRedisDurability } from './redis/durability';
 import { treeSessionKeys } from './budget/keys';
-import { connectRedis, type RedisClient } from './budget/redis-client';
+import { connectRedis, type RedisClient } from './redis/client';
 import { RateLimit } from './budget/rate-limit';
 import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
@@ -16,10 +17,11 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows } from './grants/repositories/call-records';
-import { treeSessionCalls } from './grants/repositories/call-record-tallies';
+import { callsInWindows, insertCallRecord } from './trail/repositories/call-records';
+import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
-import { startTrailMaintenance } from './grants/trail-maintenance';
+import { startTrailMaintenance } from './trail/maintenance';
+import { createTrailService } from './trail/service';
 import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
@@ -35,10 +37,11 @@ import packageJson from '../package.json';
 import { PolicyEngine } from './policy/engine';
 import { expireApprovalsOfGrants } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
+import { approvalMessageFeeds } from './approvals/messages';
+import { createCallApprovals } from './approvals/requests';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
-import { ApprovalWebhooks } from './webhooks/approval-messages';
 import { DEFAULT_SEND_LIMITS } from './webhooks/send';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { createWebhooksService } from './webhooks/service';
@@ -168,12 +171,17 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     maxBytes: config.GITHUB_RESPONSE_MAX_BYTES,
   });
   const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
-  const approvalWebhooks = new ApprovalWebhooks(publicBaseUrl(config));
+  // The approvals' outbox, read by the webhooks and by the agents' event polls.
+  const consoleUrl = consoleUrlOf(publicBaseUrl(config));
+  const approvalMessages = approvalMessageFeeds(db);
+  // The approvals a broker check uses or asks for, its record written in the approval's transaction.
+  const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
   const services: Services = {
     grants,
+    trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
     broker: createBrokerService({
-      ...createBrokerComponents(db, redis, treeWindows, config.BROKER_FACT_MAX_AGE_MS, config.SESSION_LABEL_TTL_MS),
-      db,
+      ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
+      approvals: callApprovals,
       policy,
       log,
       clock,
@@ -182,12 +190,18 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       localTime: localTimeIn(config.POLICY_TIME_ZONE),
       tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
       approvalTtlMs: config.APPROVAL_TTL_MS,
-      approvalArgs,
       tokens,
-      approvalWebhooks,
     }),
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, webhooks: approvalWebhooks, waker: eventWaker }),
-    runtime: createRuntimeService({ db, policy, clock, eventWaker, visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS, grants }),
+    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
+    runtime: createRuntimeService({
+      db,
+      policy,
+      clock,
+      eventWaker,
+      agentMessages: approvalMessages.agents,
+      visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS,
+      grants,
+    }),
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
@@ -210,6 +224,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     log: log.child({ component: 'webhooks' }),
     waker: eventWaker,
     limits: { ...DEFAULT_SEND_LIMITS, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
+    messages: approvalMessages.webhooks,
   });
   if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
   const trailMaintenance = startTrailMaintenance({
@@ -288,6 +303,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     webhookDispatcher,
     consoleLinks,
     trailMaintenance,
+    approvalMessages,
   };
   return { app, metricsApp, services, infrastructure, close };
 }
@@ -303,6 +319,12 @@ function sealingKeys(config: Config): KeyRing {
 
 /** How long a console session that a one-time link started lasts (development). */
 const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
+
+/** An approval's page in the web console (`<PUBLIC_URL>/console/approvals/<id>`), which webhooks link to. */
+function consoleUrlOf(publicUrl: string): (approvalId: string) => string {
+  const base = publicUrl.replace(/\/+$/, '');
+  return (approvalId) => `${base}/console/approvals/${encodeURIComponent(approvalId)}`;
+}
 
 /** The `labels.version` of decision events: what package.json says this build is. */
 const SERVICE_VERSION: string = packageJson.version;

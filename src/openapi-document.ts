@@ -11,6 +11,7 @@ import { createPodsService } from './pods/service';
 import { createRegistryService } from './registry/service';
 import { allRoutes } from './routes';
 import { createRuntimeService } from './runtime/service';
+import { createTrailService } from './trail/service';
 import { createWebhooksService } from './webhooks/service';
 
 /**
@@ -23,6 +24,7 @@ export function declaredRoutes(): Route[] {
   const declared = allRoutes(
     {
       grants: createGrantsService(inert),
+      trail: createTrailService(inert),
       broker: createBrokerService(inert as BrokerDeps),
       approvals: createApprovalsService(inert),
       runtime: createRuntimeService(inert),

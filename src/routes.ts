@@ -17,9 +17,12 @@ import { runtimeRoutes } from './runtime/routes';
 import type { RuntimeService } from './runtime/service';
 import { webhookRoutes } from './webhooks/routes';
 import type { WebhooksService } from './webhooks/service';
+import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
+import type { TrailService } from './trail/service';
 
 export interface Services {
   grants: GrantsService;
+  trail: TrailService;
   broker: BrokerService;
   approvals: ApprovalsService;
   runtime: RuntimeService;
@@ -34,7 +37,9 @@ export interface Services {
 export function apiRoutes(services: Services, auth: CredentialAuthenticators): Route[] {
   return [
     ...grantRoutes(services.grants, auth),
-    ...brokerRoutes(services.broker, auth),
+    ...grantTrailRoutes(services.trail, auth),
+    ...brokerRoutes(services.broker),
+    ...outcomeRoutes(services.trail, auth),
     ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),

@@ -1,7 +1,7 @@
 import type { Database } from '../db/database';
 import { systemClock } from '../kernel/clock';
-import { holdGrantTree, releaseGrantTree } from '../grants/trail-holds';
-import { exportTrailDay } from '../grants/trail-export';
+import { holdGrantTree, releaseGrantTree } from '../trail/holds';
+import { exportTrailDay } from '../trail/export';
 
 /**
  * `npm run admin -- trail hold|release --grant ID` and `trail export --day DAY --out FILE`: the

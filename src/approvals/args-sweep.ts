@@ -1,7 +1,7 @@
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
-import { eraseExpiredArgs } from './repository';
+import { deleteTakenMessages, eraseExpiredArgs } from './repository';
 
 /** How often expired approvals lose their kept arguments (a read of one erases them at once). */
 export const ARGS_SWEEP_INTERVAL_MS = 5_000;
@@ -14,7 +14,8 @@ export interface ArgsSweep {
 }
 
 /**
- * Erases the kept arguments of approvals past their expiry, by the service's clock, in batches.
+ * Erases the kept arguments of approvals past their expiry, by the service's clock, in batches;
+ * deletes the outbox's messages every reader has taken.
  * A decision, a use and a revocation erase them in their own statements; expiry alone is a
  * moment no statement marks, so this sweep (on every replica: the update is idempotent) does.
  */
@@ -25,8 +26,11 @@ export function startArgsSweep(db: Database, clock: Clock, log: Logger, interval
     for (;;) {
       const count = await eraseExpiredArgs(db, new Date(clock.now()), { batchSize: BATCH_SIZE });
       erased += count;
-      if (count < BATCH_SIZE) return erased;
+      if (count < BATCH_SIZE) break;
     }
+    // The outbox's messages every reader has taken go with the same sweep.
+    while ((await deleteTakenMessages(db, BATCH_SIZE)) === BATCH_SIZE);
+    return erased;
   };
   const run = () => {
     running ??= sweep().finally(() => {

@@ -1,7 +1,6 @@
 import type { Clock } from '../kernel/clock';
 import type { Database } from '../db/database';
 import type { PolicyEngine } from '../policy/engine';
-import type { ApprovalWebhooks } from '../webhooks/approval-messages';
 import type { ApprovalArgsVault } from './args-vault';
 import type { InboxWaker } from './inbox-wait';
 
@@ -12,8 +11,8 @@ export interface ApprovalsDeps {
   clock: Clock;
   /** Opens a pending approval's kept arguments for its deciders. */
   argsVault: ApprovalArgsVault;
-  /** Queues `approval.decided` for the pod's webhooks. */
-  webhooks: ApprovalWebhooks;
+  /** The approval's page in the web console, which its webhook messages link to. */
+  consoleUrl: (approvalId: string) => string;
   /** Wakes the inbox's long polls when an approval is requested on another replica. */
   waker: InboxWaker;
 }

@@ -147,3 +147,46 @@ export async function decidablePodIds(db: Queryable, callerId: string): Promise<
     );
   return rows.map((row: { pod_id: string }) => row.pod_id);
 }
+
+/** A row of the approvals' outbox (approval_messages). */
+export interface ApprovalMessageRow {
+  id: string;
+  type: 'approval.requested' | 'approval.decided';
+  pod_id: string;
+  at: Date;
+  /** `{approval, consoleUrl}`: the approval as a webhook carries it, never its arguments. */
+  webhook_data: Record<string, unknown>;
+  /** The installed agents that hear of it (the call's principal, when an agent), and what they hear. */
+  agent_ids: string[];
+  agent_data: Record<string, unknown> | null;
+}
+
+export type MessageReader = 'for_webhooks' | 'for_agents';
+const TAKEN: Record<MessageReader, string> = { for_webhooks: 'webhooks_taken_at', for_agents: 'agents_taken_at' };
+
+/** Writes one message in the caller's transaction; one no agent hears of is taken for agents at once. */
+export async function insertApprovalMessage(trx: Knex.Transaction, row: Omit<ApprovalMessageRow, 'id'>): Promise<void> {
+  await trx('approval_messages').insert({ ...row, agents_taken_at: row.agent_ids.length === 0 ? row.at : null });
+}
+
+/**
+ * Marks up to `limit` messages this reader has not taken as taken, in the caller's transaction,
+ * and answers them oldest first. SKIP LOCKED lets replicas split them; the marks stand only if the
+ * transaction commits.
+ */
+export async function takeApprovalMessages(trx: Knex.Transaction, reader: MessageReader, limit: number): Promise<ApprovalMessageRow[]> {
+  const { rows } = await trx.raw<{ rows: ApprovalMessageRow[] }>(
+    `update approval_messages set ?? = now()
+      where id in (select id from approval_messages where ?? is null order by id limit ? for update skip locked)
+      returning id, type, pod_id, at, webhook_data, agent_ids, agent_data`,
+    [TAKEN[reader], TAKEN[reader], limit],
+  );
+  return rows.sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+/** Deletes up to `batchSize` messages every reader has taken; answers how many. */
+export function deleteTakenMessages(db: Queryable, batchSize: number): Promise<number> {
+  return db('approval_messages')
+    .whereIn('id', db('approval_messages').select('id').whereNotNull('webhooks_taken_at').whereNotNull('agents_taken_at').limit(batchSize))
+    .delete();
+}

@@ -1,20 +1,18 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
-import { emitEvent, notifyAtCommit } from '../events/outbox';
-import { approvalsWakeKey } from './inbox-wait';
 import { newId } from '../kernel/ids';
 import { iso } from '../kernel/schema';
-import type { ApprovalWebhooks } from '../webhooks/approval-messages';
-
-export type { ApprovalWebhooks } from '../webhooks/approval-messages';
 import type { ApprovalArgsVault } from './args-vault';
+import { tellOfApproval } from './messages';
 import { approvalsByOutcome } from './metrics';
 import { presentApproval } from './presenters';
 import { findApproval, insertApproval, useApproval } from './repository';
 
 /**
- * The broker's side of approvals: a call that needs one gets an approval bound to
- * its grant, tool, principal and argument digest; a re-sent call brings it back and uses it once.
+ * The broker's side of approvals: a call that needs one gets an approval bound to its grant,
+ * tool, principal and argument digest; a re-sent call brings it back and uses it once. The call's
+ * record is written with the approval, in one transaction, by a writer the wiring hands over
+ * (`recordIn`): this domain knows nothing of the record but that it must commit with the approval.
  */
 export interface ApprovalRequest {
   callId: string;
@@ -33,14 +31,101 @@ export interface ApprovalRequest {
   checkInput: object;
 }
 
+/** The approval a re-sent check brings, as broker/check reads it. */
+export interface ApprovalFact {
+  id: string;
+  found: boolean;
+  grant_id?: string;
+  tool?: string;
+  principal?: { kind: 'user' | 'agent'; id: string };
+  args_digest?: string;
+  state?: 'pending' | 'approved' | 'denied' | 'used';
+  expires_at_ms?: number;
+}
+
 /**
- * Creates the pending approval in the caller's unit of work (the call's record commits with it);
- * an agent principal hears of it (`approval.requested`) through the outbox, in the same unit.
+ * An approval taken for one call and held (its row locked) until the call's record is written
+ * with it, or it is given back. Opaque: whoever holds it never sees the transaction.
  */
-export async function requestApproval(
+export interface ApprovalClaim<Record> {
+  readonly approvalId: string;
+  /** Writes the call's record and commits it with the approval's use; on a failure nothing is kept. */
+  commitWith(record: Record): Promise<void>;
+  /** Gives the approval back, still approved (a budget that turned out full, a record not written). */
+  release(): Promise<void>;
+}
+
+export interface CallApprovals<Record> {
+  factOf(approvalId: string): Promise<ApprovalFact>;
+  /**
+   * Takes the approval for this call: a claim for exactly one of any number of concurrent
+   * re-sends (on any replica), undefined for the others and for one no longer approved.
+   */
+  claim(approvalId: string, callId: string, at: Date): Promise<ApprovalClaim<Record> | undefined>;
+  /**
+   * Asks a human: the pending approval, its message in the outbox and the call's record
+   * (`recordFor` the approval) in one transaction; neither is left without the other.
+   */
+  ask(request: ApprovalRequest, recordFor: (approval: { id: string }) => Record): Promise<{ id: string; expiresAt: string }>;
+}
+
+export interface CallApprovalsDeps<Record> {
+  db: Database;
+  vault: ApprovalArgsVault;
+  /** The approval's page in the web console, for its webhooks. */
+  consoleUrl: (approvalId: string) => string;
+  /** Writes a call's record in the approval's transaction. */
+  recordIn: (unit: Knex.Transaction, record: Record) => Promise<void>;
+}
+
+export function createCallApprovals<Record>(deps: CallApprovalsDeps<Record>): CallApprovals<Record> {
+  return {
+    factOf: (approvalId) => approvalFact(deps.db, approvalId),
+    async claim(approvalId, callId, at) {
+      const unit = await deps.db.transaction();
+      try {
+        if (!(await useApproval(unit, approvalId, callId, at))) {
+          await unit.rollback();
+          return undefined;
+        }
+      } catch (error) {
+        await unit.rollback().catch(() => undefined);
+        throw error;
+      }
+      return {
+        approvalId,
+        async commitWith(record) {
+          try {
+            await deps.recordIn(unit, record);
+            await unit.commit();
+          } catch (error) {
+            if (!unit.isCompleted()) await unit.rollback().catch(() => undefined);
+            throw error;
+          }
+          approvalsByOutcome.labels('used').inc();
+        },
+        async release() {
+          if (!unit.isCompleted()) await unit.rollback().catch(() => undefined);
+        },
+      };
+    },
+    async ask(request, recordFor) {
+      const asked = await deps.db.transaction(async (trx) => {
+        const approval = await requestApproval(trx, request, deps);
+        await deps.recordIn(trx, recordFor(approval));
+        return approval;
+      });
+      approvalsByOutcome.labels('requested').inc();
+      return asked;
+    },
+  };
+}
+
+/** Creates the pending approval in `trx`, and its `approval.requested` message. */
+async function requestApproval(
   trx: Knex.Transaction,
   request: ApprovalRequest,
-  keep: { vault: ApprovalArgsVault; webhooks: ApprovalWebhooks },
+  deps: Pick<CallApprovalsDeps<unknown>, 'vault' | 'consoleUrl'>,
 ): Promise<{ id: string; expiresAt: string }> {
   const id = newId('approval');
   // A human deciding after the grant has expired would decide nothing (the grant is no longer
@@ -57,29 +142,24 @@ export async function requestApproval(
     state: 'pending' as const,
     requested_at: request.requestedAt,
     expires_at: expiresAt,
-    ...keep.vault.seal(id, request.argsDigest, request.args, request.checkInput),
+    ...deps.vault.seal(id, request.argsDigest, request.args, request.checkInput),
   };
   await insertApproval(trx, row);
-  const record = presentApproval(
+  const approval = presentApproval(
     { ...row, decided_by: null, decided_at: null, note: null, used_by_call_id: null },
     request.requestedAt.getTime(),
   );
-  await keep.webhooks.requested(trx, request.podId, record, request.requestedAt);
-  // The deciders' inbox long polls, on every replica.
-  await notifyAtCommit(trx, approvalsWakeKey(request.podId));
-  if (request.principal.kind === 'agent') {
-    await emitEvent(trx, {
-      type: 'approval.requested',
-      podId: request.podId,
-      data: { approvalId: id, grantId: request.grantId, callId: request.callId, tool: request.tool, expiresAt: iso(expiresAt) },
-      agentIds: [request.principal.id],
-    });
-  }
+  await tellOfApproval(trx, {
+    type: 'approval.requested',
+    podId: request.podId,
+    at: request.requestedAt,
+    approval,
+    consoleUrl: deps.consoleUrl(id),
+  });
   return { id, expiresAt: iso(expiresAt) };
 }
 
-/** The approval a re-sent check brings, as broker/check reads it. */
-export async function approvalFact(db: Database, id: string) {
+async function approvalFact(db: Database, id: string): Promise<ApprovalFact> {
   const row = await findApproval(db, id);
   if (!row) return { id, found: false };
   return {
@@ -92,17 +172,4 @@ export async function approvalFact(db: Database, id: string) {
     state: row.state,
     expires_at_ms: row.expires_at.getTime(),
   };
-}
-
-/**
- * Takes the approval for this call in the caller's unit of work: true for exactly one of any
- * number of concurrent re-sends (the row stays locked until that unit commits or rolls back).
- */
-export function claimApproval(trx: Knex.Transaction, id: string, callId: string, now: Date): Promise<boolean> {
-  return useApproval(trx, id, callId, now);
-}
-
-/** Counted once the unit of work that requested or used an approval has committed. */
-export function countApproval(outcome: 'requested' | 'used'): void {
-  approvalsByOutcome.labels(outcome).inc();
 }

@@ -1,11 +1,11 @@
 import { decisions } from '../kernel/decisions/catalogue';
 import { ApiError } from '../kernel/errors';
 import type { HumanPrincipal } from '../kernel/principals';
-import { emitEvent } from '../events/outbox';
 import { decodeCursor, encodeCursor } from '../grants/cursor';
 import { brokerOfGrant, currentMemberIds, loadGrantFacts, loadGrantFactsMany, policyFacts, type LoadedGrant } from '../grants/facts';
 import { enforce } from '../policy/enforce';
 import type { ApprovalsDeps } from './deps';
+import { tellOfApproval } from './messages';
 import { approvalsByOutcome, approvalTimeToDecision } from './metrics';
 import { presentApproval, stateOf } from './presenters';
 import { waitForInbox } from './inbox-wait';
@@ -110,15 +110,13 @@ export function createApprovalsService(deps: ApprovalsDeps) {
       const updated = await decideApproval(trx, id, { state, decidedBy: principal.userId, note: note ?? null, at });
       // Another decider got there first (or it expired meanwhile): this one changes nothing.
       if (!updated) throw new ApiError('approval_already_decided');
-      await deps.webhooks.decided(trx, facts.grant.target_pod_id, presentApproval(updated, at.getTime()), at);
-      if (updated.principal_kind === 'agent') {
-        await emitEvent(trx, {
-          type: 'approval.decided',
-          podId: facts.grant.target_pod_id,
-          data: { approvalId: id, grantId: updated.grant_id, callId: updated.call_id, state, tool: updated.tool },
-          agentIds: [updated.principal_id],
-        });
-      }
+      await tellOfApproval(trx, {
+        type: 'approval.decided',
+        podId: facts.grant.target_pod_id,
+        at,
+        approval: presentApproval(updated, at.getTime()),
+        consoleUrl: deps.consoleUrl(id),
+      });
       return updated;
     });
     approvalsByOutcome.labels(state).inc();

@@ -1,24 +1,20 @@
-import { acceptOnly, bearerToken, unauthenticated } from '../credentials/authenticators';
-import { findBrokerByTokenHash } from '../credentials/lookup';
+import { acceptOnly, bearerToken, unauthenticated, type CredentialResolver } from '../credentials/authenticators';
 import { hashToken, hasValidShape } from '../credentials/tokens';
-import type { BrokerPrincipal } from '../kernel/principals';
+import type { Clock } from '../kernel/clock';
 import type { Authenticator } from '../kernel/route';
-import type { BrokerDeps } from './deps';
+import type { BrokerTokenReads, CheckingBroker } from './reads';
 
-export type CheckingBroker = BrokerPrincipal & {
-  /** True when the token came from this replica's memory and was not looked up for this request. */
-  remembered: boolean;
-};
-
-type TokenDeps = Pick<BrokerDeps, 'db' | 'clock' | 'brokerTokens' | 'resolveCredential'>;
+export type { CheckingBroker } from './reads';
 
 /**
- * The broker check's authenticator: the shared bearer parsing and refusals, with a fast path for
- * `bkt_` tokens so that a warm check reads nothing from Postgres. Any other credential goes the
- * shared way (401, or 403 `credential_not_accepted`).
+ * The broker check's authenticator: the shared bearer parsing and refusals, with `bkt_` tokens
+ * found through the check's own look-up (`tokens`), which may answer from memory
+ * (src/speedups/caches.ts) so that a warm check reads nothing from Postgres; such a token is
+ * confirmed later, under the grant tree's facts or against Postgres. Any other credential goes
+ * the shared way (401, or 403 `credential_not_accepted`).
  */
-export function brokerCheckCredentials(deps: TokenDeps): Authenticator<CheckingBroker> {
-  return {
+export function brokerCheckCredentials(deps: { resolveCredential: CredentialResolver; tokens: BrokerTokenReads; clock: Clock }) {
+  const authenticator: Authenticator<CheckingBroker> = {
     kinds: ['broker'],
     async authenticate(head) {
       const token = bearerToken(head);
@@ -29,20 +25,10 @@ export function brokerCheckCredentials(deps: TokenDeps): Authenticator<CheckingB
       }
       if (!hasValidShape(token, 'bkt')) throw unauthenticated();
       const tokenHash = hashToken(token);
-      const brokerId = deps.brokerTokens.get(tokenHash, deps.clock.now());
-      if (brokerId) return { kind: 'broker', brokerId, tokenHash, remembered: true };
-      return { ...(await verifyBroker(deps, tokenHash)), remembered: false };
+      const found = await deps.tokens.byHash(tokenHash, deps.clock.now());
+      if (!found) throw unauthenticated();
+      return { kind: 'broker', brokerId: found.brokerId, tokenHash, remembered: found.remembered };
     },
   };
-}
-
-/** Looks the token up in Postgres (and remembers it); 401 when it is unknown or revoked. */
-export async function verifyBroker(deps: Pick<TokenDeps, 'db' | 'clock' | 'brokerTokens'>, tokenHash: string): Promise<BrokerPrincipal> {
-  const found = await findBrokerByTokenHash(deps.db, tokenHash);
-  if (!found) {
-    deps.brokerTokens.forget(tokenHash);
-    throw unauthenticated();
-  }
-  deps.brokerTokens.set(tokenHash, found.brokerId, deps.clock.now());
-  return { kind: 'broker', ...found };
+  return authenticator;
 }

@@ -1,40 +1,44 @@
-import type { LocalTime } from '../kernel/local-time';
-import type { Tracer } from '../kernel/trace';
-import type { CallTrailWriter } from './call-trail';
-import type { ChainCache } from './chain';
-import type { Clock } from '../kernel/clock';
-import type { CredentialResolver } from '../credentials/authenticators';
-import type { Database } from '../db/database';
-import type { Logger } from '../kernel/log';
-import type { PolicyEngine } from '../policy/engine';
+import type { ApprovalClaim as Claim, CallApprovals } from '../approvals/requests';
 import type { SlidingWindowBudget } from '../budget/sliding-window';
-import type { TreeWindowsRebuilder } from '../budget/rebuild';
-import type { TreeFactsCache } from './tree-facts';
-import type { TreeInputMembers } from './policy-input';
-import type { VerifiedBrokerTokens } from './verified-tokens';
-import type { ApprovalArgsVault } from '../approvals/args-vault';
-import type { LruCache } from '../cache/lru';
+import type { CredentialResolver } from '../credentials/authenticators';
 import type { MintedCredential, MintRequest } from '../github-apps/installation-tokens';
-import type { ApprovalWebhooks } from '../approvals/requests';
+import type { Clock } from '../kernel/clock';
+import type { LocalTime } from '../kernel/local-time';
+import type { Logger } from '../kernel/log';
+import type { Tracer } from '../kernel/trace';
+import type { PolicyEngine } from '../policy/engine';
+import type { NewCallRecord, TrailWriter } from '../trail/writer';
+import type { TreeInputs } from './policy-input';
+import type { BrokerTokenReads, CheckReads } from './reads';
 
-/** The per-replica state of the broker check: caches, the budget script, the trail writer. */
-export interface BrokerComponents {
-  chains: ChainCache;
-  trees: TreeFactsCache;
-  budget: SlidingWindowBudget;
-  /** Rebuilds a tree's windows from the call trail when Redis lost them. */
-  windows: TreeWindowsRebuilder;
-  trail: CallTrailWriter;
-  /** The input members of each tree's facts, built once per facts object. */
-  treeInputs: TreeInputMembers;
-  brokerTokens: VerifiedBrokerTokens;
-  /** Where each (connection, tool)'s credential comes from; null: nowhere. None of it ever changes. */
-  credentialSources: LruCache<string, { app: string; installationId: string; permissions: Record<string, string> | null } | null>;
-}
+/** An approval taken for a call, held until the call's record commits with it (approvals/requests.ts). */
+export type ApprovalClaim = Claim<NewCallRecord>;
+export type { ApprovalRequest } from '../approvals/requests';
+export type { ApprovalFact } from './reads';
 
-/** What the broker check and call outcomes use, and nothing more. */
-export interface BrokerDeps extends BrokerComponents {
-  db: Database;
+/**
+ * What the broker check uses, and nothing more. Every read goes through `reads`, every write
+ * through `budget`, `trail` and `approvals`: no database handle. composition.ts builds them,
+ * plain or through the speed-ups (src/speedups/), which decorate these same interfaces.
+ */
+export interface BrokerDeps {
+  reads: CheckReads;
+  /** How the check's authenticator finds a `bkt_` token's broker. */
+  brokerTokens: BrokerTokenReads;
+  /** The budget script (Redis): consume or probe, refund, a tree's state. */
+  budget: Pick<SlidingWindowBudget, 'run' | 'refund' | 'treeState'>;
+  /** Rebuilds a tree's windows from the call trail when Redis lost them; answers its version. */
+  rebuild: (rootId: string) => Promise<string>;
+  /** Writes a check's call record, durable before the answer leaves. */
+  trail: TrailWriter;
+  /** The input members of each tree's facts. */
+  treeInputs: TreeInputs;
+  /**
+   * Approvals as the check uses them: the one a re-sent call brings, taken once with the call's
+   * record, or a new one asked for with it. A port: composition.ts fills it from the approvals
+   * domain, with the trail's writer of a record inside the approval's transaction.
+   */
+  approvals: CallApprovals<NewCallRecord>;
   policy: PolicyEngine;
   log: Logger;
   clock: Clock;
@@ -44,10 +48,6 @@ export interface BrokerDeps extends BrokerComponents {
   trustAssertedPrincipal: boolean;
   /** APPROVAL_TTL_MS: how long a human has to decide a call that waits for approval. */
   approvalTtlMs: number;
-  /** Keeps a pending approval's arguments, masked and sealed, for its deciders. */
-  approvalArgs: ApprovalArgsVault;
-  /** Queues `approval.requested` for the pod's webhooks with the approval. */
-  approvalWebhooks: ApprovalWebhooks;
   /** Times the check's stages (TRACE_STAGES), or does nothing. */
   tracer: Tracer;
   /** Installation tokens of the GitHub Apps of GITHUB_APPS, minted and reused. */

@@ -1,12 +1,10 @@
 import jsonPointer from 'jsonpointer';
-import type { approvalFact } from '../approvals/requests';
+import type { DecisionInput, decisions } from '../kernel/decisions/catalogue';
 import type { ToolResourcePointers } from '../connections/facts';
 import type { LocalTime } from '../kernel/local-time';
 import type { TreeSession } from '../budget/sliding-window';
-import type { Chain } from './chain';
-import { NO_PRINCIPAL_FACTS, type MutableFacts } from './tree-facts';
+import type { Chain, MutableFacts } from './tree-facts';
 import type { CallPrincipal } from '../kernel/principals';
-import { serializedOnce } from '../policy/input-json';
 
 /** Whose call it is: their own credential, forwarded (preferred), or a principal the broker asserts. */
 export interface SubjectInput {
@@ -26,7 +24,7 @@ export interface CallFacts {
   args: Record<string, unknown>;
   argsDigest: string;
   /** The approval a re-sent check brings, as approvals/requests reads it. */
-  approval?: Awaited<ReturnType<typeof approvalFact>>;
+  approval?: DecisionInput<typeof decisions.brokerCheck>['approval'];
   subject: CallSubject;
   trustAssertedPrincipal: boolean;
   now: number;
@@ -39,7 +37,13 @@ export interface CallFacts {
  * replaces them with a mask (the resource read from them is kept), and the call record keeps
  * their digest.
  */
-export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts, session: TreeSession, kept?: TreeInputMembers) {
+export function checkInput(
+  call: CallFacts,
+  chain: Chain,
+  facts: MutableFacts,
+  session: TreeSession,
+  members: TreeInputs = PLAIN_TREE_INPUTS,
+) {
   const { principal, source } = call.subject;
   const access = Object.hasOwn(facts.connection.tools, call.tool) ? facts.connection.tools[call.tool] : undefined;
   const pointers = access && Object.hasOwn(facts.toolResources, call.tool) ? facts.toolResources[call.tool] : undefined;
@@ -55,36 +59,25 @@ export function checkInput(call: CallFacts, chain: Chain, facts: MutableFacts, s
     principal: principal ?? undefined,
     principal_source: source,
     trust_asserted_principal: call.trustAssertedPrincipal,
-    ...(kept ? kept.of(chain, facts, principal) : buildTreeFacts(chain, facts, principal)),
+    ...members.of(chain, facts, principal),
     session: { labels: session.labels, calls: session.calls },
   };
 }
 
-type TreeFacts = ReturnType<typeof buildTreeFacts>;
+export type TreeFacts = ReturnType<typeof buildTreeFacts>;
 
 /**
- * The members of the input that come from the chain and the tree's mutable facts. They are the
- * same for every check of a grant by one principal until the tree changes (a new facts object), so
- * a replica builds them once per facts object and their JSON is kept (policy/input-json.ts): most
- * of the input's text. One instance per replica, made with the broker's caches.
+ * The members of the input that come from the chain and the tree's mutable facts: the same for
+ * every check of a grant by one principal until the tree changes (a new facts object). The plain
+ * version builds them for each check; src/speedups/memo.ts keeps them per facts object.
  */
-export class TreeInputMembers {
-  private readonly built = new WeakMap<MutableFacts, { chain: Chain; principal: CallPrincipal | null; value: TreeFacts }>();
-
-  of(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null): TreeFacts {
-    if (facts === NO_PRINCIPAL_FACTS) return buildTreeFacts(chain, facts, principal);
-    const kept = this.built.get(facts);
-    if (kept && kept.chain === chain && kept.principal?.kind === principal?.kind && kept.principal?.id === principal?.id) return kept.value;
-    const value = buildTreeFacts(chain, facts, principal);
-    serializedOnce(value.chain);
-    serializedOnce(value.connection);
-    serializedOnce(value.members);
-    this.built.set(facts, { chain, principal, value });
-    return value;
-  }
+export interface TreeInputs {
+  of(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null): TreeFacts;
 }
 
-function buildTreeFacts(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null) {
+export const PLAIN_TREE_INPUTS: TreeInputs = { of: buildTreeFacts };
+
+export function buildTreeFacts(chain: Chain, facts: MutableFacts, principal: CallPrincipal | null) {
   const revoked = new Set(facts.revokedIds);
   return {
     chain: chain.map((grant) => ({ ...grant, revoked: revoked.has(grant.id) })),

@@ -2,8 +2,7 @@ import { toConnectionFact, type ToolResourcePointers } from '../connections/fact
 import type { Database } from '../db/database';
 import type { ConnectionFact } from '../kernel/decisions/catalogue';
 import type { CallPrincipal } from '../kernel/principals';
-import type { Chain } from './chain';
-import { NO_PRINCIPAL_FACTS, type MutableFacts } from './tree-facts';
+import { NO_PRINCIPAL_FACTS, type Chain, type MutableFacts } from './tree-facts';
 
 /**
  * The broker check's read model: read-only, and the only SQL of the check's reads. It owns no

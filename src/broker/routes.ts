@@ -1,12 +1,10 @@
-import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
-import { presentCallRecord } from '../grants/presenters';
-import { CallRecordSchema } from '../grants/schemas';
+import { defineRoute, type Route } from '../kernel/route';
 import type { BrokerService } from './service';
-import { CallParams, CheckBody, CheckResult, OutcomeBody } from './schemas';
+import { CheckBody, CheckResult } from './schemas';
 
 const tag = 'Broker';
 
-export function brokerRoutes(broker: BrokerService, auth: CredentialAuthenticators): Route[] {
+export function brokerRoutes(broker: BrokerService): Route[] {
   return [
     defineRoute(
       {
@@ -38,25 +36,6 @@ export function brokerRoutes(broker: BrokerService, auth: CredentialAuthenticato
         if (result.retryAfterMs !== undefined) headers['Retry-After'] = String(Math.ceil(result.retryAfterMs / 1000));
         return { body: result, headers };
       },
-    ),
-    defineRoute(
-      {
-        method: 'post',
-        path: '/api/broker/calls/:callId/outcome',
-        operationId: 'recordCallOutcome',
-        tag,
-        summary: 'Record the outcome of an allowed call, once',
-        description:
-          'Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`; more than 24 days after the check: 409 `outcome_too_late`.',
-        auth: auth.credentials('broker'),
-        params: CallParams,
-        body: OutcomeBody,
-        success: { status: 200, description: 'The completed call record', schema: CallRecordSchema },
-        errors: ['outcome_already_recorded', 'call_denied', 'outcome_too_late'],
-      },
-      async ({ principal, params, body }) => ({
-        body: presentCallRecord(await broker.recordOutcome(principal.brokerId, params.callId, body)),
-      }),
     ),
   ];
 }

@@ -72,14 +72,3 @@ export const CheckResult = z
       }),
   })
   .openapi('BrokerCheckResult');
-
-export const CallParams = z.strictObject({ callId: idParam('call_01jd6x3c4vf8r9t2y5u7w0z1ab') });
-
-export const OutcomeBody = z.strictObject({
-  outcome: z.enum(['succeeded', 'failed']),
-  durationMs: z.number().int().min(0).max(86_400_000).optional(),
-  errorCode: z
-    .string()
-    .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits and _ . : -, at most 100')
-    .optional(),
-});

@@ -1,4 +1,4 @@
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../redis/client';
 import { ApiError } from '../kernel/errors';
 import { DependencyUnavailableError } from '../kernel/dependency';
 

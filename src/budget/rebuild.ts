@@ -45,31 +45,12 @@ export interface TreeWindowsSource {
 
 /**
  * Rebuilds every window of a grant tree from the call trail, after Redis lost the tree's keys (a
- * restart without persistence, an eviction): a used-up budget stays used up. `rebuild` answers the
- * tree's version, the one it stored or the one another replica stored first. Concurrent checks of
- * a tree whose keys are gone (every new tree's first checks, or all trees after a Redis restart)
- * share one rebuild per instance (one per replica, made in composition) instead of each reading
- * the trail.
+ * restart without persistence, an eviction): a used-up budget stays used up. Answers the tree's
+ * version, the one it stored or the one another replica stored first. Concurrent checks of a tree
+ * whose keys are gone (a new tree's first checks, every tree after a Redis restart) may share one
+ * rebuild (src/speedups/single-flight.ts); each one alone is correct too.
  */
-export class TreeWindowsRebuilder {
-  private readonly inFlight = new Map<string, Promise<string>>();
-
-  constructor(
-    private readonly source: TreeWindowsSource,
-    private readonly budget: SlidingWindowBudget,
-  ) {}
-
-  rebuild(rootId: string): Promise<string> {
-    let rebuilding = this.inFlight.get(rootId);
-    if (!rebuilding) {
-      rebuilding = rebuild(this.source, this.budget, rootId).finally(() => this.inFlight.delete(rootId));
-      this.inFlight.set(rootId, rebuilding);
-    }
-    return rebuilding;
-  }
-}
-
-async function rebuild(source: TreeWindowsSource, budget: SlidingWindowBudget, rootId: string): Promise<string> {
+export async function rebuildTreeWindows(source: TreeWindowsSource, budget: SlidingWindowBudget, rootId: string): Promise<string> {
   const levels = (await source.levelsOf(rootId)).map((level) => ({ ...level, bucketMs: budget.bucketMsOf(level) }));
   const counted = new Map<string, Array<[number, number]>>(levels.map((level) => [level.id, []]));
   for (const call of await source.callsIn(levels, REBUILD_CLOCK_MARGIN_MS)) counted.get(call.levelId)!.push([call.atMs, call.n]);

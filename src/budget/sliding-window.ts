@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../redis/client';
 import { DependencyUnavailableError } from '../kernel/dependency';
 import { treeCallsKey, treeLabelsKey, treeVersionKey, windowKey } from './keys';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { RedisClient } from '../budget/redis-client';
+import type { RedisClient } from '../redis/client';
 import type { Database } from '../db/database';
 import type { Logger } from '../kernel/log';
 import { treeVersionKey } from '../budget/keys';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { RedisClient } from '../budget/redis-client';
+import type { RedisClient } from '../redis/client';
 import { DependencyUnavailableError } from '../kernel/dependency';
 
 /** How long a printed console link works: long enough to open it, short enough not to lie around. */

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { newId } from '../kernel/ids';
+import type { OutboxFeed } from '../kernel/outbox';
 import { insertEvents, notifyAgents, type EventType } from './repository';
 
 export type { EventType } from './repository';
@@ -32,4 +33,15 @@ export async function emitEvent(trx: Knex.Transaction, event: NewEvent): Promise
  */
 export async function notifyAtCommit(trx: Knex.Transaction, key: string): Promise<void> {
   await notifyAgents(trx, [key]);
+}
+
+/**
+ * Turns what another domain's outbox holds for agents (the approvals': `approval.requested` and
+ * `approval.decided` for the agent whose call it is) into their events, in the transaction that
+ * takes the messages. Answers how many messages it took.
+ */
+export function eventsFromOutbox(feed: OutboxFeed<NewEvent, Knex.Transaction>): Promise<number> {
+  return feed.drain(async (trx, messages) => {
+    for (const message of messages) await emitEvent(trx, message);
+  });
 }

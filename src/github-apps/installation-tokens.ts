@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createAppAuth } from '@octokit/auth-app';
 import { request as octokitRequest } from '@octokit/request';
 import { Counter } from 'prom-client';
-import { LruCache } from '../cache/lru';
+import { LruCache } from '../kernel/lru';
 import { metricsRegistry } from '../kernel/metrics';
 import type { Clock } from '../kernel/clock';
 import { boundedFetch, GitHubUnreachableError } from './bounded-fetch';

@@ -4,9 +4,8 @@ import { enforce } from '../policy/enforce';
 import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } from './access';
 import { decodeCursor, encodeCursor } from './cursor';
 import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
-import { presentCallRecord, presentGrant, type GrantView } from './presenters';
+import { presentGrant, type GrantView } from './presenters';
 import { readCandidatesAfter } from './repository';
-import { callRecordsAfter } from './repositories/call-records';
 
 export async function readGrant(deps: GrantsDeps, principal: GrantCaller, grantId: string) {
   const { facts, view } = await readableGrant(deps, principal, grantId);
@@ -56,23 +55,4 @@ export async function listPodGrants(
   const lastItem = items.at(-1);
   const nextCursor = found.length > query.limit && lastItem ? encodeCursor(new Date(lastItem.createdAt as string), lastItem.id) : null;
   return { items, nextCursor };
-}
-
-/** The call trail of a grant, newest first, for whoever may read the grant. */
-export async function listGrantCalls(
-  deps: GrantsDeps,
-  principal: GrantCaller,
-  grantId: string,
-  query: { limit: number; cursor?: string; credential?: string },
-) {
-  const after = decodeCursor(query.cursor, 'call');
-  await readableGrant(deps, principal, grantId);
-  const fingerprint = query.credential === undefined ? undefined : Buffer.from(query.credential.slice('sha256:'.length), 'hex');
-  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, fingerprint, new Date(deps.clock.now()));
-  const page = rows.slice(0, query.limit);
-  const last = page.at(-1);
-  return {
-    items: page.map(presentCallRecord),
-    nextCursor: rows.length > query.limit && last ? encodeCursor(last.requested_at, last.id) : null,
-  };
 }

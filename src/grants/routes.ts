@@ -1,17 +1,7 @@
 import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
 import { page } from '../kernel/schema';
 import type { GrantsService } from './service';
-import {
-  AttenuateGrantBody,
-  CallRecordSchema,
-  CreateGrantBody,
-  GrantParams,
-  GrantSchema,
-  GrantUsageSchema,
-  ListCallsQuery,
-  ListGrantsQuery,
-  PodParams,
-} from './schemas';
+import { AttenuateGrantBody, CreateGrantBody, GrantParams, GrantSchema, ListGrantsQuery, PodParams } from './schemas';
 
 const tag = 'Grants';
 
@@ -84,34 +74,6 @@ export function grantRoutes(grants: GrantsService, auth: CredentialAuthenticator
         success: { status: 200, description: 'The grant', schema: GrantSchema },
       },
       async ({ principal, params }) => ({ body: await grants.read(principal, params.grantId) }),
-    ),
-    defineRoute(
-      {
-        method: 'get',
-        path: '/api/grants/:grantId/calls',
-        operationId: 'listGrantCalls',
-        tag,
-        summary: 'The call trail of a grant, newest first, with the read scope of the grant',
-        auth: reader,
-        params: GrantParams,
-        query: ListCallsQuery,
-        success: { status: 200, description: 'Call records, newest first', schema: page(CallRecordSchema) },
-      },
-      async ({ principal, params, query }) => ({ body: await grants.calls(principal, params.grantId, query) }),
-    ),
-    defineRoute(
-      {
-        method: 'get',
-        path: '/api/grants/:grantId/usage',
-        operationId: 'getGrantUsage',
-        tag,
-        summary: "A grant's budget used and remaining now, and how many grants a revocation would take with it",
-        description: 'Whoever may read the grant (else 404).',
-        auth: reader,
-        params: GrantParams,
-        success: { status: 200, description: 'Use and subtree', schema: GrantUsageSchema },
-      },
-      async ({ principal, params }) => ({ body: await grants.usage(principal, params.grantId) }),
     ),
     defineRoute(
       {

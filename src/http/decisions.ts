@@ -153,17 +153,18 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   \`completedAt\` is the service's clock when the report was taken.
   \`errorCode\` is 1..100 of letters, digits and \`_ . : -\`; \`durationMs\` 0..86400000. The
   \`errorCode\` is kept in the trail for operators; the call record's shape does not change.
-- Call record \`approvalId\`: for an \`awaiting_approval\` call and for a call allowed through an
-  approval, the approval's \`apr_…\` id (the decision that allowed the re-sent call is the logged
-  broker/check event whose \`input.approval.id\` is that id); for any other allowed call the \`decision_id\` of the
-  broker/check decision that allowed it (the decision log's event of that id, when logged, holds the
-  masked input, the result and the policy revision); null for a denied call. \`approvedBy\` is the
-  \`decidedBy\` of the approval the record names, whatever that decision was, in the trail and in
-  the answer to an outcome report alike. A held call's record (the check that answered
-  \`approval_required\`) reads \`awaiting_approval\` only while its approval is pending: then
-  \`approved\`, or \`denied\` with \`reason\` \`approval_denied\`, or \`approval_expired\` once it expired
-  undecided (on the service's clock; a revoke expires it). The stored record does not change; the
-  approval's state is read with it. Neither \`approved\` nor a held record counts against a budget.
+- Call record \`approvalId\`: the approval's \`apr_…\` id for an \`awaiting_approval\` call and for
+  a call allowed through an approval; null for every other call. \`decisionId\`: the
+  \`decision_id\` of the broker/check decision behind the answer, whatever it was (the decision
+  log's event of that id, when logged, holds the masked input, the result and the policy
+  revision); null only on records written before the service kept it apart from \`approvalId\`.
+  \`approvedBy\` is the \`decidedBy\` of the approval the record names, whatever that decision was,
+  in the trail and in the answer to an outcome report alike. A held call's record (the check that
+  answered \`approval_required\`) reads \`awaiting_approval\` only while its approval is pending:
+  then \`approved\`, or \`denied\` with \`reason\` \`approval_denied\`, or \`approval_expired\` once it
+  expired undecided (on the service's clock; a revoke expires it). The stored record does not
+  change; the approval's state is read with it. Neither \`approved\` nor a held record counts
+  against a budget.
 - Call trail retention: \`GET /api/grants/:grantId/calls\` lists the records of the whole UTC days
   the deployment keeps (\`CALL_RECORD_RETENTION_DAYS\`, 90 by default); older days are dropped
   whole, after being archived when the operator archives them, except the records of a grant tree

@@ -16,7 +16,12 @@ export function isDependencyFailure(error: unknown): boolean {
   // Postgres: class 08 (connection exception), 53 (insufficient resources), 57P0x (shutdown).
   if (typeof code === 'string' && (/^08/.test(code) || /^53/.test(code) || /^57P0/.test(code))) return true;
   if (name === 'KnexTimeoutError' || name === 'MaxRetriesPerRequestError') return true;
-  if (/Connection terminated|Connection is closed|Command timed out|Stream isn't writeable|connect ECONNREFUSED/.test(String(message))) {
+  // A database that refuses new sessions (ALTER DATABASE … allow_connections false) answers 55000.
+  if (
+    /Connection terminated|Connection is closed|Command timed out|Stream isn't writeable|connect ECONNREFUSED|not currently accepting connections/.test(
+      String(message),
+    )
+  ) {
     return true;
   }
   // AggregateError (a connect attempt to several addresses fails with one per address).

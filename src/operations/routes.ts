@@ -1,5 +1,5 @@
-import type { RedisClient } from '../budget/redis-client';
-import { readRedisDurability } from '../budget/durability';
+import type { RedisClient } from '../redis/client';
+import { readRedisDurability } from '../redis/durability';
 import { bearerToken, unauthenticated } from '../credentials/authenticators';
 import { constantTimeEqual } from '../credentials/tokens';
 import { pingDatabase, type Database } from '../db/database';

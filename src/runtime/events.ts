@@ -4,6 +4,7 @@ import type { AgentPrincipal } from '../kernel/principals';
 import { looksLikeId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
 import { findEvent, leaseEvents, markAcked, type EventRow } from '../events/delivery';
+import { eventsFromOutbox } from '../events/outbox';
 import type { Wakeup } from '../events/waker';
 import { agentPolled } from '../registry/runtime';
 
@@ -30,7 +31,11 @@ export async function pollEvents(deps: RuntimeDeps, agent: AgentPrincipal, optio
   const { limit, waitMs, signal } = options;
   const visibilityMs = deps.visibilityMs;
   await agentPolled(deps.db, agent.agentId);
-  if (waitMs === 0) return leaseEvents(deps.db, agent.agentId, limit, visibilityMs, deps.clock.now());
+  const lease = async () => {
+    await eventsFromOutbox(deps.agentMessages);
+    return leaseEvents(deps.db, agent.agentId, limit, visibilityMs, deps.clock.now());
+  };
+  if (waitMs === 0) return lease();
 
   // A wait is timed by the timers, on the wall clock: it is no fact about the world.
   const deadline = Date.now() + waitMs;
@@ -43,7 +48,7 @@ export async function pollEvents(deps: RuntimeDeps, agent: AgentPrincipal, optio
       if (signal?.aborted) return [];
       // Subscribe before looking, so an event committed between the look and the wait wakes us.
       wakeup = deps.eventWaker.subscribe(agent.agentId);
-      const events = await leaseEvents(deps.db, agent.agentId, limit, visibilityMs, deps.clock.now());
+      const events = await lease();
       const remaining = deadline - Date.now();
       if (events.length > 0 || remaining <= 0) return events;
       await wakeup.wait(Math.min(remaining, EVENT_RECHECK_MS));

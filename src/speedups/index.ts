@@ -6,23 +6,36 @@
  *   - frontHandler (./direct-http.ts): the broker check on Node's own HTTP server ahead of Koa;
  *     plain: none, Koa serves every route (http/app.ts, `front`).
  *   - redisBeforeSend (./redis-cork.ts): a turn's budget scripts in one write per Redis node;
- *     plain: sendNow (budget/redis-client.ts).
+ *     plain: sendNow (redis/client.ts).
  *   - lineWriter (./log-lines.ts): batches of decision events in one write to the log's stream;
  *     plain: plainLineWriter, one pino call per event (kernel/log.ts).
- *   - jsonMemo (./memo.ts): the JSON of inputs' unchanging members kept per policy engine;
- *     plain: NO_JSON_MEMO (policy/input-json.ts).
+ *   - jsonMemo, treeInputs, shapeMemo (./memo.ts): the JSON of unchanging policy input, a
+ *     check's input members per tree facts, the trail's shape codes; plain: built every time.
+ *   - checkReads, brokerTokens (./caches.ts): the check's chains, trees, subjects, facts, credential
+ *     sources and broker tokens kept per replica; plain: broker/reads.ts, every read every time.
+ *   - trailWriter (./group-commit.ts): concurrent checks' records in one statement; plain:
+ *     trail/writer.ts, one statement per record.
+ *   - singleFlight (./single-flight.ts): one rebuild of a tree's windows for its concurrent checks;
+ *     plain: each check rebuilds.
  *
  * Each file says what it trades. All are turned off together with SPEEDUPS=off (src/config.ts), to
  * tell a bug of a speed-up from one of the service, or to measure what they give.
  */
-import { sendNow, type BeforeSendFactory } from '../budget/redis-client';
+import type { BrokerTokenReads, CheckReads } from '../broker/reads';
+import { PLAIN_TREE_INPUTS, type TreeInputs } from '../broker/policy-input';
 import type { FrontHandlerFactory } from '../http/app';
 import { plainLineWriter, type LineWriterFactory } from '../kernel/log';
 import { NO_JSON_MEMO, type JsonMemo } from '../policy/input-json';
+import { sendNow, type BeforeSendFactory } from '../redis/client';
+import type { ShapeMemo } from '../trail/shape-memo';
+import { plainTrailWriter, type TrailWriter, type WriteRecords } from '../trail/writer';
+import { cachedBrokerTokens, cachedCheckReads, type CheckBudget } from './caches';
 import { directRoutes } from './direct-http';
+import { GroupCommit } from './group-commit';
 import { jsonLineWriter } from './log-lines';
-import { createJsonMemo } from './memo';
+import { createJsonMemo, createShapeMemo, createTreeInputMemo } from './memo';
 import { redisCork } from './redis-cork';
+import { singleFlight } from './single-flight';
 
 export interface SpeedUpOptions {
   enabled: boolean;
@@ -30,6 +43,8 @@ export interface SpeedUpOptions {
 
 export interface SpeedUps {
   readonly enabled: boolean;
+  /** The speed-ups this service runs, by name (none with SPEEDUPS=off). */
+  readonly inUse: readonly string[];
   /** For createApp (`front`): what serves some requests ahead of Koa. */
   readonly frontHandler: FrontHandlerFactory;
   /** For connectRedis: what the budget calls before it sends its script. */
@@ -38,22 +53,48 @@ export interface SpeedUps {
   readonly lineWriter: LineWriterFactory;
   /** For a policy engine: a memo of its own. */
   jsonMemo(): JsonMemo;
+  /** For the broker check: the input members of each tree's facts. */
+  treeInputs(): TreeInputs;
+  /** For the call trail's writes: the shape codes seen committed. */
+  shapeMemo(): ShapeMemo | undefined;
+  /** For the broker check: its reads, and its budget as they observe it. */
+  checkReads(plain: CheckReads, budget: CheckBudget, options: { factMaxAgeMs: number }): { reads: CheckReads; budget: CheckBudget };
+  /** For the broker check's authenticator: how a `bkt_` token's broker is found. */
+  brokerTokens(plain: BrokerTokenReads, maxAgeMs: number): BrokerTokenReads;
+  /** For the broker check: how its records reach the trail. */
+  trailWriter(insert: WriteRecords): TrailWriter;
+  /** For a run that concurrent callers may share (a tree's rebuild). */
+  singleFlight<K, V>(run: (key: K) => Promise<V>): (key: K) => Promise<V>;
 }
 
 const PLAIN: SpeedUps = {
   enabled: false,
+  inUse: [],
   frontHandler: () => () => false,
   redisBeforeSend: () => sendNow,
   lineWriter: plainLineWriter,
   jsonMemo: () => NO_JSON_MEMO,
+  treeInputs: () => PLAIN_TREE_INPUTS,
+  shapeMemo: () => undefined,
+  checkReads: (reads, budget) => ({ reads, budget }),
+  brokerTokens: (plain) => plain,
+  trailWriter: plainTrailWriter,
+  singleFlight: (run) => run,
 };
 
 const FAST: SpeedUps = {
   enabled: true,
+  inUse: ['direct-http', 'redis-cork', 'log-lines', 'memo', 'caches', 'group-commit', 'single-flight'],
   frontHandler: directRoutes,
   redisBeforeSend: redisCork,
   lineWriter: jsonLineWriter,
   jsonMemo: createJsonMemo,
+  treeInputs: createTreeInputMemo,
+  shapeMemo: createShapeMemo,
+  checkReads: cachedCheckReads,
+  brokerTokens: cachedBrokerTokens,
+  trailWriter: (insert) => new GroupCommit(insert),
+  singleFlight,
 };
 
 export function createSpeedUps(options: SpeedUpOptions): SpeedUps {

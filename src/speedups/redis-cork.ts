@@ -5,12 +5,12 @@
  * and a hold of the commands until the turn's other I/O callbacks have run, for one system call
  * for many checks under load instead of one each. A check alone in its turn is sent as soon as the
  * turn ends. ioredis's own auto-pipelining would batch too, but its pipelines keep every waiting
- * check alive until a full GC (src/budget/redis-client.ts).
+ * check alive until a full GC (src/redis/client.ts).
  *
- * Off (SPEEDUPS=off): budget/redis-client.ts's sendNow, each command written as it is sent.
+ * Off (SPEEDUPS=off): redis/client.ts's sendNow, each command written as it is sent.
  */
 import { Redis, type Cluster } from 'ioredis';
-import type { BeforeSend } from '../budget/redis-client';
+import type { BeforeSend } from '../redis/client';
 
 /**
  * The hook: the first send of a turn corks the sockets (a Cluster's masters' too) and the rest of

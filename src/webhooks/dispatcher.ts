@@ -1,8 +1,12 @@
+import type { Knex } from 'knex';
 import type { KeyRing } from '../credentials/sealed-box';
 import type { Database } from '../db/database';
 import type { EventWaker } from '../events/waker';
 import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
+import type { OutboxFeed } from '../kernel/outbox';
+import { notifyAtCommit } from '../events/outbox';
+import { enqueueWebhookMessage, type WebhookMessage } from './enqueue';
 import { webhookDeliveries } from './metrics';
 import {
   deleteFinishedBefore,
@@ -52,7 +56,14 @@ export interface DispatcherDeps {
   log: Logger;
   waker: EventWaker;
   limits: SendLimits;
+  /**
+   * The messages other domains write for webhooks (the approvals' outbox: `approval.requested`
+   * and `approval.decided`): each pass first queues what is new there for the pod's webhooks.
+   */
+  messages: OutboxFeed<WebhookMessage, Knex.Transaction>;
 }
+
+const wakeDispatchers = { notify: (trx: Knex.Transaction) => notifyAtCommit(trx, WEBHOOKS_WAKE_KEY) };
 
 /**
  * Delivers the webhook outbox, at least once: leases what is due (by the service clock), sends
@@ -61,8 +72,8 @@ export interface DispatcherDeps {
  * runs on its own (nothing waits for a batch), a pod has at most POD_CONCURRENCY attempts in
  * flight and each pod's oldest due message is leased before any pod's second, so a receiver that
  * never answers holds its own pod's messages and no one else's. Woken at once by a commit that
- * queued a message (through the events waker) or a delivery that finished, else it looks every
- * second.
+ * queued a message or wrote one to the outbox it reads (through the events waker), or by a
+ * delivery that finished; else it looks every second.
  */
 export class WebhookDispatcher {
   private stopped = false;
@@ -93,7 +104,7 @@ export class WebhookDispatcher {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const wakeup = this.deps.waker.subscribe(WEBHOOKS_WAKE_KEY);
+      const wakeup = wakeOnEither(this.deps.waker, [WEBHOOKS_WAKE_KEY, this.deps.messages.wakeKey]);
       this.idle = wakeup;
       try {
         void this.deps.waker.ensureListening(0);
@@ -108,8 +119,14 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Leases what is due, as far as this replica's and each pod's room allow, and starts each attempt. */
+  /**
+   * Queues what is new in the messages of other domains, then leases what is due, as far as this
+   * replica's and each pod's room allow, and starts each attempt.
+   */
   private async launchDue(): Promise<Array<Promise<void>>> {
+    await this.deps.messages.drain(async (trx, messages) => {
+      for (const message of messages) await enqueueWebhookMessage(trx, message, wakeDispatchers);
+    });
     const room = REPLICA_CONCURRENCY - this.inFlight.size;
     if (room <= 0) return [];
     const now = this.deps.clock.now();
@@ -182,4 +199,17 @@ export class WebhookDispatcher {
     this.lastCleanupMs = now;
     await deleteFinishedBefore(this.deps.db, new Date(now - KEEP_FINISHED_MS), 5_000);
   }
+}
+
+/** One wake-up for several keys of the events waker: whichever is notified first. */
+function wakeOnEither(waker: EventWaker, keys: readonly string[]): { wait(ms: number): Promise<void>; cancel(): void } {
+  const wakeups = keys.map((key) => waker.subscribe(key));
+  const cancel = () => wakeups.forEach((wakeup) => wakeup.cancel());
+  return {
+    async wait(ms) {
+      await Promise.race(wakeups.map((wakeup) => wakeup.wait(ms)));
+      cancel();
+    },
+    cancel,
+  };
 }

@@ -34,10 +34,12 @@ describe('POST /api/broker/check', () => {
       principal_id: world.agent.agentId,
     });
     expect(record.args_digest).toBe(digestOf({ ref: 'main', path: 'src/a.ts' }));
-    // approvalId names the policy decision that allowed the call, as logged in the decision log.
+    // decisionId names the policy decision that allowed the call, as logged in the decision log;
+    // no approval concerns it.
+    expect(record.approval_id).toBeNull();
     await decisionsWritten();
     const logged = service.logs.map((line) => JSON.parse(line)).filter((line) => line.path === 'broker/check/decision');
-    expect(logged.map((line) => line.decision_id)).toContain(record.approval_id);
+    expect(logged.map((line) => line.decision_id)).toContain(record.decision_id);
 
     const outcome = `/api/broker/calls/${res.body.callId}/outcome`;
     const done = await service.http.post(outcome).set(world.broker.auth).send({ outcome: 'succeeded', durationMs: 12 });

@@ -1,6 +1,4 @@
-import { CallTrailWriter } from '../../src/broker/call-trail';
 import { windowKey } from '../../src/budget/keys';
-import { newIdAt } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { callRecordsOf } from '../support/call-records';
@@ -51,29 +49,5 @@ describe('a hostile tenant beside a legitimate one', () => {
       const consumed = await service.deps.redis.llen(windowKey(good.rootId, grantId));
       expect(consumed).toBe(records.length);
     }
-  });
-});
-
-describe('the call-trail writer', () => {
-  it('writes the good rows of a batch that Postgres refuses for one bad row, and fails only that one', async () => {
-    const { rootId } = await chainOf(service, victim, 0);
-    const writer = new CallTrailWriter(service.deps.db);
-    const row = (tool: string) => ({
-      id: newIdAt('call', Date.now()),
-      grant_id: rootId,
-      tool,
-      principal_kind: 'agent' as const,
-      principal_id: victim.agent.agentId,
-      outcome: 'pending' as const,
-      reason: 'allowed',
-      args_digest: `sha256:${'0'.repeat(64)}`,
-      requested_at: new Date(),
-    });
-    // Queued together, so they share one INSERT; the NUL makes Postgres refuse that statement.
-    const rows = [row('repos.read_file'), row('bad\u0000tool'), row('pulls.list'), row('repos.read_file')];
-    const settled = await Promise.allSettled(rows.map((r) => writer.write(r)));
-    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    const stored = (await callRecordsOf(service.deps.db, rootId)).map((r) => r.id);
-    expect(stored.sort()).toEqual([rows[0]!.id, rows[2]!.id, rows[3]!.id].sort());
   });
 });

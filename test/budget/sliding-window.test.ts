@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { SlidingWindowBudget, type BudgetLevel, type BudgetRequest } from '../../src/budget/sliding-window';
-import { withBeforeSend } from '../../src/budget/redis-client';
+import { withBeforeSend } from '../../src/redis/client';
 import { redisCork } from '../../src/speedups/redis-cork';
 import { treeVersionKey } from '../../src/budget/keys';
 import { DependencyUnavailableError } from '../../src/kernel/dependency';

@@ -1,4 +1,4 @@
-import { insertCallRecords } from '../../src/grants/repositories/call-records';
+import { insertCallRecords } from '../../src/trail/repositories/call-records';
 import { newIdAt } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';
@@ -25,6 +25,7 @@ async function recordCall(grantId: string, tool: string, at = new Date()): Promi
       principal_id: world.bot.agentId,
       outcome: 'succeeded',
       reason: 'allowed',
+      decision_id: crypto.randomUUID(),
       args_digest: `sha256:${'0'.repeat(64)}`,
       requested_at: at,
       completed_at: at,
@@ -115,6 +116,7 @@ describe('the call trail', () => {
       outcome: 'succeeded',
       reason: 'allowed',
       approvalId: null,
+      decisionId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
       approvedBy: null,
       principal: { kind: 'agent', id: world.bot.agentId },
       requestedAt: expect.stringMatching(/Z$/),

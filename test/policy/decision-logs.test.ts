@@ -58,7 +58,7 @@ describe('uploading decision events', () => {
     const res = await checkAs(service, world, leafId, world.agent, { args: { path: marker } });
     expect(res.body.decision).toBe('allow');
     const record = await callRecord(service.deps.db, res.body.callId);
-    await eventually(() => sink.received.some((r) => r.events.some((e) => e.decision_id === record.approval_id)));
+    await eventually(() => sink.received.some((r) => r.events.some((e) => e.decision_id === record.decision_id)));
 
     for (const batch of sink.received) {
       expect(batch.encoding).toBe('gzip');
@@ -66,7 +66,7 @@ describe('uploading decision events', () => {
       for (const event of batch.events) expect(OpaDecisionEvent.safeParse(event).success).toBe(true);
       expect(batch.raw).not.toContain(marker);
     }
-    const event = sink.received.flatMap((r) => r.events).find((e) => e.decision_id === record.approval_id)!;
+    const event = sink.received.flatMap((r) => r.events).find((e) => e.decision_id === record.decision_id)!;
     expect(event).toMatchObject({
       path: 'broker/check/decision',
       // Only args are masked: resource (here none, the tool declares no pointer) is what an audit and impact read.
@@ -87,7 +87,7 @@ describe('uploading decision events', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await metric(service, 'decision_log_upload_failures_total')).toBeGreaterThan(failuresBefore);
     sink.setFailing(false);
-    await eventually(() => sink.received.some((r) => r.events.some((e) => e.decision_id === record.approval_id)), 8000);
+    await eventually(() => sink.received.some((r) => r.events.some((e) => e.decision_id === record.decision_id)), 8000);
   });
 });
 
@@ -124,7 +124,7 @@ describe('a collector gone for long', () => {
     const record = await callRecord(service.deps.db, res.body.callId);
     expect(sink.received).toHaveLength(0);
     await service.close();
-    expect(sink.received.flatMap((r) => r.events).map((e) => e.decision_id)).toContain(record.approval_id);
+    expect(sink.received.flatMap((r) => r.events).map((e) => e.decision_id)).toContain(record.decision_id);
     await sink.close();
   });
 });

@@ -107,9 +107,11 @@ describe('an enforced org package', () => {
   it('lets a write to a feature branch through, its decision event stamped by the service clock', async () => {
     const res = await push('refs/heads/feature/x');
     expect(res.body).toMatchObject({ decision: 'allow', reason: 'allowed' });
-    // An allowed call's record names the decision that allowed it; its event carries the clock's time.
+    // An allowed call's record names the decision that allowed it (and no approval); its event carries the clock's time.
     const calls = await service.http.get(`/api/grants/${grantId}/calls`).set(owner.auth);
-    const decisionId = calls.body.items.find((c: { id: string }) => c.id === res.body.callId).approvalId as string;
+    const record = calls.body.items.find((c: { id: string }) => c.id === res.body.callId);
+    expect(record.approvalId).toBeNull();
+    const decisionId = record.decisionId as string;
     await decisionsWritten();
     const event = service.logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.decision_id === decisionId);
     expect(event?.timestamp).toBe(new Date(clock.now()).toISOString());

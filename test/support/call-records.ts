@@ -1,5 +1,5 @@
 import type { Database } from '../../src/db/database';
-import { callRecordsAfter, findCallRecord, type CallRecordRow } from '../../src/grants/repositories/call-records';
+import { callRecordsAfter, findCallRecord, type CallRecordRow } from '../../src/trail/repositories/call-records';
 
 /**
  * The call trail as tests read it: through its repository, which turns the stored binary form
@@ -16,4 +16,4 @@ export function callRecordsOf(db: Database, grantId: string): Promise<CallRecord
   return callRecordsAfter(db, grantId, null, 100_000);
 }
 
-export { uuidOf } from '../../src/grants/repositories/call-record-codec';
+export { uuidOf } from '../../src/trail/repositories/codec';

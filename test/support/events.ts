@@ -1,4 +1,5 @@
 import type { InstalledAgent } from './world';
+import { eventsFromOutbox } from '../../src/events/outbox';
 import type { TestService } from './service';
 
 export interface PolledEvent {
@@ -24,9 +25,11 @@ export async function poll(
 
 /**
  * Acks every event of the agent straight in the database (leased ones included, which a poll would
- * not see until their lease ends), so a test starts from an empty queue.
+ * not see until their lease ends, and those the approvals' outbox still holds for it), so a test
+ * starts from an empty queue.
  */
 export async function drain(service: TestService, agent: InstalledAgent): Promise<void> {
+  await eventsFromOutbox(service.deps.approvalMessages.agents);
   await service.deps.db('events').where({ agent_id: agent.agentId }).whereNull('acked_at').update({ acked_at: service.deps.db.fn.now() });
 }
 

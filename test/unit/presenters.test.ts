@@ -1,6 +1,7 @@
-import { presentCallRecord, presentGrant } from '../../src/grants/presenters';
+import { presentGrant } from '../../src/grants/presenters';
+import { presentCallRecord } from '../../src/trail/presenters';
 import type { GrantRow } from '../../src/grants/repository';
-import type { CallRecordRow } from '../../src/grants/repositories/call-records';
+import type { CallRecordRow } from '../../src/trail/repositories/call-records';
 
 const grant: GrantRow = {
   id: 'grt_1',
@@ -66,6 +67,7 @@ describe('presenters', () => {
       outcome: 'failed',
       reason: 'allowed',
       approval_id: null,
+      decision_id: null,
       error_code: 'E_INTERNAL_DETAIL',
       args_digest: 'sha256:00',
       requested_at: new Date('2026-11-22T00:00:00Z'),

@@ -1,5 +1,5 @@
 import { DEFAULT_WINDOW_SHAPE, SlidingWindowBudget } from '../../src/budget/sliding-window';
-import { LruCache } from '../../src/cache/lru';
+import { LruCache } from '../../src/kernel/lru';
 import { errorCodesOf } from '../../src/kernel/route';
 
 describe('window shapes', () => {

@@ -65,43 +65,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/grants/{grantId}/calls": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The call trail of a grant, newest first, with the read scope of the grant */
-        get: operations["listGrantCalls"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/grants/{grantId}/usage": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * A grant's budget used and remaining now, and how many grants a revocation would take with it
-         * @description Whoever may read the grant (else 404).
-         */
-        get: operations["getGrantUsage"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/grants/{grantId}/attenuate": {
         parameters: {
             query?: never;
@@ -136,6 +99,43 @@ export interface paths {
          * @description The grant and every descendant get the same `revokedAt` in one transaction. Revoking again is a 200 no-op. Members who can read the grant but do not own its connection get 403 `not_connection_owner`; anyone else 404.
          */
         post: operations["revokeGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/grants/{grantId}/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The call trail of a grant, newest first, with the read scope of the grant */
+        get: operations["listGrantCalls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/grants/{grantId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A grant's budget used and remaining now, and how many grants a revocation would take with it
+         * @description Whoever may read the grant (else 404).
+         */
+        get: operations["getGrantUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -834,6 +834,19 @@ export interface components {
             /** @description Default 3600000 (one hour) */
             windowMs?: number;
         };
+        /** @description Every omitted field inherits the parent (`resources` dimension by dimension). tools ⊆, audience ⊆, writeMode ≤, calls ≤, windowMs ≥, expiresAt ≤, every resource pattern covered by one of the parent's; a pod target may narrow to a seat of that pod in the parent audience. */
+        AttenuateGrant: {
+            target?: components["schemas"]["GrantTarget"];
+            tools?: string[];
+            /** @description A smaller audience: current members of the pod (for a seat grant, only the seat) */
+            audience?: string[];
+            /** @enum {string} */
+            writeMode?: "read" | "approve" | "write";
+            budget?: components["schemas"]["GrantBudgetInput"];
+            /** Format: date-time */
+            expiresAt?: string;
+            resources?: components["schemas"]["GrantResources"] & unknown;
+        };
         /** @description The arguments themselves are never stored or returned; only their digest. */
         CallRecord: {
             id: string;
@@ -845,8 +858,13 @@ export interface components {
              */
             outcome: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval" | "approved";
             reason: string;
-            /** @description The approval (`apr_…`) that allowed the call, the one it waits for, or the policy decision id that allowed it */
+            /** @description The approval (`apr_…`) that allowed the call or the one it waits for; null when no approval concerns the call */
             approvalId: string | null;
+            /**
+             * @description The policy decision behind the answer: the `decision_id` of its decision log event. Null only on records written before the service kept it apart
+             * @example 0b6f6a8e-3c1d-4f2a-9e57-2d1f6c0a4b8e
+             */
+            decisionId: string | null;
             /** @description Who decided the approval the record names: the call it allowed, and the call it held */
             approvedBy: string | null;
             principal: {
@@ -897,19 +915,6 @@ export interface components {
             descendants: number;
             /** @description Grants below this one that a revocation of it would revoke now */
             liveDescendants: number;
-        };
-        /** @description Every omitted field inherits the parent (`resources` dimension by dimension). tools ⊆, audience ⊆, writeMode ≤, calls ≤, windowMs ≥, expiresAt ≤, every resource pattern covered by one of the parent's; a pod target may narrow to a seat of that pod in the parent audience. */
-        AttenuateGrant: {
-            target?: components["schemas"]["GrantTarget"];
-            tools?: string[];
-            /** @description A smaller audience: current members of the pod (for a seat grant, only the seat) */
-            audience?: string[];
-            /** @enum {string} */
-            writeMode?: "read" | "approve" | "write";
-            budget?: components["schemas"]["GrantBudgetInput"];
-            /** Format: date-time */
-            expiresAt?: string;
-            resources?: components["schemas"]["GrantResources"] & unknown;
         };
         BrokerCheckResult: {
             /** @enum {string} */
@@ -1869,222 +1874,6 @@ export interface operations {
             };
         };
     };
-    listGrantCalls: {
-        parameters: {
-            query?: {
-                /** @description Page size, 1..200 */
-                limit?: number;
-                /** @description nextCursor of the previous page */
-                cursor?: string;
-                /** @description Only the calls that received the token of this fingerprint */
-                credential?: string;
-            };
-            header?: never;
-            path: {
-                grantId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Call records, newest first */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        items: components["schemas"]["CallRecord"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description `invalid_request`: The request is malformed */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `unauthenticated`: Authentication is required */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `not_found`: Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `payload_too_large`: The request body is larger than 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `unsupported_media_type`: The request body must be application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `internal_error`: Internal server error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    getGrantUsage: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                grantId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Use and subtree */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GrantUsage"];
-                };
-            };
-            /** @description `invalid_request`: The request is malformed */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `unauthenticated`: Authentication is required */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `not_found`: Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `payload_too_large`: The request body is larger than 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `unsupported_media_type`: The request body must be application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `internal_error`: Internal server error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     attenuateGrant: {
         parameters: {
             query?: never;
@@ -2312,6 +2101,222 @@ export interface operations {
                 };
             };
             /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed; `invalidation_pending`: The change is committed but not yet confirmed on every replica; repeat the request to confirm it */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listGrantCalls: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..200 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description Only the calls that received the token of this fingerprint */
+                credential?: string;
+            };
+            header?: never;
+            path: {
+                grantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Call records, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["CallRecord"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getGrantUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                grantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Use and subtree */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantUsage"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
             503: {
                 headers: {
                     [name: string]: unknown;

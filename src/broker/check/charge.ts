@@ -1,10 +1,9 @@
-import { claimApproval } from '../../approvals/requests';
 import type { BudgetLevel } from '../../budget/sliding-window';
 import type { BrokerDeps } from '../deps';
-import type { Chain } from '../chain';
+import type { Chain } from '../reads';
 import type { Charged, Resolved, Verdict } from './stages';
 
-export type ChargeDeps = Pick<BrokerDeps, 'db' | 'budget' | 'windows'>;
+export type ChargeDeps = Pick<BrokerDeps, 'approvals' | 'budget' | 'rebuild'>;
 
 /**
  * The third stage, the first with a side effect: one budget script over the whole chain, which
@@ -13,21 +12,21 @@ export type ChargeDeps = Pick<BrokerDeps, 'db' | 'budget' | 'windows'>;
  * allowed call takes one unit at every level and leaves its labels and its tool's count on the
  * tree; anything else only looks. Every answer brings the tree's session for its next check.
  *
- * A call allowed by an approval takes the approval before the unit, in a transaction that the
- * call's record later commits with: of concurrent re-sends one holds it and the others find it
- * used before any unit is taken; a budget that turns out full, or stale facts, roll it back.
+ * A call allowed by an approval takes the approval before the unit, as a claim that the call's
+ * record later commits with: of concurrent re-sends one holds it and the others find it used
+ * before any unit is taken; a budget that turns out full, or stale facts, give it back.
  */
 export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict): Promise<Charged> {
   const rootId = call.chain[0]!.root_id;
-  if (!call.snapshot) throw new Error('broker/check allowed a grant of another broker');
+  if (!call.treeVersion) throw new Error('broker/check allowed a grant of another broker');
   const approvalId = verdict.kind === 'allow' && verdict.spendsApproval ? call.request.approvalId : undefined;
-  const unitOfWork = approvalId ? await deps.db.transaction() : undefined;
+  const claim = approvalId ? await deps.approvals.claim(approvalId, call.callId, new Date(call.nowMs)) : undefined;
   try {
-    const claimed = !unitOfWork || (await claimApproval(unitOfWork, approvalId!, call.callId, new Date(call.nowMs)));
+    const claimed = !approvalId || claim !== undefined;
     const answer = await deps.budget.run({
       rootId,
       levels: budgetLevels(call.chain),
-      expectedVersion: call.snapshot.version,
+      expectedVersion: call.treeVersion,
       mode: verdict.kind === 'allow' && claimed ? 'consume' : 'probe',
       session: {
         stamp: call.session.stamp,
@@ -36,9 +35,7 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
         ...(verdict.exactCalls ? { seenCalls: call.session.calls[call.request.tool] ?? 0 } : {}),
       },
     });
-    if (unitOfWork && answer.kind !== 'allowed') await unitOfWork.rollback();
-    // What the tree's next check on this replica decides on.
-    if (answer.kind !== 'missing') call.snapshot.session = answer.session;
+    if (claim && answer.kind !== 'allowed') await claim.release();
     switch (answer.kind) {
       case 'missing':
         // Redis lost the tree: its windows are rebuilt from the call trail, then resolved again
@@ -56,7 +53,7 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
           atMs: answer.atMs,
           remaining: answer.remaining,
           resetMs: answer.resetMs,
-          ...(unitOfWork ? { claim: { approvalId: approvalId!, unitOfWork } } : {}),
+          ...(claim ? { claim } : {}),
         };
       case 'probed': {
         const probed = { remaining: answer.remaining, resetMs: answer.resetMs };
@@ -66,13 +63,13 @@ export async function charge(deps: ChargeDeps, call: Resolved, verdict: Verdict)
         return { kind: 'exhausted', retryAfterMs: answer.retryAfterMs, resetMs: answer.resetMs, fullLevels: answer.fullLevels };
     }
   } catch (error) {
-    if (unitOfWork && !unitOfWork.isCompleted()) await unitOfWork.rollback().catch(() => undefined);
+    await claim?.release();
     throw error;
   }
 }
 
 async function rebuilt(deps: ChargeDeps, rootId: string): Promise<Charged> {
-  const version = await deps.windows.rebuild(rootId);
+  const version = await deps.rebuild(rootId);
   const state = await deps.budget.treeState(rootId);
   return state ? { kind: 'stale', treeVersion: state.version, session: state.session } : { kind: 'stale', treeVersion: version };
 }

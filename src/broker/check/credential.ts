@@ -1,11 +1,10 @@
-import { credentialSourceOf } from '../../connections/facts';
 import { CredentialUnavailableError, type MintedCredential } from '../../github-apps/installation-tokens';
 import { ApiError } from '../../kernel/errors';
 import type { BrokerDeps } from '../deps';
 import { resourceOf } from '../policy-input';
 import type { Resolved, Verdict } from './stages';
 
-export type CredentialDeps = Pick<BrokerDeps, 'db' | 'tokens' | 'credentialSources'>;
+export type CredentialDeps = Pick<BrokerDeps, 'reads' | 'tokens'>;
 
 /** What a check that asked for a credential has for it: a token, none needed, or a failed mint. */
 export type Minted = { kind: 'none' } | { kind: 'minted'; credential: MintedCredential } | { kind: 'failed'; detail: string };
@@ -28,13 +27,7 @@ const unavailable = (detail: string) => new ApiError('credential_unavailable', d
 export async function credentialFor(deps: CredentialDeps, call: Resolved, verdict: Verdict): Promise<Minted> {
   if (!call.request.credential) return { kind: 'none' };
   const connectionId = call.chain[0]!.connection_id;
-  const sourceKey = `${connectionId}\n${call.request.tool}`;
-  let source = deps.credentialSources.get(sourceKey);
-  if (source === undefined) {
-    source = (await credentialSourceOf(deps.db, connectionId, call.request.tool)) ?? null;
-    // A connection's app, installation and tool permissions never change once it is made.
-    deps.credentialSources.set(sourceKey, source);
-  }
+  const source = await deps.reads.credentialSourceOf(connectionId, call.request.tool);
   if (!source) throw unavailable('the connection names no GitHub App: its calls get no credential');
   if (!source.permissions) throw unavailable('the tool declares no permissions: its calls get no credential');
   if (verdict.kind !== 'allow') return { kind: 'none' };

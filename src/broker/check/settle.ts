@@ -1,24 +1,20 @@
-import { countApproval, requestApproval } from '../../approvals/requests';
 import { DependencyUnavailableError } from '../../kernel/dependency';
 import { fingerprintBytes, type MintedCredential } from '../../github-apps/installation-tokens';
 import { ApiError } from '../../kernel/errors';
-import { insertCallRecord, type NewCallRecord } from '../../grants/trail';
+import type { NewCallRecord } from '../../trail/writer';
 import type { BrokerDeps } from '../deps';
 import { brokerDecisions } from '../metrics';
 import { budgetLevels } from './charge';
 import { decisions, type DecisionInput } from '../../kernel/decisions/catalogue';
 import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';
 
-export type SettleDeps = Pick<
-  BrokerDeps,
-  'db' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy' | 'approvalArgs' | 'approvalWebhooks'
->;
+export type SettleDeps = Pick<BrokerDeps, 'approvals' | 'budget' | 'trail' | 'log' | 'approvalTtlMs' | 'policy'>;
 
 /**
  * The last stage: the answer, and the call record it waits for. No record, no answer: the broker
  * must not run a call the trail does not show. A plain call's record shares a group commit with
- * its neighbours'; a call that uses or asks for an approval writes the approval and the record in
- * one unit of work, so neither is left without the other. The one give-back of the check is
+ * its neighbours'; a call that uses or asks for an approval has the approvals write its record with
+ * the approval, so neither is left without the other. The one give-back of the check is
  * here: a unit taken for a call whose record could not be written.
  */
 export async function settle(
@@ -38,23 +34,19 @@ export async function settle(
   };
   try {
     if (charged.kind === 'taken' && charged.claim) {
-      await insertCallRecord(charged.claim.unitOfWork, { ...record, approval_id: charged.claim.approvalId });
-      await charged.claim.unitOfWork.commit();
-      countApproval('used');
+      await charged.claim.commitWith({ ...record, approval_id: charged.claim.approvalId });
     } else if (answer.reason === 'approval_required') {
-      const request = approvalRequestOf(deps, call, verdict);
-      answer = await deps.db.transaction(async (trx) => {
-        const asked = await requestApproval(trx, request, { vault: deps.approvalArgs, webhooks: deps.approvalWebhooks });
-        await insertCallRecord(trx, { ...record, outcome: 'awaiting_approval', approval_id: asked.id });
-        return { ...answer, decision: 'approval_required' as const, approvalId: asked.id, approval: asked };
-      });
-      countApproval('requested');
+      const asked = await deps.approvals.ask(approvalRequestOf(deps, call, verdict), (approval) => ({
+        ...record,
+        outcome: 'awaiting_approval',
+        approval_id: approval.id,
+      }));
+      answer = { ...answer, decision: 'approval_required', approvalId: asked.id, approval: asked };
     } else {
       await deps.trail.write(record);
     }
   } catch (error) {
-    const claim = charged.kind === 'taken' ? charged.claim : undefined;
-    if (claim && !claim.unitOfWork.isCompleted()) await claim.unitOfWork.rollback().catch(() => undefined);
+    if (charged.kind === 'taken') await charged.claim?.release();
     deps.log.error({ err: { message: (error as Error).message }, callId: call.callId }, 'call record not written');
     // Every consumed unit has its record: the unit of a call that has none is given back.
     if (charged.kind === 'taken') {
@@ -127,7 +119,7 @@ function chargeRefusal(deps: SettleDeps, call: Resolved, reason: ChargeRefusal, 
 
 type ChargeRefusal = DecisionInput<typeof decisions.brokerCharge>['reason'];
 
-/** The call's record as the answer says; an allowed call names the decision that allowed it. */
+/** The call's record as the answer says, naming the policy decision behind it (its decision event's id). */
 function recordOf(call: Resolved, verdict: Verdict, answer: CheckAnswer): NewCallRecord {
   return {
     id: call.callId,
@@ -137,7 +129,8 @@ function recordOf(call: Resolved, verdict: Verdict, answer: CheckAnswer): NewCal
     principal_id: verdict.principal.id,
     outcome: answer.decision === 'allow' ? 'pending' : 'denied',
     reason: answer.reason,
-    approval_id: answer.decision === 'allow' ? verdict.decisionId : null,
+    approval_id: null,
+    decision_id: verdict.decisionId,
     args_digest: call.argsDigest,
     requested_at: call.requestedAt,
   };

@@ -1,12 +1,11 @@
-import type { Knex } from 'knex';
 import type { TreeSession } from '../../budget/sliding-window';
 import type { Explanation } from '../../kernel/decisions/explanation';
-import type { approvalFact } from '../../approvals/requests';
 import type { CallPrincipal } from '../../kernel/principals';
 import type { CheckingBroker } from '../authenticator';
-import type { Chain } from '../chain';
+import type { ApprovalClaim, ApprovalFact } from '../deps';
+import type { Chain } from '../reads';
 import type { CallSubject, SubjectInput } from '../policy-input';
-import type { MutableFacts, TreeSnapshot } from '../tree-facts';
+import type { MutableFacts } from '../tree-facts';
 
 export type { CallSubject, SubjectInput } from '../policy-input';
 
@@ -51,15 +50,15 @@ export interface Start {
   requestedAt: Date;
 }
 
-export type ApprovalFact = Awaited<ReturnType<typeof approvalFact>>;
+export type { ApprovalClaim, ApprovalFact } from '../deps';
 
 /** Everything the policy is asked about, read under one tree version, at one instant. */
 export interface Resolved extends Start {
   /** The clock, read once per attempt: the policy's `now_ms` and the approval's use. */
   nowMs: number;
   chain: Chain;
-  /** Absent for another broker's grant, for which nothing of the tree is looked at. */
-  snapshot?: TreeSnapshot;
+  /** The tree's version every fact was read under; absent for another broker's grant, of which nothing is looked at. */
+  treeVersion?: string;
   subject: CallSubject;
   facts: MutableFacts;
   approval?: ApprovalFact;
@@ -79,12 +78,6 @@ export type Verdict =
     /** An enforced rule read the tool's count: the charge holds only if the tree's count is the one seen. */
     exactCalls?: boolean;
   };
-
-/** An approval taken for this call, in a transaction the call's record commits with. */
-export interface ApprovalClaim {
-  approvalId: string;
-  unitOfWork: Knex.Transaction;
-}
 
 /**
  * What the charge stage did: took a unit, found none, only looked, found the facts stale (resolve

@@ -1,4 +1,4 @@
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from './client';
 
 export interface RedisDurability {
   /** aof: every write is logged; rdb: periodic snapshots; none: a restart forgets everything. */

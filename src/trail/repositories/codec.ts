@@ -28,20 +28,15 @@ export function idOfUuid(kind: IdKind, uuid: string): string {
   return idOfBytes(kind, Buffer.from(uuid.replaceAll('-', ''), 'hex'));
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * A record's `approval_id` names an approval (`apr_…`, a UUIDv7 inside) or, for a call allowed
- * without one, the policy decision that allowed it (a random UUIDv4): the UUID's version tells
- * them apart when read back.
+ * A record's `decision_id`: the id its policy decision was logged under, a UUID as the decision
+ * event spells it (lowercase, with dashes); Postgres answers it in that spelling.
  */
-export function approvalUuidOf(approvalOrDecisionId: string): string {
-  if (UUID.test(approvalOrDecisionId)) return approvalOrDecisionId.replaceAll('-', '');
-  return uuidOf('approval', approvalOrDecisionId);
-}
-
-export function approvalOfUuid(uuid: string): string {
-  return uuid[14] === '4' ? uuid : idOfUuid('approval', uuid);
+export function decisionUuidOf(decisionId: string): string {
+  if (!UUID.test(decisionId)) throw new TypeError('not a decision id');
+  return decisionId.replaceAll('-', '');
 }
 
 export function digestBytes(digest: string): Buffer {

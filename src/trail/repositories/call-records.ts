@@ -1,18 +1,20 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
 import { idBytes, idTimeMs } from '../../kernel/ids';
-import type { BudgetLevelRow, ListPosition } from '../repository';
-import * as codec from './call-record-codec';
-import { shapeCodes } from './call-record-shapes';
+import type { ListPosition } from '../../kernel/cursor';
+import * as codec from './codec';
+import type { ShapeMemo } from '../shape-memo';
+import { shapeCodes } from './shapes';
 
 type Queryable = Database | Knex.Transaction;
 
 /**
  * The call trail, `call_records`: one row per broker check, written before its answer leaves,
  * completed once by the call's outcome. Partitioned by day on `requested_at`, stored in binary
- * (call-record-codec.ts); `held_call_records` keeps a held tree's rows of days already dropped,
- * and every read of a grant's trail reads both. Owned here; the broker writes it through
- * grants/trail.ts, the maintenance job (grants/trail-maintenance.ts) makes and drops days.
+ * (codec.ts); `held_call_records` keeps a held tree's rows of days already dropped,
+ * and every read of a grant's trail reads both. Owned here, by the trail domain: the broker's
+ * check writes through the trail's writer (trail/writer.ts), the maintenance job
+ * (trail/maintenance.ts) makes and drops days.
  */
 
 export interface CallRecordRow {
@@ -24,7 +26,10 @@ export interface CallRecordRow {
   /** As stored, except a held call's once its approval is settled (see withApprovals). */
   outcome: codec.Outcome | SettledHold;
   reason: string;
+  /** The approval the call used or waits for; null for a call no approval concerns. */
   approval_id: string | null;
+  /** The policy decision behind the answer (its decision event's id); null on records older than the column. */
+  decision_id: string | null;
   error_code: string | null;
   args_digest: string;
   requested_at: Date;
@@ -40,7 +45,8 @@ export interface CallRecordRow {
 /** What a call held for approval reads as once a human approved it. */
 type SettledHold = 'approved';
 
-type OptionalColumns = 'approval_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
+type OptionalColumns =
+  'approval_id' | 'decision_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
 
 /** A row of call_records as a check writes it. */
 export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by' | 'outcome'> & {
@@ -57,6 +63,7 @@ interface StoredRow {
   outcome: number;
   reason: string | null;
   approval_id: string | null;
+  decision_id: string | null;
   error_code: string | null;
   args_digest: Buffer;
   requested_at: Date;
@@ -81,8 +88,9 @@ const completedAfterMs = (row: Pick<NewCallRecord, 'requested_at' | 'completed_a
   row.completed_at ? row.completed_at.getTime() - row.requested_at.getTime() : null;
 
 /** A query of rows of the trail (`r`) read back with their shape. */
-const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.error_code,
-  r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint, r.credential_expires_at`;
+const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.decision_id,
+  r.error_code, r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint,
+  r.credential_expires_at`;
 const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
 
 function decode(row: StoredRow): CallRecordRow {
@@ -95,7 +103,8 @@ function decode(row: StoredRow): CallRecordRow {
     principal_id: row.principal_id,
     outcome,
     reason: row.reason ?? codec.usualReason(outcome) ?? '',
-    approval_id: row.approval_id && codec.approvalOfUuid(row.approval_id),
+    approval_id: row.approval_id && codec.idOfUuid('approval', row.approval_id),
+    decision_id: row.decision_id,
     error_code: row.error_code,
     args_digest: codec.digestOfBytes(row.args_digest),
     requested_at: row.requested_at,
@@ -114,7 +123,7 @@ function encode(row: NewCallRecord, shape: number): unknown[] {
     shape,
     codec.OUTCOME_CODES[row.outcome],
     row.reason === codec.usualReason(row.outcome) ? null : row.reason,
-    row.approval_id ? codec.approvalUuidOf(row.approval_id) : null,
+    row.approval_id ? codec.uuidOf('approval', row.approval_id) : null,
     row.error_code ?? null,
     codec.digestBytes(row.args_digest),
     row.requested_at,
@@ -122,11 +131,12 @@ function encode(row: NewCallRecord, shape: number): unknown[] {
     row.duration_ms ?? null,
     row.credential_fingerprint ?? null,
     row.credential_expires_at ?? null,
+    row.decision_id ? codec.decisionUuidOf(row.decision_id) : null,
   ];
 }
 
 const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason, approval_id, error_code, args_digest, requested_at,
-                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at)`;
+                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at, decision_id)`;
 
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
@@ -134,10 +144,10 @@ const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason
  * and a batch sends only Bind and Execute (the trail is one write per check).
  */
 const INSERT_ROWS = {
-  name: 'call_records_insert_v4',
+  name: 'call_records_insert_v5',
   text: `${INSERTED}
 select * from unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
-                     $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[])`,
+                     $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[], $14::uuid[])`,
 };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
@@ -145,10 +155,14 @@ interface PgConnection {
   query(statement: { name?: string; text: string; values: unknown[] }): Promise<unknown>;
 }
 
-/** Any number of records in one statement (the group commit of concurrent checks). */
-export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[]): Promise<void> {
-  const shapes = await shapeCodes(db, rows, { remember: true });
-  const encoded = rows.map((row, i) => encode(row, shapes[i]!));
+/**
+ * Any number of records in one statement (the group commit of concurrent checks). `shapes` keeps
+ * the shape codes seen committed (src/speedups/memo.ts); without it each write makes or finds its
+ * shapes first.
+ */
+export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[], shapes?: ShapeMemo): Promise<void> {
+  const codes = await shapeCodes(db, rows, shapes);
+  const encoded = rows.map((row, i) => encode(row, codes[i]!));
   // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
   const values = encoded[0]!.map((_, column) => encoded.map((row) => row[column]));
   // Straight to a connection of knex's pool: knex cannot send a named statement.
@@ -162,8 +176,11 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 
 /** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
 export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
-  const [shape] = await shapeCodes(trx, [row], { remember: false });
-  await trx.raw(`${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?)`, encode(row, shape!) as Knex.RawBinding[]);
+  const [shape] = await shapeCodes(trx, [row]);
+  await trx.raw(
+    `${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?, ?::uuid)`,
+    encode(row, shape!) as Knex.RawBinding[],
+  );
 }
 
 /**
@@ -238,7 +255,7 @@ export async function completeCallRecord(
  * revoked grant's approvals expire with it). Only a pending, unexpired approval reads as awaiting.
  */
 async function withApprovals(db: Queryable, rows: CallRecordRow[], now: Date): Promise<CallRecordRow[]> {
-  const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id?.startsWith('apr_') ? [row.approval_id] : [])))];
+  const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id ? [row.approval_id] : [])))];
   if (approvalIds.length === 0) return rows.map((row) => ({ ...row, approval_decided_by: null }));
   const approvals: Array<{ id: string; decided_by: string | null; state: string; expires_at: Date }> = await db('approvals')
     .whereIn('id', approvalIds)
@@ -295,7 +312,7 @@ export async function callRecordsAfter(
   if (!query) return [];
   let index = 0;
   const statement = {
-    name: `call_records_${after ? 'after' : 'newest'}${credential ? '_of_credential' : ''}_v2`,
+    name: `call_records_${after ? 'after' : 'newest'}${credential ? '_of_credential' : ''}_v3`,
     text: query.sql.replace(/\?/g, () => `$${(index += 1)}`),
     values: query.bindings,
   };
@@ -372,7 +389,7 @@ select level_id, at_ms - at_ms % bucket_ms, count(*) from counted where bucket_m
  */
 export async function callsInWindows(
   db: Queryable,
-  levels: ReadonlyArray<BudgetLevelRow & { bucketMs: number }>,
+  levels: ReadonlyArray<{ id: string; parentId: string | null; calls: number; windowMs: number; bucketMs: number }>,
   marginMs: number,
 ): Promise<Array<{ levelId: string; atMs: number; n: number }>> {
   const tree = levels.map((l) => ({

@@ -1,5 +1,5 @@
 import type { Database } from '../../db/database';
-import { dayOfTable, dayTable } from './call-record-partitions';
+import { dayOfTable, dayTable } from './days';
 
 /**
  * Closed days of the call trail, packed: a day's B-tree is written while the day is open, one

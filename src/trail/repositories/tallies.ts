@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
-import * as codec from './call-record-codec';
+import * as codec from './codec';
 import { ALLOWED_OUTCOMES, ofGrant } from './call-records';
 
 type Queryable = Database | Knex.Transaction;

@@ -3,10 +3,11 @@ import path from 'node:path';
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
-import { exportTrailDay } from './trail-export';
-import { trailBytes, trailDaysDropped, trailDaysPacked, trailExportFailures, trailOldestDay, trailPartitions } from './trail-metrics';
-import { createTrailDay, dropTrailDay, heldGrantIds, nextDay, trailDays } from './repositories/call-record-partitions';
-import { dayIndexes, packTrailDay } from './repositories/call-record-compaction';
+import { exportTrailDay } from './export';
+import { trailBytes, trailDaysDropped, trailDaysPacked, trailExportFailures, trailOldestDay, trailPartitions } from './metrics';
+import { createTrailDay, dropTrailDay, nextDay, trailDays } from './repositories/days';
+import { heldGrantIds } from './repositories/holds';
+import { dayIndexes, packTrailDay } from './repositories/packing';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
 export const DAYS_AHEAD = 3;
@@ -92,7 +93,7 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
 }
 
 /**
- * Packs the B-tree of the newest closed day not packed yet (repositories/call-record-compaction.ts):
+ * Packs the B-tree of the newest closed day not packed yet (repositories/packing.ts):
  * one a pass, so a first start on a long trail spreads the work over its hourly passes. A failure
  * only costs bytes: it is logged and the day is tried again next pass.
  */

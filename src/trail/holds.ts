@@ -1,7 +1,7 @@
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import { looksLikeId } from '../kernel/ids';
-import { holdTree, releaseTree, rootOfGrant } from './repositories/call-record-partitions';
+import { holdTree, releaseTree, rootOfGrant } from './repositories/holds';
 
 /**
  * Holds on the call trail, for an investigation: a held grant tree's records outlive retention.

@@ -1,8 +1,15 @@
-import type { Database } from '../db/database';
-import { insertCallRecords, type NewCallRecord } from '../grants/trail';
+/**
+ * Speed-up: the call records of concurrent checks written by one statement (a group commit).
+ *
+ * Trades: a check's record may wait for the batch before it (while one batch is being written,
+ * the next one gathers) for one round trip and one commit for up to MAX_BATCH records under load
+ * instead of one each; alone, a record is written at once. A check still answers only once its
+ * own record is durable: an allowed call with no record would be a hole in the trail.
+ *
+ * Off (SPEEDUPS=off): trail/writer.ts's plainTrailWriter, one statement per record.
+ */
 import { isDependencyFailure } from '../kernel/dependency';
-
-export type { NewCallRecord } from '../grants/trail';
+import type { NewCallRecord, TrailWriter, WriteRecords } from '../trail/writer';
 
 interface Waiting {
   row: NewCallRecord;
@@ -12,17 +19,13 @@ interface Waiting {
 
 const MAX_BATCH = 500;
 
-/**
- * Group commit for call records. A check waits until its own record is durable before it answers
- * (an allowed call with no record would be a hole in the trail), but the INSERTs of concurrent
- * checks share one statement: while one batch is being written, the next one gathers. Under no
- * load a record is written at once, alone; under load one round trip carries up to MAX_BATCH.
- */
-export class CallTrailWriter {
+/** The trail's writer whose statements carry the records of every check waiting at the time. */
+export class GroupCommit implements TrailWriter {
   private queue: Waiting[] = [];
   private flushing: Promise<void> | undefined;
 
-  constructor(private readonly db: Database) {}
+  /** `insert` writes any number of records in one statement (the trail's repository). */
+  constructor(private readonly insert: WriteRecords) {}
 
   write(row: NewCallRecord): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -70,9 +73,5 @@ export class CallTrailWriter {
         waiting.reject(error);
       }
     }
-  }
-
-  private insert(rows: readonly NewCallRecord[]): Promise<void> {
-    return insertCallRecords(this.db, rows);
   }
 }

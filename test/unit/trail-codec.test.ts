@@ -1,13 +1,5 @@
 import { idBytes, idTimeMs, newId, newIdAt } from '../../src/kernel/ids';
-import {
-  approvalOfUuid,
-  approvalUuidOf,
-  digestBytes,
-  digestOfBytes,
-  idOfUuid,
-  uuidOf,
-  usualReason,
-} from '../../src/grants/repositories/call-record-codec';
+import { decisionUuidOf, digestBytes, digestOfBytes, idOfUuid, uuidOf, usualReason } from '../../src/trail/repositories/codec';
 
 /** The call trail's binary form: every conversion gives back exactly what went in, and refuses junk. */
 describe('the call record codec', () => {
@@ -43,13 +35,17 @@ describe('the call record codec', () => {
     }
   });
 
-  it('tells an approval from a policy decision by the UUID version', () => {
+  it('keeps an approval as its UUID and a policy decision as its own, each read back as it went in', () => {
     const approval = newId('approval');
     const decision = crypto.randomUUID();
     const dashed = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-    expect(approvalOfUuid(dashed(approvalUuidOf(approval)))).toBe(approval);
-    expect(approvalOfUuid(dashed(approvalUuidOf(decision)))).toBe(decision);
-    expect(() => approvalUuidOf('not-an-approval')).toThrow();
+    expect(idOfUuid('approval', dashed(uuidOf('approval', approval)))).toBe(approval);
+    expect(dashed(decisionUuidOf(decision))).toBe(decision);
+    // An approval is never taken for a decision, nor a decision for an approval.
+    expect(() => uuidOf('approval', decision)).toThrow('not a approval id');
+    for (const junk of [approval, 'not-a-decision', `${decision}\u0000`, decision.toUpperCase().replace(/[0-9]/g, 'G')]) {
+      expect(() => decisionUuidOf(junk)).toThrow('not a decision id');
+    }
   });
 
   it('keeps a digest as its 32 bytes, and refuses anything else', () => {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
-import { PRINCIPAL_KIND_CODES, type PrincipalKind } from './call-record-codec';
+import type { ShapeMemo } from '../shape-memo';
+import { PRINCIPAL_KIND_CODES, type PrincipalKind } from './codec';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -8,7 +9,8 @@ type Queryable = Database | Knex.Transaction;
  * `call_record_shapes`: each (tool, principal) pair a call record names, stored once and named by
  * a number in every record (`call_records.shape`). A trail repeats the same few tools and
  * principals millions of times; this is what keeps a record small. Codes are never deleted or
- * reused, so a code once read stays right; this process keeps the ones it has seen.
+ * reused, so a code once read stays right: a memo (src/speedups/memo.ts) may keep the ones
+ * committed.
  */
 
 export interface Shape {
@@ -17,23 +19,18 @@ export interface Shape {
   principal_id: string;
 }
 
-/** Codes this process has seen committed, per database handle; cleared whole when full. */
-const seen = new WeakMap<Queryable, Map<string, number>>();
-const SEEN_MAX = 50_000;
-
 const keyOf = (shape: Shape) => `${shape.principal_kind}\u0000${shape.principal_id}\u0000${shape.tool}`;
 
 /**
  * The code of each row's shape, in order. Shapes not seen yet are made (or found) in one
  * statement; `do update` makes it answer the existing row too, so a shape another replica made a
- * moment ago is found, never missed. Inside a unit of work (`trx`) the shape is made in it and
- * not remembered: if the unit rolls back, so does the shape.
+ * moment ago is found, never missed. With a memo, the codes it keeps are taken from it and the new
+ * ones kept: only outside a unit of work, whose rollback would take the shape with it.
  */
-export async function shapeCodes(db: Queryable, shapes: readonly Shape[], options: { remember: boolean }): Promise<number[]> {
-  let codes = options.remember ? seen.get(db) : new Map<string, number>();
-  if (!codes) seen.set(db, (codes = new Map()));
+export async function shapeCodes(db: Queryable, shapes: readonly Shape[], memo?: ShapeMemo): Promise<number[]> {
+  const known = (shape: Shape) => memo?.get(keyOf(shape));
   const missing = new Map<string, Shape>();
-  for (const shape of shapes) if (!codes.has(keyOf(shape))) missing.set(keyOf(shape), shape);
+  for (const shape of shapes) if (known(shape) === undefined) missing.set(keyOf(shape), shape);
   const made = new Map<string, number>();
   if (missing.size > 0) {
     // In one order everywhere, so two writers making the same shapes never wait on each other in a circle.
@@ -48,13 +45,10 @@ export async function shapeCodes(db: Queryable, shapes: readonly Shape[], option
     const kinds = Object.keys(PRINCIPAL_KIND_CODES) as PrincipalKind[];
     for (const row of rows)
       made.set(keyOf({ tool: row.tool, principal_kind: kinds[row.principal_kind]!, principal_id: row.principal_id }), row.code);
-    if (options.remember) {
-      if (codes.size + made.size > SEEN_MAX) codes.clear();
-      for (const [key, code] of made) codes.set(key, code);
-    }
+    memo?.keep(made);
   }
   return shapes.map((shape) => {
-    const code = codes.get(keyOf(shape)) ?? made.get(keyOf(shape));
+    const code = known(shape) ?? made.get(keyOf(shape));
     if (code === undefined) throw new Error('a call record shape was not made');
     return code;
   });

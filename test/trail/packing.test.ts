@@ -1,7 +1,7 @@
 import { createDatabase, migrateToLatest } from '../../src/db/database';
-import { dayIndexes, packTrailDay } from '../../src/grants/repositories/call-record-compaction';
-import { dayTable } from '../../src/grants/repositories/call-record-partitions';
-import { utcDay } from '../../src/grants/trail-maintenance';
+import { dayIndexes, packTrailDay } from '../../src/trail/repositories/packing';
+import { dayTable } from '../../src/trail/repositories/days';
+import { utcDay } from '../../src/trail/maintenance';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { ManualClock } from '../support/clock';
 import { ownDatabase } from '../support/own-database';
@@ -40,7 +40,7 @@ async function busyDay(count: number): Promise<void> {
     )
   ).rows as Array<{ code: number }>;
   await service.deps.db.raw(
-    `insert into call_records (requested_at, shape, outcome, id, grant_id, approval_id, args_digest)
+    `insert into call_records (requested_at, shape, outcome, id, grant_id, decision_id, args_digest)
      select to_timestamp(?::double precision / 1000) - (n * interval '1 second'), ?, 2, gen_random_uuid(),
             ('00000000-0000-7000-8000-' || lpad(to_hex(n % 500), 12, '0'))::uuid, gen_random_uuid(), sha256(n::text::bytea)
        from generate_series(1, ?) as n`,

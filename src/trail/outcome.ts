@@ -1,8 +1,8 @@
 import { decisions } from '../kernel/decisions/catalogue';
 import { ApiError } from '../kernel/errors';
 import { enforce } from '../policy/enforce';
-import { completeCallRecord, findCallForOutcome, type CallRecordRow } from '../grants/trail';
-import type { BrokerDeps } from './deps';
+import type { TrailDeps } from './deps';
+import { completeCallRecord, findCallForOutcome, type CallRecordRow } from './repositories/call-records';
 
 export interface OutcomeReport {
   outcome: 'succeeded' | 'failed';
@@ -15,7 +15,7 @@ export interface OutcomeReport {
  * decides). The conditional UPDATE settles a race between two reports of the same call.
  */
 export async function recordOutcome(
-  deps: Pick<BrokerDeps, 'db' | 'policy' | 'clock'>,
+  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock'>,
   brokerId: string,
   callId: string,
   report: OutcomeReport,

@@ -8,7 +8,7 @@ import { createGzip } from 'node:zlib';
 import type { Database } from '../db/database';
 import { presentCallRecord } from './presenters';
 import { callRecordsOfDay } from './repositories/call-records';
-import { nextDay } from './repositories/call-record-partitions';
+import { nextDay } from './repositories/days';
 
 const PAGE = 2000;
 
