@@ -47,7 +47,10 @@ RUN --mount=type=secret,id=policy_signing_key,required=true \
 # Stage 3: what runs. The verification key is not in the image: it is the deployment's to give
 # (POLICY_BUNDLE_PUBLIC_KEY, mounted by docker-compose.yml), so an image cannot vouch for itself.
 FROM node:24-bookworm-slim
+# The service listens on loopback unless told otherwise; in a container it must answer on the
+# container's own interface for the published port to reach it.
 ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
     POLICY_BUNDLE_PATH=build/policy/bundle.tar.gz
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -26,7 +26,9 @@ if (!existsSync(path.join(root, 'dist/src/main.js')) || !existsSync(path.join(ro
 }
 const { createDatabase, ensureDatabaseExists, migrateToLatest } = require(path.join(root, 'dist/src/db/database.js'));
 export const { registerBroker } = require(path.join(root, 'dist/src/admin/brokers.js'));
-const { DEVELOPMENT_JWT_SECRET } = require(path.join(root, 'dist/src/config.js'));
+
+/** The HS256 secret of this run's services (each is given it), which humanToken signs with. */
+const BENCH_JWT_SECRET = randomBytes(32).toString('base64url');
 
 const children = [];
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -98,6 +100,7 @@ export async function startService(env = {}, nodeArgs = []) {
       REDIS_URL,
       REDIS_KEY_PREFIX,
       NODE_ENV: 'development',
+      JWT_SECRET: BENCH_JWT_SECRET,
       LOG_LEVEL: 'warn',
       POLICY_WATCH: 'false',
       ...env,
@@ -145,7 +148,7 @@ export async function stopService(base) {
 }
 
 export function humanToken(subject) {
-  return jwt.sign({}, DEVELOPMENT_JWT_SECRET, { algorithm: 'HS256', subject, expiresIn: '2h' });
+  return jwt.sign({}, BENCH_JWT_SECRET, { algorithm: 'HS256', subject, expiresIn: '2h' });
 }
 
 export async function api(base, method, url, token, body) {

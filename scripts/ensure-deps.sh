@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Installs npm packages when node_modules is missing or older than the lock file, and the pinned
-# Rego toolchain (scripts/install-tools.sh is a no-op when it is already in place). With
-# --with-test-node, also the pinned Node LTS of tools/node/package.json, which the test command
-# runs the suite on beside the machine's Node (the `node` package ships the binary from the npm
-# registry; it stays in tools/node/node_modules, off the PATH of every npm script).
+# opa (scripts/install-tools.sh is a no-op when it is already in place). With --with-test-node (the
+# test command), also regal, which only the policy lint uses, and the pinned Node LTS of
+# tools/node/package.json, which the test command runs the suite on beside the machine's Node (the
+# `node` package ships the binary from the npm registry; it stays in tools/node/node_modules, off
+# the PATH of every npm script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
   npm ci --no-audit --no-fund
 fi
-bash scripts/install-tools.sh
+if [[ "${1:-}" == "--with-test-node" ]]; then
+  bash scripts/install-tools.sh opa regal
+else
+  bash scripts/install-tools.sh opa
+fi
 if [[ "${1:-}" == "--with-test-node" ]]; then
   stamp=tools/node/node_modules/.installed
   want=$(sha256sum tools/node/package.json tools/node/package-lock.json | sha256sum | cut -c1-16)

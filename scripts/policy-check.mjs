@@ -5,7 +5,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '..');
-execFileSync('bash', [path.join(root, 'scripts/install-tools.sh')], { stdio: 'inherit' });
+execFileSync('bash', [path.join(root, 'scripts/install-tools.sh'), 'opa', ...(process.argv[2] === 'lint' ? ['regal'] : [])], {
+  stdio: 'inherit',
+});
 const bin = (tool) => path.join(root, '.tools/bin', tool);
 const policies = path.join(root, 'policies');
 const MIN_COVERAGE = Number(process.env.POLICY_MIN_COVERAGE ?? 100);

@@ -7,7 +7,7 @@ import { connectRedis, type RedisClient } from './redis/client';
 import { RateLimit } from './budget/rate-limit';
 import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
-import type { Config } from './config';
+import { publicBaseUrl, type Config } from './config';
 import { createConnectionsService } from './connections/service';
 import { bindingOf } from './github-apps/bindings';
 import { InstallationTokens } from './github-apps/installation-tokens';
@@ -88,7 +88,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
   const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
-  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, log.child({ component: 'db' }));
   if (options.migrate) await migrateToLatest(db);
   const redis = connectRedis(
     {
@@ -175,7 +175,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const apps = { has: (name: string) => config.githubApps.has(name), bindingOf: (app: string, id: string) => bindingOf(db, app, id) };
   // The approvals' outbox, read by the webhooks and by the agents' event polls.
-  const consoleUrl = consoleUrlOf(config.PUBLIC_URL ?? listeningUrl(config));
+  const consoleUrl = consoleUrlOf(publicBaseUrl(config));
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
   const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
@@ -210,7 +210,14 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     registry: createRegistryService({ db, policy, invalidation, clock }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
-    webhooks: createWebhooksService({ db, policy, clock, keys: keyRing, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE }),
+    webhooks: createWebhooksService({
+      db,
+      policy,
+      clock,
+      keys: keyRing,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+      maxPerPod: config.WEBHOOK_MAX_PER_POD,
+    }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
     playground: playgroundPorts(db, policy, { securityAdmins: config.SECURITY_ADMINS, maxBundleBytes: config.POLICY_BUNDLE_MAX_BYTES }),
@@ -330,12 +337,6 @@ const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
 function consoleUrlOf(publicUrl: string): (approvalId: string) => string {
   const base = publicUrl.replace(/\/+$/, '');
   return (approvalId) => `${base}/console/approvals/${encodeURIComponent(approvalId)}`;
-}
-
-/** Where the service listens, as a URL: the console's links when PUBLIC_URL is not set. */
-function listeningUrl(config: Config): string {
-  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
 }
 
 /** The `labels.version` of decision events: what package.json says this build is. */

@@ -1,16 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { z } from 'zod';
+import { developmentSecrets, type DevelopmentSecrets } from './credentials/development-secrets';
 import { decodeKey } from './credentials/sealed-box';
 import { gitHubAppsSetting, resolveGitHubApps, type GitHubApps } from './github-apps/settings';
-
-/** The development JWT secret: fine on a laptop, refused when NODE_ENV=production. */
-export const DEVELOPMENT_JWT_SECRET = 'dev-only-jwt-secret-do-not-use-in-production';
-
-/**
- * The development key that seals a pending approval's arguments and webhook secrets: a fixed,
- * published value (so a restarted development service still reads what it sealed), refused in
- * production, where APPROVAL_ARGS_KEY is required.
- */
-export const DEVELOPMENT_APPROVAL_ARGS_KEY = 'ZGV2LW9ubHktYXBwcm92YWwtYXJncy1rZXktLW5vLXA=';
 
 /** Base64 of exactly 32 bytes (`openssl rand -base64 32`). */
 const sealingKey = z
@@ -32,7 +25,8 @@ const urlOf = (...protocols: string[]) =>
 const environmentSchema = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
-    HOST: z.string().default('0.0.0.0'),
+    // Loopback unless told otherwise: a development service is reachable from this machine only.
+    HOST: z.string().min(1).default('127.0.0.1'),
     PORT: int(0, 65535).default(8080),
     DATABASE_URL: urlOf('postgres:', 'postgresql:').default('postgres://postgres@127.0.0.1:5432/grant_broker'),
     DATABASE_POOL_MAX: int(1, 200).default(20),
@@ -47,7 +41,8 @@ const environmentSchema = z
       .string()
       .regex(/^\s*[\w.-]+:\d{1,5}(\s*,\s*[\w.-]+:\d{1,5})*\s*$/, 'a comma-separated list of host:port')
       .optional(),
-    JWT_SECRET: z.string().min(32, 'must be at least 32 characters').default(DEVELOPMENT_JWT_SECRET),
+    // Unset outside production: the installation's own, made once (src/credentials/development-secrets.ts).
+    JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
     JWT_JWKS_URI: urlOf('https:', 'http:').optional(),
     JWT_ISSUER: z.string().optional(),
     JWT_AUDIENCE: z.string().optional(),
@@ -113,8 +108,11 @@ const environmentSchema = z
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
     // How long a human has to decide a call waiting for approval.
     APPROVAL_TTL_MS: int(10_000, 7 * 86_400_000).default(900_000),
-    // Seals a pending approval's arguments and webhook secrets (AES-256-GCM); required in production.
-    APPROVAL_ARGS_KEY: sealingKey.default(DEVELOPMENT_APPROVAL_ARGS_KEY),
+    // Seals a pending approval's arguments and webhook secrets (AES-256-GCM); required in production,
+    // the installation's own (as JWT_SECRET) elsewhere.
+    APPROVAL_ARGS_KEY: sealingKey.optional(),
+    // Where a development installation keeps what it makes for itself: its secrets, the demo world.
+    DEVELOPMENT_STATE_DIR: z.string().min(1).default('.grant-broker'),
     // Keys that only open what they sealed before a rotation, comma-separated.
     APPROVAL_ARGS_PREVIOUS_KEYS: z
       .string()
@@ -127,6 +125,8 @@ const environmentSchema = z
     PUBLIC_URL: urlOf('https:', 'http:').optional(),
     // Webhook targets on loopback, link-local or private addresses are refused unless this says otherwise.
     WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+    // How many webhooks one pod may have: each is one more receiver of every approval message.
+    WEBHOOK_MAX_PER_POD: int(1, 1000).default(10),
     // Whether this replica delivers the webhook outbox (every replica does by default; they split the work).
     WEBHOOK_DELIVERY: bool.default(true),
     // The zone in which org rules read the time of a call (broker check input `local_time`).
@@ -167,14 +167,14 @@ const environmentSchema = z
     GITHUB_RESPONSE_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(256 * 1024),
   })
   .superRefine((env, ctx) => {
-    if (env.NODE_ENV === 'production' && !env.JWT_JWKS_URI && env.JWT_SECRET === DEVELOPMENT_JWT_SECRET) {
+    if (env.NODE_ENV === 'production' && !env.JWT_JWKS_URI && !env.JWT_SECRET) {
       ctx.addIssue({
         code: 'custom',
         path: ['JWT_SECRET'],
-        message: 'the development secret is refused in production: set JWT_SECRET or JWT_JWKS_URI',
+        message: 'production verifies human JWTs with a secret or keys of its own: set JWT_SECRET or JWT_JWKS_URI',
       });
     }
-    if (env.NODE_ENV === 'production' && env.APPROVAL_ARGS_KEY === DEVELOPMENT_APPROVAL_ARGS_KEY) {
+    if (env.NODE_ENV === 'production' && !env.APPROVAL_ARGS_KEY) {
       ctx.addIssue({
         code: 'custom',
         path: ['APPROVAL_ARGS_KEY'],
@@ -200,7 +200,32 @@ const environmentSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['JWT_JWKS_URI'],
-        message: "the console's ID tokens are verified with the issuer's keys: set JWT_JWKS_URI (and JWT_ISSUER, JWT_AUDIENCE)",
+        message: "the console's ID tokens are verified with the issuer's keys: set JWT_JWKS_URI",
+      });
+    }
+    // Issue 35: a provider's keys sign tokens for every application it serves; production accepts
+    // only those of one issuer meant for this service (src/credentials/human-jwt.ts trustedTokens).
+    if (env.NODE_ENV === 'production' && env.JWT_JWKS_URI && !env.JWT_ISSUER && !env.OIDC_ISSUER) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_ISSUER'],
+        message: "production accepts the tokens of one issuer only: set JWT_ISSUER (the provider's iss) or OIDC_ISSUER",
+      });
+    }
+    if (env.NODE_ENV === 'production' && env.JWT_JWKS_URI && !env.JWT_AUDIENCE && !env.OIDC_CLIENT_ID) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_AUDIENCE'],
+        message:
+          'production accepts only tokens meant for this service: set JWT_AUDIENCE (the aud of access tokens for this API) ' +
+          "or OIDC_CLIENT_ID (the console's client, whose ID tokens are then accepted)",
+      });
+    }
+    if (env.JWT_ISSUER && env.OIDC_ISSUER && env.JWT_ISSUER !== env.OIDC_ISSUER) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_ISSUER'],
+        message: `differs from OIDC_ISSUER: the console's ID tokens would be refused (leave JWT_ISSUER unset, or set it to ${env.OIDC_ISSUER})`,
       });
     }
     const bundled = Boolean(env.POLICY_BUNDLE_PATH || env.POLICY_BUNDLE_URL);
@@ -223,7 +248,14 @@ const environmentSchema = z
     }
   });
 
-export type Config = z.infer<typeof environmentSchema> & {
+export type Config = Omit<z.infer<typeof environmentSchema>, 'JWT_SECRET' | 'APPROVAL_ARGS_KEY'> & {
+  /**
+   * As set; outside production when unset, the installation's own. Production with a JWKS and no
+   * JWT_SECRET: a random one of this process that nobody holds (HS256 is not accepted there).
+   */
+  JWT_SECRET: string;
+  /** As set (required in production); elsewhere when unset, the installation's own. */
+  APPROVAL_ARGS_KEY: string;
   /** GITHUB_APPS with each app's private key read and checked. */
   githubApps: GitHubApps;
 };
@@ -242,5 +274,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) {
     throw new ConfigError(`invalid configuration:\n${problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}`);
   }
-  return { ...parsed.data, githubApps: apps };
+  const { JWT_SECRET, APPROVAL_ARGS_KEY, NODE_ENV, DEVELOPMENT_STATE_DIR } = parsed.data;
+  const own = NODE_ENV !== 'production' && (!JWT_SECRET || !APPROVAL_ARGS_KEY) ? installationSecrets(DEVELOPMENT_STATE_DIR) : undefined;
+  return {
+    ...parsed.data,
+    JWT_SECRET: JWT_SECRET ?? own?.jwtSecret ?? randomBytes(32).toString('base64url'),
+    // Production without the key was refused above.
+    APPROVAL_ARGS_KEY: APPROVAL_ARGS_KEY ?? own!.approvalArgsKey,
+    githubApps: apps,
+  };
+}
+
+/** The file of DEVELOPMENT_STATE_DIR that holds the installation's secrets. */
+export function developmentSecretsFile(stateDir: string): string {
+  return path.resolve(stateDir, 'secrets.json');
+}
+
+function installationSecrets(stateDir: string): DevelopmentSecrets {
+  try {
+    return developmentSecrets(developmentSecretsFile(stateDir));
+  } catch (error) {
+    throw new ConfigError(`invalid configuration:\n  DEVELOPMENT_STATE_DIR: ${(error as Error).message} (delete it to make new secrets)`);
+  }
+}
+
+/**
+ * The service's base URL as people reach it: PUBLIC_URL, else where it listens (loopback for a
+ * wildcard address). The console's links and the demo's lines start with it.
+ */
+export function publicBaseUrl(config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>): string {
+  if (config.PUBLIC_URL) return config.PUBLIC_URL.replace(/\/+$/, '');
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
 }

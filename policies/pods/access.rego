@@ -5,7 +5,9 @@
 #   any member reads (the overview of its checks too: members read the pod's grants and their
 #   call trails already); owners and admins write; only owners touch the owner role; a pod keeps
 #   at least one owner. Webhooks (where approvals are sent, and their URLs) are for owners and
-#   admins alone, to read too. Someone outside the pod learns nothing, not even that it exists.
+#   admins alone, to read too, and a pod has at most `pod.webhooks.max` of them (each one is
+#   another receiver every approval is sent to). Someone outside the pod learns nothing, not even
+#   that it exists.
 #   Listing pods is a person's: they see the pods they are members of, each one then read
 #   with `pod.read` and their role there.
 # schemas:
@@ -75,6 +77,12 @@ reasons contains "owner_role_required" if {
 	input.caller.role == "admin"
 	input.action in {"members.add", "members.remove"}
 	input.member.role == "owner"
+}
+
+reasons contains "too_many_webhooks" if {
+	is_member
+	input.action == "webhooks.create"
+	input.pod.webhooks.count >= input.pod.webhooks.max
 }
 
 reasons contains "last_owner" if {

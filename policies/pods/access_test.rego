@@ -36,6 +36,17 @@ test_webhooks_are_for_owners_and_admins if {
 	}
 }
 
+test_webhooks_are_capped_per_pod if {
+	room := {"action": "webhooks.create", "pod": {"owner_count": null, "webhooks": {"count": 9, "max": 10}}}
+	access.decision.allow with input as object.union(caller("admin"), room)
+	full := {"action": "webhooks.create", "pod": {"owner_count": null, "webhooks": {"count": 10, "max": 10}}}
+	access.decision == {"allow": false, "reasons": ["too_many_webhooks"]} with input as object.union(caller("owner"), full)
+
+	# A member is told what a member is told, an outsider nothing, however full the pod.
+	access.decision.reasons == ["not_pod_admin", "too_many_webhooks"] with input as object.union(caller("member"), full)
+	access.decision.reasons == ["not_found"] with input as object.union({"caller": {"kind": "human", "id": "u9"}}, full)
+}
+
 test_admin_manages if {
 	access.decision.allow with input as object.union(caller("admin"), {"action": "runtime.stop"})
 }

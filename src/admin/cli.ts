@@ -1,13 +1,14 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { loadConfig } from '../config';
+import { loadConfig, publicBaseUrl } from '../config';
 import { createLogger } from '../kernel/log';
 import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
 import { consoleLink } from './console-link';
 import { bindInstallation } from '../github-apps/bindings';
 import { ApiError } from '../kernel/errors';
-import { demoCurlLines, seedDemoWorld } from './demo';
+import { demoCurlLines, seedDemoWorld, signDemoTokens } from './demo';
+import { demoWorldFile, keepDemoWorld, keptDemoWorld } from './demo-world-file';
 import { evaluatePolicyFile, UsageError } from './policy-eval';
 import { policyImpact } from './policy-impact';
 import { trailCommand } from './trail';
@@ -18,7 +19,9 @@ const USAGE = `usage: npm run admin -- <command>
   github-app bind --app NAME --installation ID --owner USER_ID
                                 bind an installation of a GITHUB_APPS app to the one user who
                                 may connect it (its connections then mint per-call tokens)
-  demo [--json]                 seed a demo world; prints credentials and example curl lines
+  demo [--json]                 seed a demo world; prints credentials and curl lines to paste
+                                (--json: the world the last demo seeded, as one JSON object;
+                                a new one only when there is none in this database)
   console-link --as owner|member | --user USER_ID
                                 print a one-time sign-in link to the console (10 min, single use;
                                 development: the service must verify HS256 tokens)
@@ -152,13 +155,17 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'demo') {
-      const world = await seedDemoWorld(service.services, service.infrastructure.db, config);
+      const { db } = service.infrastructure;
+      const file = demoWorldFile(config.DEVELOPMENT_STATE_DIR);
+      const kept = values.json ? await keptDemoWorld(file, service.services, db, Date.now()) : undefined;
+      const world = kept ? signDemoTokens(kept, config) : await seedDemoWorld(service.services, db, config);
+      if (!kept) keepDemoWorld(file, world);
       await service.infrastructure.consoleLinks.rememberDemoUsers({ owner: world.owner.userId, member: world.member.userId });
       if (values.json) {
         console.log(JSON.stringify(world));
       } else {
-        console.log(`Demo world seeded. Credentials (shown once):\n${JSON.stringify(world, null, 2)}\n`);
-        console.log(demoCurlLines(world, `http://127.0.0.1:${config.PORT}`).join('\n'));
+        console.log(`Demo world seeded (again as JSON: npm run admin -- demo --json). Credentials:\n${JSON.stringify(world, null, 2)}\n`);
+        console.log(demoCurlLines(world, publicBaseUrl(config)).join('\n'));
       }
       return 0;
     }

@@ -1,9 +1,10 @@
-import type { Config } from '../config';
+import { publicBaseUrl, type Config } from '../config';
 import type { ConsoleLinks } from '../console/console-links';
 import { UsageError } from './policy-eval';
 
 /**
- * A console URL that signs in as a demo user (or any user id) once, within 10 minutes. The code
+ * A console URL that signs in as a demo user (or any user id) once, within 10 minutes, on the
+ * service's address (PUBLIC_URL, else the configured HOST and PORT, as the service says itself). The code
  * rides in the URL's fragment, which the browser never sends: it stays out of access logs,
  * proxies and Referer headers, and the console trades it for a session at once.
  */
@@ -18,6 +19,5 @@ export async function consoleLink(links: ConsoleLinks, config: Config, options: 
     if (!userId) throw new UsageError('no demo world yet: run npm run admin -- demo first');
   }
   const { code } = await links.create(userId);
-  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
-  return `http://${host}:${config.PORT}/console/sign-in#code=${code}`;
+  return `${publicBaseUrl(config)}/console/sign-in#code=${code}`;
 }

@@ -15,6 +15,8 @@ export interface DemoWorld {
   agent: { name: string; agentId: string; token: string };
   /** A write waiting for the owner's approval, so the console's inbox has something to read. */
   approval: { id: string; grantId: string };
+  /** A grant of the pod for reading, which the agent's broker checks run on. */
+  grant: { id: string };
 }
 
 /** The tools of examples/mcp-broker, with where each call's repository, ref and path sit. */
@@ -48,6 +50,11 @@ export async function seedDemoWorld(services: Services, db: Database, config: Co
   const agent = await services.registry.install(owner, pod.id, { name: 'review-bot', displayName: 'Review bot' });
   const { token: agentToken } = await services.registry.createToken(owner, pod.id, agent.name, { name: 'demo' });
   const approval = await requestDemoApproval(services, owner, { podId: pod.id, connectionId: connection.id, broker, agentToken });
+  const grant = await services.grants.create(owner, {
+    connectionId: connection.id,
+    target: { kind: 'pod', id: pod.id },
+    tools: ['repos.read_file', 'pulls.list'],
+  });
 
   return {
     pod: { id: pod.id },
@@ -57,6 +64,17 @@ export async function seedDemoWorld(services: Services, db: Database, config: Co
     broker,
     agent: { name: agent.name, agentId: agent.id, token: agentToken },
     approval,
+    grant: { id: grant.id },
+  };
+}
+
+/** The world's human tokens, signed again (they last 12 hours; the rest of the world lasts). */
+export function signDemoTokens(world: DemoWorld, config: Config): DemoWorld {
+  const sign = (sub: string) => jwt.sign({}, config.JWT_SECRET, { algorithm: 'HS256', subject: sub, expiresIn: '12h' });
+  return {
+    ...world,
+    owner: { ...world.owner, token: sign(world.owner.userId) },
+    member: { ...world.member, token: sign(world.member.userId) },
   };
 }
 
@@ -93,6 +111,7 @@ async function requestDemoApproval(
   return { id: answer.approvalId, grantId: grant.id };
 }
 
+/** Lines to paste into a shell, each answering with the world's own ids and tokens. */
 export function demoCurlLines(world: DemoWorld, baseUrl: string): string[] {
   return [
     `export OWNER='${world.owner.token}'`,
@@ -103,6 +122,6 @@ export function demoCurlLines(world: DemoWorld, baseUrl: string): string[] {
   -d '{"connectionId":"${world.connection.id}","target":{"kind":"pod","id":"${world.pod.id}"},"tools":["repos.read_file","pulls.list"]}'`,
     `curl -s ${baseUrl}/api/agents/runtime/pods -H "Authorization: Bearer $AGENT"`,
     `curl -s ${baseUrl}/api/broker/check -H "Authorization: Bearer $BROKER" -H 'Content-Type: application/json' \\
-  -d '{"grantId":"<grt_… from the create above>","tool":"repos.read_file","subjectToken":"'$AGENT'","args":{"path":"README.md"}}'`,
+  -d '{"grantId":"${world.grant.id}","tool":"repos.read_file","subjectToken":"'"$AGENT"'","args":{"repository":"acme/widgets","ref":"main","path":"README.md"}}'`,
   ];
 }

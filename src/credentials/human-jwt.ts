@@ -73,19 +73,46 @@ function jwksKeys(jwksUri: string) {
 /** Subjects that look like our own ids would be confused with seats and other records. */
 const RESERVED_SUBJECT = /^(agt|pod|grt|con|ins|brk|evt|rtk|btk|call)_/;
 
-/** JWT_SECRET, or JWT_JWKS_URI with JWT_ISSUER and JWT_AUDIENCE. */
+/** JWT_SECRET, or JWT_JWKS_URI with the issuer and audiences its tokens must carry. */
 export interface HumanJwtSettings {
   JWT_SECRET: string;
   JWT_JWKS_URI?: string;
   JWT_ISSUER?: string;
   JWT_AUDIENCE?: string;
+  OIDC_ISSUER?: string;
+  OIDC_CLIENT_ID?: string;
+}
+
+/**
+ * Whose tokens are a person's credential: those of one issuer (JWT_ISSUER, else the console's
+ * OIDC_ISSUER) meant for this service, that is an access token for this API (`aud` holds
+ * JWT_AUDIENCE) or an ID token for the console's client (`aud` holds OIDC_CLIENT_ID). Anything
+ * else the provider's keys sign (a token without `aud`, another client's ID token, another API's
+ * access token) is not. Production with a JWKS refuses to start without an issuer and an audience
+ * (src/config.ts).
+ */
+export function trustedTokens(settings: HumanJwtSettings): { issuer?: string; audiences: string[]; clientId?: string } {
+  const audiences = [...new Set([settings.JWT_AUDIENCE, settings.OIDC_CLIENT_ID].filter((aud): aud is string => Boolean(aud)))];
+  return { issuer: settings.JWT_ISSUER ?? settings.OIDC_ISSUER, audiences, clientId: settings.OIDC_CLIENT_ID };
+}
+
+/**
+ * An ID token for the console's client that other parties may hold too: one with several
+ * audiences, or naming an authorized party, was issued to its `azp`, which must be our client
+ * (OpenID Connect Core §3.1.3.7). An access token for this API is judged by its `aud` alone.
+ */
+function issuedToAnotherClient(claims: Record<string, unknown>, trusted: ReturnType<typeof trustedTokens>, apiAudience?: string): boolean {
+  if (!trusted.clientId) return false;
+  const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (apiAudience && apiAudience !== trusted.clientId && aud.includes(apiAudience)) return false;
+  return (aud.length > 1 || claims.azp !== undefined) && claims.azp !== trusted.clientId;
 }
 
 /**
  * Verifies a human JWT with koa-jwt, for the Authorization header and for a subject token that a
  * broker forwards alike. Development: HS256 with JWT_SECRET. Production: the keys at
  * JWT_JWKS_URI, asymmetric algorithms only, so an HMAC token signed with a public key
- * (algorithm confusion) and `alg: none` are both refused.
+ * (algorithm confusion) and `alg: none` are both refused; and only the tokens `trustedTokens` says.
  */
 export function createHumanJwtVerifier(config: HumanJwtSettings): HumanJwtVerifier {
   // Keys go to jsonwebtoken as KeyObjects, which koa-jwt passes through (its types say strings and
@@ -96,10 +123,14 @@ export function createHumanJwtVerifier(config: HumanJwtSettings): HumanJwtVerifi
   const options = config.JWT_JWKS_URI
     ? { secret: jwksKeys(config.JWT_JWKS_URI), algorithms: ASYMMETRIC_ALGORITHMS }
     : { secret: createSecretKey(Buffer.from(config.JWT_SECRET)), algorithms: ['HS256'] };
+  // The console's settings name whose tokens the JWKS signs only where the keys are the provider's.
+  const trusted = config.JWT_JWKS_URI
+    ? trustedTokens(config)
+    : { issuer: config.JWT_ISSUER, audiences: config.JWT_AUDIENCE ? [config.JWT_AUDIENCE] : [] };
   const middleware = koaJwt({
     ...(options as unknown as Pick<koaJwt.Options, 'secret' | 'algorithms'>),
-    issuer: config.JWT_ISSUER,
-    audience: config.JWT_AUDIENCE,
+    issuer: trusted.issuer,
+    audience: trusted.audiences.length > 0 ? trusted.audiences : undefined,
     passthrough: true,
     key: 'claims',
     getToken: (ctx) => (ctx.state as { bearer?: string }).bearer ?? null,
@@ -115,6 +146,7 @@ export function createHumanJwtVerifier(config: HumanJwtSettings): HumanJwtVerifi
     // possibly good token invalid (401). Either way nothing is allowed.
     if (failure && keySetUnreachable(failure)) throw new DependencyUnavailableError('the JWKS could not be fetched');
     if (failure || !claims) return null;
+    if (issuedToAnotherClient(claims, trusted, config.JWT_AUDIENCE)) return null;
     const { sub, exp } = claims;
     if (typeof sub !== 'string' || sub.length === 0 || sub.length > 255 || RESERVED_SUBJECT.test(sub)) return null;
     if (typeof exp !== 'number') return null;

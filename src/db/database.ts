@@ -1,10 +1,27 @@
 import knex, { type Knex } from 'knex';
+import type { Logger } from '../kernel/log';
 import { knexConfig } from './knex-config';
 
 export type Database = Knex;
 
-export function createDatabase(databaseUrl: string, poolMax: number): Database {
-  return knex(knexConfig(databaseUrl, poolMax));
+/** The first line of what knex reports: some of its messages carry the driver's stack below it. */
+const firstLine = (message: unknown) =>
+  String(message instanceof Error ? message.message : message)
+    .split('\n', 1)[0]!
+    .slice(0, 500);
+
+/**
+ * What knex reports of its pool and connections (a connection that ended, a session Postgres
+ * refused), as one line of the service's log without a stack: knex would print it, stack and
+ * all, on stdout. Such a failure fails requests closed on its own (503); the line is for operators.
+ */
+function knexLog(log: Logger): Knex.Config['log'] {
+  const line = (message: unknown) => log.warn({ err: { message: firstLine(message) } }, 'database connection problem');
+  return { warn: line, error: line, deprecate: (message: unknown) => log.warn(String(message)), debug: () => undefined };
+}
+
+export function createDatabase(databaseUrl: string, poolMax: number, log?: Logger): Database {
+  return knex({ ...knexConfig(databaseUrl, poolMax), ...(log ? { log: knexLog(log) } : {}) });
 }
 
 /** Creates the database named in the URL when it does not exist yet (first start, test runs). */

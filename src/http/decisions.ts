@@ -8,6 +8,10 @@ repository's docs/interface.md describes; the decisions below settle what it lea
 
 - Query strings are validated like bodies: unknown query parameters are a 400 \`invalid_request\`.
 - A route that takes no body accepts none or \`{}\`; anything else is a 400.
+- JSON bodies are UTF-8; one leading byte order mark (U+FEFF) is ignored on every route, the broker
+  check's included, as RFC 8259 §8.1 lets a parser: it carries nothing, the body parses to the same
+  value with it or without, and a call's digest is of that value. A second one, or one after
+  whitespace, is not JSON: 400 \`invalid_request\`. Senders should not write one.
 - Every problem document carries \`instance\` (the request path); refusals decided by policy also
   list every \`reasons\` code, the first of which (lowest status) is \`code\`.
 - \`X-Request-Id\` is echoed, or generated when absent or malformed.
@@ -154,7 +158,13 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   \`decision_id\` of the broker/check decision behind the answer, whatever it was (the decision
   log's event of that id, when logged, holds the masked input, the result and the policy
   revision); null only on records written before the service kept it apart from \`approvalId\`.
-  \`approvedBy\` is the \`decidedBy\` of the approval the record names, whatever that decision was.
+  \`approvedBy\` is the \`decidedBy\` of the approval the record names, whatever that decision was,
+  in the trail and in the answer to an outcome report alike. A held call's record (the check that
+  answered \`approval_required\`) reads \`awaiting_approval\` only while its approval is pending:
+  then \`approved\`, or \`denied\` with \`reason\` \`approval_denied\`, or \`approval_expired\` once it
+  expired undecided (on the service's clock; a revoke expires it). The stored record does not
+  change; the approval's state is read with it. Neither \`approved\` nor a held record counts
+  against a budget.
 - Call trail retention: \`GET /api/grants/:grantId/calls\` lists the records of the whole UTC days
   the deployment keeps (\`CALL_RECORD_RETENTION_DAYS\`, 90 by default); older days are dropped
   whole, after being archived when the operator archives them, except the records of a grant tree
@@ -200,13 +210,19 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   webhooks is for owners and admins like managing them (their URLs may carry a receiver's token),
   a member gets 403 \`not_pod_admin\`. Event types sort and may not repeat. The host of the URL must
   resolve at creation (a name that does not resolve, or resolves to any non-public address, is 400
-  \`webhook_target_not_allowed\`). Messages: \`approval.requested\` for every approval (whoever the
-  call's principal), \`approval.decided\` on approve and deny (an expiry or a revoke sends none),
+  \`webhook_target_not_allowed\`). A pod has at most \`WEBHOOK_MAX_PER_POD\` webhooks (10 by default;
+  one more is 422 \`too_many_webhooks\`, decided by pods/access): each is one more receiver of every
+  approval message, and the cap bounds what one pod's approvals put in the outbox. Messages:
+  \`approval.requested\` for every approval (whoever the call's principal), \`approval.decided\` on
+  approve and deny (an expiry or a revoke sends none),
   \`data: {approval, consoleUrl}\`; \`consoleUrl\` from \`PUBLIC_URL\`, else the listening address.
   Delivery: at least once; retries after 5 s doubling to at most 1 h, for 24 h from the message's
   creation, then given up (\`webhook_deliveries_total{result}\`); a deleted webhook's pending
-  messages are dropped; delivered and given-up messages are deleted after 7 days. A message whose
-  secret no configured key opens is not sent (it fails and is retried, then given up).
+  messages are dropped; delivered and given-up messages are deleted after 7 days. Delivery is fair
+  across pods: each attempt runs on its own (up to 10 s), a pod has at most 2 attempts in flight
+  across every replica and each pod's oldest due message goes before any pod's next one, so a pod
+  whose receiver never answers delays only its own messages. A message whose secret no configured
+  key opens is not sent (it fails and is retried, then given up).
 - Org policies: packages \`org.<decision>.<name>\` for broker.check, grants.create and
   grants.attenuate. A package's mode (\`enforce\`, \`shadow\`, \`off\`) comes from its METADATA
   \`custom.mode\` (enforce when unset) or from \`ORG_POLICY_MODES\` (\`<decision>.<name>=<mode>,…\`),
@@ -269,7 +285,13 @@ repository's docs/interface.md describes; the decisions below settle what it lea
   Content-Security-Policy, and \`POST /console/session {code}\`, which trades a one-time
   development link's code (\`npm run admin -- console-link\`) for an HS256 human JWT and is a 404
   in production or when \`JWT_JWKS_URI\` is set. With OpenID Connect the console sends the
-  issuer's ID token as its bearer token; set \`JWT_AUDIENCE\` to the console's client id.
+  issuer's ID token as its bearer token.
+- Human JWTs from a JWKS: a person's credential is a token of one issuer (\`JWT_ISSUER\`, else
+  \`OIDC_ISSUER\`) meant for this service: an access token whose \`aud\` holds \`JWT_AUDIENCE\`, or an
+  ID token whose \`aud\` holds \`OIDC_CLIENT_ID\` and which, when it names several audiences or an
+  \`azp\`, was issued to that client (\`azp\`, OpenID Connect Core §3.1.3.7). A token with no \`aud\`,
+  another issuer's, another client's ID token or another API's access token is a 401 however
+  valid its signature. Production with a JWKS does not start without an issuer and an audience.
 - \`GET /api/grants/:grantId/usage\`: \`used\` counts the allowed calls (\`pending\`, \`succeeded\`,
   \`failed\`) through the grant and every grant below it requested within the window ending now,
   as the service rebuilds its windows from the trail; \`liveDescendants\` are those neither revoked

@@ -95,8 +95,14 @@ export async function readRequestBody(req: IncomingMessage, schema: z.ZodType | 
 /** JSON whitespace (RFC 8259: space, tab, LF, CR), then an object or an array. */
 const STRICT_JSON_START = /^[ \t\n\r]*[[{]/;
 
-/** As co-body's strict mode (the Koa path): an empty body is `{}`, anything else an object or array. */
-function parseStrictJson(text: string): unknown {
+/**
+ * As co-body's strict mode (the Koa path): an empty body is `{}`, anything else an object or
+ * array. One leading UTF-8 byte order mark is dropped first, as the Koa path's decoder drops it
+ * (RFC 8259 §8.1 lets a parser ignore it; it carries nothing): a second, or one after whitespace,
+ * is not JSON.
+ */
+function parseStrictJson(raw: string): unknown {
+  const text = raw.startsWith('\ufeff') ? raw.slice(1) : raw;
   if (text === '') return {};
   if (!STRICT_JSON_START.test(text)) throw bodyParserError(new Error('not an object or array'));
   try {

@@ -45,6 +45,7 @@ export const PROBLEMS = {
   grant_not_usable: { status: 422, title: 'The grant is not usable' },
   delegation_too_deep: { status: 422, title: 'The delegation chain is too deep' },
   too_many_children: { status: 422, title: 'The grant already has as many live children as allowed (MAX_LIVE_CHILDREN_PER_GRANT)' },
+  too_many_webhooks: { status: 422, title: 'The pod already has as many webhooks as allowed (WEBHOOK_MAX_PER_POD)' },
   connection_kind_not_allowed: { status: 422, title: 'Root grants accept only code-hosting app connections' },
   connection_disconnected: { status: 422, title: 'The connection is disconnected' },
   expiry_out_of_range: { status: 422, title: 'expiresAt must be in the future and at most 365 days away' },

@@ -29,6 +29,8 @@ export type PodAction =
 export interface PodActionFacts {
   /** The member an action is about (members.add / members.remove). */
   member?: { role: Role };
+  /** The pod's webhooks now and the most it may have (webhooks.create). */
+  webhooks?: { count: number; max: number };
 }
 
 /**
@@ -50,7 +52,7 @@ export async function authorizePodAction(
     action,
     caller: { kind: principal.kind, role: membership?.role ?? null },
     member: facts.member,
-    pod: pod ? { owner_count: ownerCount ?? null } : undefined,
+    pod: pod ? { owner_count: ownerCount ?? null, ...(facts.webhooks ? { webhooks: facts.webhooks } : {}) } : undefined,
   });
   enforce(decision);
   if (!pod) throw new Error('pods/access allowed an action on a pod that does not exist');

@@ -24,7 +24,7 @@ export async function listGrantCalls(
     from: query.from === undefined ? undefined : new Date(query.from),
     to: query.to === undefined ? undefined : new Date(query.to),
   };
-  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, filter);
+  const rows = await callRecordsAfter(deps.db, grantId, after, query.limit + 1, filter, new Date(deps.clock.now()));
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return {

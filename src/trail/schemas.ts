@@ -13,7 +13,12 @@ export const CallRecordSchema = z
     id: z.string(),
     grantId: z.string(),
     tool: z.string(),
-    outcome: z.enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval']),
+    outcome: z.enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval', 'approved']).openapi({
+      description:
+        'An allowed call: `pending` until its outcome is reported, then `succeeded` or `failed`. A call held for approval: ' +
+        '`awaiting_approval` while the approval is pending, then `approved` (the call itself is the re-sent check, a record ' +
+        'of its own) or `denied` (`reason` `approval_denied`, or `approval_expired` when nobody decided in time). Any other refusal: `denied`.',
+    }),
     reason: z.string(),
     approvalId: z.string().nullable().openapi({
       description: 'The approval (`apr_…`) that allowed the call or the one it waits for; null when no approval concerns the call',
@@ -23,7 +28,10 @@ export const CallRecordSchema = z
         'The policy decision behind the answer: the `decision_id` of its decision log event. Null only on records written before the service kept it apart',
       example: '0b6f6a8e-3c1d-4f2a-9e57-2d1f6c0a4b8e',
     }),
-    approvedBy: z.string().nullable().openapi({ description: 'Who approved it, when a human approval allowed the call' }),
+    approvedBy: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Who decided the approval the record names: the call it allowed, and the call it held' }),
     principal: z.object({ kind: z.enum(['user', 'agent']), id: z.string() }),
     requestedAt: timestamp,
     completedAt: timestamp.nullable(),

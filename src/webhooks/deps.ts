@@ -12,4 +12,6 @@ export interface WebhooksDeps {
   keys: KeyRing;
   /** WEBHOOK_ALLOW_PRIVATE: targets on loopback, private and link-local addresses are allowed. */
   allowPrivate: boolean;
+  /** WEBHOOK_MAX_PER_POD: the most webhooks one pod may have. */
+  maxPerPod: number;
 }

@@ -71,27 +71,57 @@ export async function insertDeliveries(
 
 /**
  * Leases up to `limit` deliveries that are due at `now` and not under a live lease, counting the
- * attempt. SKIP LOCKED lets replicas split the due rows; the lease keeps them apart once the
- * statement commits, and a replica that dies mid-send leaves a row that is due again when its
- * lease ends (at least once).
+ * attempt, fairly across pods: a pod gets no more than `perPod` live leases in all (those other
+ * replicas hold included), and every pod's oldest due delivery comes before any pod's next one.
+ * SKIP LOCKED lets replicas split the due rows; the lease keeps them apart once the statement
+ * commits, and a replica that dies mid-send leaves a row that is due again when its lease ends (at
+ * least once).
  */
-export async function leaseDue(db: Queryable, now: Date, leaseMs: number, limit: number): Promise<DeliveryRow[]> {
+export async function leaseDue(
+  db: Queryable,
+  now: Date,
+  options: { leaseMs: number; limit: number; perPod: number },
+): Promise<DeliveryRow[]> {
   const result = await db.raw<{ rows: DeliveryRow[] }>(
-    `update webhook_deliveries
+    `with busy as (
+       select w.pod_id, count(*) as leased
+         from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+        where d.delivered_at is null and d.failed_at is null and d.leased_until > :now::timestamptz
+        group by w.pod_id
+     ), due as (
+       select d.id, d.next_attempt_at, w.pod_id,
+              row_number() over (partition by w.pod_id order by d.next_attempt_at, d.id) as place
+         from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+        where d.delivered_at is null and d.failed_at is null and d.next_attempt_at <= :now::timestamptz
+          and (d.leased_until is null or d.leased_until <= :now::timestamptz)
+     ), fair as (
+       select due.id from due left join busy on busy.pod_id = due.pod_id
+        where due.place + coalesce(busy.leased, 0) <= :perPod
+        order by due.place, due.next_attempt_at
+        limit :limit
+     )
+     update webhook_deliveries
         set attempts = attempts + 1,
-            leased_until = ?::timestamptz + ?::bigint * interval '1 millisecond'
-      where id in (
-        select id from webhook_deliveries
-         where delivered_at is null and failed_at is null and next_attempt_at <= ?::timestamptz
-           and (leased_until is null or leased_until <= ?::timestamptz)
-         order by next_attempt_at
-         limit ?
-         for update skip locked
-      )
+            leased_until = :now::timestamptz + :leaseMs::bigint * interval '1 millisecond'
+      where id in (select id from webhook_deliveries where id in (select id from fair) for update skip locked)
       returning *`,
-    [now, leaseMs, now, now, limit],
+    { now, leaseMs: options.leaseMs, limit: options.limit, perPod: options.perPod },
   );
   return result.rows;
+}
+
+/** How many webhooks the pod has (the cap of WEBHOOK_MAX_PER_POD is judged on it). */
+export async function countWebhooks(db: Queryable, podId: string): Promise<number> {
+  const row = await db('webhooks').where({ pod_id: podId }).count<{ count: string }[]>({ count: '*' }).first();
+  return Number(row?.count ?? 0);
+}
+
+/**
+ * Serialises webhook creation in one pod until the transaction ends, so that two concurrent
+ * creations cannot both find room for one more.
+ */
+export async function lockPodWebhooks(trx: Knex.Transaction, podId: string): Promise<void> {
+  await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`webhooks:${podId}`]);
 }
 
 export function webhooksByIds(db: Queryable, ids: readonly string[]): Promise<WebhookRow[]> {

@@ -19,12 +19,13 @@ export function webhookRoutes(webhooks: WebhooksService, auth: CredentialAuthent
         description:
           `${WHO} The URL must be http(s), without user name, password or fragment (400 \`webhook_url_invalid\`), and its host must ` +
           'resolve to public addresses only unless the service sets WEBHOOK_ALLOW_PRIVATE (400 `webhook_target_not_allowed`). ' +
+          'A pod has at most WEBHOOK_MAX_PER_POD webhooks (10 by default; 422 `too_many_webhooks` past it). ' +
           'The answer carries the signing secret, shown this once.',
         auth: human,
         params: PodWebhooksParams,
         body: CreateWebhookBody,
         success: { status: 201, description: 'The webhook, with its secret', schema: CreatedWebhookSchema },
-        errors: ['not_pod_admin', 'webhook_url_invalid', 'webhook_target_not_allowed'],
+        errors: ['not_pod_admin', 'webhook_url_invalid', 'webhook_target_not_allowed', 'too_many_webhooks'],
       },
       async ({ principal, params, body }) => ({ status: 201, body: await webhooks.create(principal, params.podId, body) }),
     ),

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Webhook } from 'standardwebhooks';
-import { AddressNotAllowedError, guardedLookup, isPublicAddress, literalAddress } from './address-guard';
+import { guardedLookup, literalRefusal } from '../outbound/address-guard';
 
 /** What one delivery attempt may cost: the whole exchange, and the bytes of the answer read. */
 export interface SendLimits {
@@ -32,11 +32,8 @@ export function sendWebhook(
   const timestamp = new Date(message.timestampMs);
   const signature = new Webhook(target.secret).sign(message.id, timestamp, message.body);
   const transport = url.protocol === 'https:' ? https : http;
-  // A literal address is connected to without any lookup: judged here instead.
-  const literal = literalAddress(url.hostname);
-  if (literal && !limits.allowPrivate && !isPublicAddress(literal)) {
-    return Promise.resolve({ ok: false, status: null, error: new AddressNotAllowedError(literal).message });
-  }
+  const refused = literalRefusal(url, limits.allowPrivate);
+  if (refused) return Promise.resolve({ ok: false, status: null, error: refused.message });
   return new Promise((resolve) => {
     let settled = false;
     const finish = (result: SendResult) => {

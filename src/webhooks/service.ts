@@ -5,13 +5,22 @@ import type { HumanPrincipal } from '../kernel/principals';
 import { authorizePodAction } from '../pods/access';
 import type { WebhooksDeps } from './deps';
 import { presentWebhook } from './presenters';
-import { deleteWebhook, findWebhook, insertWebhook, listWebhooks, type WebhookEventType } from './repository';
+import {
+  countWebhooks,
+  deleteWebhook,
+  findWebhook,
+  insertWebhook,
+  listWebhooks,
+  lockPodWebhooks,
+  type WebhookEventType,
+} from './repository';
 import { mintSecret, sealSecret } from './secrets';
 import { checkTargetHost, parseTargetUrl } from './target-url';
 
 /**
  * A pod's approval webhooks. Who may manage (and read) them is pods/access's call (owners and
- * admins; anyone outside the pod gets 404); the target is judged before it is kept.
+ * admins; anyone outside the pod gets 404), and so is how many a pod may have; the target is
+ * judged before it is kept.
  */
 export function createWebhooksService(deps: WebhooksDeps) {
   const authorize = (
@@ -35,7 +44,14 @@ export function createWebhooksService(deps: WebhooksDeps) {
       created_by: principal.userId,
       created_at: new Date(deps.clock.now()),
     };
-    await insertWebhook(deps.db, row);
+    // The cap is judged and the row kept under one lock of the pod's webhooks: concurrent
+    // creations cannot both take the last place.
+    await deps.db.transaction(async (trx) => {
+      await lockPodWebhooks(trx, podId);
+      const webhooks = { count: await countWebhooks(trx, podId), max: deps.maxPerPod };
+      await authorizePodAction(deps, principal, podId, 'webhooks.create', { webhooks }, trx);
+      await insertWebhook(trx, row);
+    });
     return { ...presentWebhook(row), secret };
   }
 

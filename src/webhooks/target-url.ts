@@ -1,5 +1,5 @@
 import { ApiError } from '../kernel/errors';
-import { AddressNotAllowedError, resolveAllowed } from './address-guard';
+import { AddressNotAllowedError, resolvePublicAddresses } from '../outbound/address-guard';
 
 /** The longest webhook URL kept. */
 export const MAX_URL_LENGTH = 2048;
@@ -30,7 +30,7 @@ export function parseTargetUrl(text: string): URL {
  */
 export async function checkTargetHost(url: URL, allowPrivate: boolean): Promise<void> {
   try {
-    await resolveAllowed(url.hostname, allowPrivate);
+    await resolvePublicAddresses(url.hostname, allowPrivate);
   } catch (error) {
     const why =
       error instanceof AddressNotAllowedError

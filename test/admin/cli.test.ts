@@ -41,6 +41,7 @@ describe('npm run admin -- demo --json', () => {
       broker: { id: expect.stringMatching(/^brk_/), token: expect.stringMatching(/^bkt_/) },
       agent: { name: expect.any(String), agentId: expect.stringMatching(/^agt_/), token: expect.stringMatching(/^art_/) },
       approval: { id: expect.stringMatching(/^apr_/), grantId: expect.stringMatching(/^grt_/) },
+      grant: { id: expect.stringMatching(/^grt_/) },
     });
 
     // The printed credentials work against the service.

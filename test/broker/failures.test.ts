@@ -164,6 +164,12 @@ describe('broker check when Postgres fails under the call record', () => {
         code: 'dependency_unavailable',
         decision: undefined,
       });
+      // Said in the service's log, one line each without the driver's stack (not on stdout).
+      const problems = pg.logs.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'database connection problem');
+      expect(problems.map((entry) => entry.err.message)).toEqual(
+        expect.arrayContaining([expect.stringMatching(/is not currently accepting connections|terminating connection/)]),
+      );
+      for (const entry of problems) expect(entry.err.message).not.toMatch(/\n|\bat \S+ \(/);
     } finally {
       await admin.raw('alter database ?? with allow_connections true', [cutName]);
     }

@@ -153,7 +153,8 @@ it('an agent reads, is denied outside its grant, waits for a human, and runs out
     'repos.read_file:succeeded',
     'pulls.list:denied',
     'repos.read_file:denied',
-    'issues.create_comment:awaiting_approval',
+    // Held, then approved by the owner: the re-sent call is the one that succeeded.
+    'issues.create_comment:approved',
     'issues.create_comment:denied',
     'issues.create_comment:succeeded',
     'issues.create_comment:awaiting_approval',

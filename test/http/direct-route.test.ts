@@ -118,6 +118,13 @@ describe('the direct path answers as Koa does', () => {
       () => ({ auth: world.broker.auth.Authorization, contentType: json, body: checkBody({ grantId: 'grt_01h455vb4pex5vsknk084sn02q' }) }),
     ],
     ['a request id', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: checkBody(), requestId: 'trace-42' })],
+    ['a UTF-8 byte order mark', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: `\ufeff${checkBody()}` })],
+    ['two byte order marks', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: `\ufeff\ufeff${checkBody()}` })],
+    ['a byte order mark alone', () => ({ auth: world.broker.auth.Authorization, contentType: json, body: '\ufeff' })],
+    [
+      'a byte order mark after whitespace',
+      () => ({ auth: world.broker.auth.Authorization, contentType: json, body: ` \ufeff${checkBody()}` }),
+    ],
   ];
 
   it.each(cases)('%s', async (_name, make) => {
@@ -127,6 +134,14 @@ describe('the direct path answers as Koa does', () => {
     expect(essence(direct)).toEqual(essence(koa));
     expect(direct.status).toBeLessThan(500);
     if (request.requestId) expect(direct.headers['x-request-id']).toBe(request.requestId);
+  });
+
+  it('takes a body that starts with one UTF-8 byte order mark on both paths, as RFC 8259 lets a parser', async () => {
+    const request = { auth: world.broker.auth.Authorization, contentType: json, body: `\ufeff${checkBody()}` };
+    for (const viaKoa of [false, true]) {
+      const res = await send(request, viaKoa);
+      expect({ viaKoa, status: res.status, decision: res.body.decision }).toEqual({ viaKoa, status: 200, decision: 'allow' });
+    }
   });
 
   it("answers another broker's grant with 404 both ways", async () => {

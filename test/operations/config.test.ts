@@ -1,6 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { inspect } from 'node:util';
-import { ConfigError, DEVELOPMENT_JWT_SECRET, loadConfig } from '../../src/config';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ConfigError, developmentSecretsFile, loadConfig } from '../../src/config';
+import { trustedTokens } from '../../src/credentials/human-jwt';
 
 /** Configuration is validated at start with one clear line per bad value (issue 2, item 3). */
 function refusal(env: Record<string, string>): string {
@@ -14,14 +18,15 @@ function refusal(env: Record<string, string>): string {
 }
 
 describe('loadConfig', () => {
-  it('has local defaults: Postgres and Redis on 127.0.0.1, port 8080, the development secret', () => {
+  it("has local defaults: loopback on port 8080, Postgres and Redis on 127.0.0.1, the installation's secrets", () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
       NODE_ENV: 'development',
+      HOST: '127.0.0.1',
       PORT: 8080,
       DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/grant_broker',
       REDIS_URL: 'redis://127.0.0.1:6379/0',
-      JWT_SECRET: DEVELOPMENT_JWT_SECRET,
+      JWT_SECRET: JSON.parse(readFileSync(developmentSecretsFile('.grant-broker'), 'utf8')).jwtSecret,
       POLICY_WATCH: true,
     });
   });
@@ -55,13 +60,26 @@ describe('loadConfig', () => {
     for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'POLICY_WATCH']) expect(message).toMatch(new RegExp(`^ {2}${name}: `, 'm'));
   });
 
-  it('refuses the development JWT secret when NODE_ENV=production, whether defaulted or set', () => {
-    expect(refusal({ NODE_ENV: 'production' })).toMatch(/JWT_SECRET: the development secret is refused in production/);
-    expect(refusal({ NODE_ENV: 'production', JWT_SECRET: DEVELOPMENT_JWT_SECRET })).toMatch(/JWT_SECRET/);
+  it('wants a secret of its own in production: none is made for it', () => {
+    expect(refusal({ NODE_ENV: 'production' })).toMatch(
+      /^ {2}JWT_SECRET: production verifies human JWTs with a secret or keys of its own/m,
+    );
+    expect(refusal({ NODE_ENV: 'production' })).toMatch(/^ {2}APPROVAL_ARGS_KEY: production seals/m);
   });
 
-  it('accepts the development secret outside production', () => {
-    expect(loadConfig({ NODE_ENV: 'test' }).JWT_SECRET).toBe(DEVELOPMENT_JWT_SECRET);
+  it('makes the secrets of an installation once, owner-only, and reads the same ones after', () => {
+    const stateDir = path.join(mkdtempSync(path.join(tmpdir(), 'installation-')), 'state');
+    const first = loadConfig({ NODE_ENV: 'test', DEVELOPMENT_STATE_DIR: stateDir });
+    expect(first.JWT_SECRET.length).toBeGreaterThanOrEqual(32);
+    expect(Buffer.from(first.APPROVAL_ARGS_KEY, 'base64')).toHaveLength(32);
+    expect(statSync(developmentSecretsFile(stateDir)).mode & 0o777).toBe(0o600);
+    expect(statSync(stateDir).mode & 0o777).toBe(0o700);
+    const again = loadConfig({ DEVELOPMENT_STATE_DIR: stateDir });
+    expect([again.JWT_SECRET, again.APPROVAL_ARGS_KEY]).toEqual([first.JWT_SECRET, first.APPROVAL_ARGS_KEY]);
+    // Another installation has secrets of its own; a configured value is used as it is.
+    const other = loadConfig({ DEVELOPMENT_STATE_DIR: path.join(stateDir, 'other') });
+    expect(other.JWT_SECRET).not.toBe(first.JWT_SECRET);
+    expect(loadConfig({ DEVELOPMENT_STATE_DIR: stateDir, JWT_SECRET: 's'.repeat(40) }).JWT_SECRET).toBe('s'.repeat(40));
   });
 
   it('accepts production with a JWKS URL, or with a strong secret of its own', () => {
@@ -72,9 +90,38 @@ describe('loadConfig', () => {
       POLICY_BUNDLE_SECRET: 'b'.repeat(32),
       APPROVAL_ARGS_KEY: Buffer.alloc(32, 7).toString('base64'),
     };
-    const jwks = loadConfig({ NODE_ENV: 'production', ...bundle, JWT_JWKS_URI: 'https://idp.example/.well-known/jwks.json' });
+    const jwks = loadConfig({
+      NODE_ENV: 'production',
+      ...bundle,
+      JWT_JWKS_URI: 'https://idp.example/.well-known/jwks.json',
+      JWT_ISSUER: 'https://idp.example/',
+      JWT_AUDIENCE: 'https://broker.example/api',
+    });
     expect(jwks.JWT_JWKS_URI).toBe('https://idp.example/.well-known/jwks.json');
     expect(loadConfig({ NODE_ENV: 'production', ...bundle, JWT_SECRET: 'x'.repeat(48) }).JWT_SECRET).toBe('x'.repeat(48));
+  });
+
+  it('refuses production with a JWKS but no issuer or audience, one line each, or takes them from the OIDC settings', () => {
+    const production = {
+      NODE_ENV: 'production',
+      POLICY_BUNDLE_PATH: 'bundle.tar.gz',
+      POLICY_BUNDLE_SECRET: 'b'.repeat(32),
+      APPROVAL_ARGS_KEY: Buffer.alloc(32, 7).toString('base64'),
+      JWT_JWKS_URI: 'https://idp.example/jwks',
+    };
+    expect(refusal(production).split('\n')).toEqual([
+      'invalid configuration:',
+      expect.stringMatching(/^ {2}JWT_ISSUER: production accepts the tokens of one issuer only/),
+      expect.stringMatching(/^ {2}JWT_AUDIENCE: production accepts only tokens meant for this service/),
+    ]);
+    expect(refusal({ ...production, JWT_ISSUER: 'https://idp.example/' })).toMatch(/^ {2}JWT_AUDIENCE: /m);
+    expect(refusal({ ...production, JWT_AUDIENCE: 'https://broker.example/api' })).toMatch(/^ {2}JWT_ISSUER: /m);
+    const fromOidc = loadConfig({ ...production, OIDC_ISSUER: 'https://idp.example', OIDC_CLIENT_ID: 'console' });
+    expect(trustedTokens(fromOidc)).toEqual({ issuer: 'https://idp.example', audiences: ['console'], clientId: 'console' });
+    const both = loadConfig({ ...production, OIDC_ISSUER: 'https://idp.example', OIDC_CLIENT_ID: 'console', JWT_AUDIENCE: 'api' });
+    expect(trustedTokens(both)).toEqual({ issuer: 'https://idp.example', audiences: ['api', 'console'], clientId: 'console' });
+    const mismatch = { ...production, OIDC_ISSUER: 'https://idp.example', OIDC_CLIENT_ID: 'console', JWT_ISSUER: 'https://other.example' };
+    expect(refusal(mismatch)).toMatch(/^ {2}JWT_ISSUER: differs from OIDC_ISSUER/m);
   });
 
   it('refuses a short JWT secret and a JWKS URL that is not http(s)', () => {

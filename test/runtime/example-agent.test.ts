@@ -262,7 +262,10 @@ describe('example agent: a write that waits for a human (CONTRACT §9)', () => {
     expect(results).toEqual([{ note: 'issues.create_comment was not approved (denied): dropped' }]);
     expect(waits.pending).toBe(0);
     const calls = await service.http.get(`/api/grants/${grantId}/calls`).set(world.owner.auth).expect(200);
-    expect(calls.body.items.map((c: { outcome: string }) => c.outcome)).toEqual(['awaiting_approval']);
+    // The held call reads as the human ended it.
+    expect(calls.body.items.map((c: { outcome: string; reason: string }) => [c.outcome, c.reason])).toEqual([
+      ['denied', 'approval_denied'],
+    ]);
   });
 
   it('the runnable agent (dist/examples/agent/main.js --call): waits for the human, re-sends, stops on SIGTERM', async () => {

@@ -4,7 +4,7 @@ import { startService, type TestService } from '../support/service';
 import { brokerWorld, checkAs, type BrokerWorld } from '../support/broker-world';
 import { rootGrant } from '../support/world';
 import { newId } from '../../src/kernel/ids';
-import { isPublicAddress } from '../../src/webhooks/address-guard';
+import { isPublicAddress } from '../../src/outbound/address-guard';
 import { DELIVERY_WINDOW_MS, nextAttemptAt } from '../../src/webhooks/dispatcher';
 import { mintSecret, sealSecret } from '../../src/webhooks/secrets';
 import { sendWebhook } from '../../src/webhooks/send';
@@ -65,6 +65,51 @@ describe('at creation', () => {
     expect(await service.deps.db('webhooks').where({ pod_id: world.podId })).toEqual([]);
   });
 
+  // The deprecated IPv4-compatible IPv6 range (::/96): WHATWG URLs normalise `[::127.0.0.1]` to
+  // `[::7f00:1]`, which ipaddr.js alone calls unicast. Each is judged as the IPv4 it carries.
+  const ipv4Compatible = [
+    'http://[::127.0.0.1]/hook',
+    'http://[::7f00:1]/hook',
+    'http://[0:0:0:0:0:0:7f00:1]:8080/hook',
+    'http://[::169.254.169.254]/latest/meta-data/',
+    'http://[::a9fe:a9fe]/latest/meta-data/',
+    'http://[::10.0.0.1]/hook',
+    'http://[::a00:1]/hook',
+    'http://[::172.16.0.1]/hook',
+    'http://[::192.168.1.1]/hook',
+    'http://[::100.64.0.1]/hook',
+    'http://[::0.0.0.0]/hook',
+    'http://[::0.0.0.1]/hook',
+    'https://[::224.0.0.1]/hook',
+    'http://[::ffff:0:7f00:1]/hook',
+  ];
+
+  it('refuses every IPv4-compatible IPv6 spelling of a non-public address (::/96)', async () => {
+    for (const url of ipv4Compatible) {
+      const res = await create(url);
+      expect({ url, status: res.status, code: res.body.code }).toEqual({ url, status: 400, code: 'webhook_target_not_allowed' });
+    }
+    expect(await service.deps.db('webhooks').where({ pod_id: world.podId })).toEqual([]);
+  });
+
+  it('judges an IPv4-compatible address as the IPv4 it carries', () => {
+    for (const address of [
+      '::7f00:1',
+      '::127.0.0.1',
+      '::a9fe:a9fe',
+      '::169.254.169.254',
+      '::a00:1',
+      '::10.0.0.1',
+      '::c0a8:101',
+      '::6440:1',
+    ]) {
+      expect({ address, public: isPublicAddress(address) }).toEqual({ address, public: false });
+    }
+    // A public IPv4 carried so is judged public, like the same IPv4 mapped (::ffff:8.8.8.8).
+    expect(isPublicAddress('::808:808')).toBe(true);
+    expect(isPublicAddress('::8.8.8.8')).toBe(true);
+  });
+
   it('judges addresses as public unicast only', () => {
     for (const address of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) expect(isPublicAddress(address)).toBe(true);
     for (const address of ['127.0.0.1', '::ffff:10.0.0.1', 'fe80::1', '192.0.2.1', '255.255.255.255', 'not-an-ip', '']) {
@@ -79,7 +124,7 @@ describe('at delivery', () => {
     try {
       // Kept as if they had passed at creation (a public answer then, a rebinding now).
       const targets = [`http://localhost:${receiver.port}/hook`, receiver.url, `http://[::ffff:127.0.0.1]:${receiver.port}/hook`];
-      const ids = [];
+      const ids: string[] = [];
       for (const url of targets) {
         const id = newId('webhook');
         ids.push(id);
@@ -105,9 +150,16 @@ describe('at delivery', () => {
       );
       const asked = await checkAs(service, world, grant.id, world.agent, { tool: 'issues.create_comment', args: { body: 'x' } });
       expect(asked.body.decision).toBe('approval_required');
-      expect(await service.deps.webhookDispatcher.deliverDue()).toBe(targets.length);
+      // A pass queues the approvals' outbox and takes at most POD_CONCURRENCY of one pod's messages
+      // (and whatever else of the shared test database is due): pass until each of these was tried.
+      const deliveriesOfTargets = () => service.deps.db('webhook_deliveries').whereIn('webhook_id', ids);
+      for (let pass = 0; pass < 10; pass += 1) {
+        await service.deps.webhookDispatcher.deliverDue();
+        const tried = (await deliveriesOfTargets()).filter((delivery) => delivery.attempts > 0);
+        if (tried.length === targets.length) break;
+      }
       expect(receiver.received).toEqual([]);
-      const deliveries = await service.deps.db('webhook_deliveries').whereIn('webhook_id', ids);
+      const deliveries = await deliveriesOfTargets();
       expect(deliveries).toHaveLength(targets.length);
       for (const delivery of deliveries) {
         expect(delivery).toMatchObject({ attempts: 1, delivered_at: null, failed_at: null, last_status: null });
@@ -116,6 +168,39 @@ describe('at delivery', () => {
     } finally {
       await receiver.close();
       await service.deps.db('webhooks').where({ pod_id: world.podId }).delete();
+    }
+  });
+});
+
+describe('at delivery, in IPv4-compatible form', () => {
+  it('refuses a kept target on [::7f00:1] and its other spellings without connecting', async () => {
+    const receiver = await startReceiver([200]);
+    try {
+      const targets = [
+        `http://[::7f00:1]:${receiver.port}/hook`,
+        `http://[::127.0.0.1]:${receiver.port}/hook`,
+        `http://[0:0:0:0:0:0:7f00:1]:${receiver.port}/hook`,
+        `http://[::a9fe:a9fe]:${receiver.port}/latest/meta-data/`,
+        `http://[::10.0.0.1]:${receiver.port}/hook`,
+      ];
+      for (const url of targets) {
+        const result = await sendWebhook(
+          { url, secret: mintSecret() },
+          { id: 'msg_test', timestampMs: Date.now(), body: '{}' },
+          {
+            timeoutMs: 2_000,
+            maxResponseBytes: 1024,
+            allowPrivate: false,
+          },
+        );
+        expect({ url, result }).toEqual({
+          url,
+          result: { ok: false, status: null, error: expect.stringMatching(/is not a public unicast address/) },
+        });
+      }
+      expect(receiver.received).toEqual([]);
+    } finally {
+      await receiver.close();
     }
   });
 });

@@ -655,7 +655,7 @@ export interface paths {
         put?: never;
         /**
          * Send approval events of the pod to a URL, signed as Standard Webhooks
-         * @description The pod's owners and admins (a member: 403 `not_pod_admin`; anyone else: 404). The URL must be http(s), without user name, password or fragment (400 `webhook_url_invalid`), and its host must resolve to public addresses only unless the service sets WEBHOOK_ALLOW_PRIVATE (400 `webhook_target_not_allowed`). The answer carries the signing secret, shown this once.
+         * @description The pod's owners and admins (a member: 403 `not_pod_admin`; anyone else: 404). The URL must be http(s), without user name, password or fragment (400 `webhook_url_invalid`), and its host must resolve to public addresses only unless the service sets WEBHOOK_ALLOW_PRIVATE (400 `webhook_target_not_allowed`). A pod has at most WEBHOOK_MAX_PER_POD webhooks (10 by default; 422 `too_many_webhooks` past it). The answer carries the signing secret, shown this once.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -912,8 +912,11 @@ export interface components {
             id: string;
             grantId: string;
             tool: string;
-            /** @enum {string} */
-            outcome: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval";
+            /**
+             * @description An allowed call: `pending` until its outcome is reported, then `succeeded` or `failed`. A call held for approval: `awaiting_approval` while the approval is pending, then `approved` (the call itself is the re-sent check, a record of its own) or `denied` (`reason` `approval_denied`, or `approval_expired` when nobody decided in time). Any other refusal: `denied`.
+             * @enum {string}
+             */
+            outcome: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval" | "approved";
             reason: string;
             /** @description The approval (`apr_…`) that allowed the call or the one it waits for; null when no approval concerns the call */
             approvalId: string | null;
@@ -922,7 +925,7 @@ export interface components {
              * @example 0b6f6a8e-3c1d-4f2a-9e57-2d1f6c0a4b8e
              */
             decisionId: string | null;
-            /** @description Who approved it, when a human approval allowed the call */
+            /** @description Who decided the approval the record names: the call it allowed, and the call it held */
             approvedBy: string | null;
             principal: {
                 /** @enum {string} */
@@ -6350,6 +6353,15 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The request body must be application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `too_many_webhooks`: The pod already has as many webhooks as allowed (WEBHOOK_MAX_PER_POD) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

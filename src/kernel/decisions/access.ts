@@ -11,7 +11,15 @@ export const podsAccess = defineDecision(
       .strictObject({ role: z.enum(['owner', 'admin', 'member']) })
       .optional()
       .describe('the member the action is about'),
-    pod: z.strictObject({ owner_count: z.number().int().nullable() }).optional(),
+    pod: z
+      .strictObject({
+        owner_count: z.number().int().nullable(),
+        webhooks: z
+          .strictObject({ count: z.number().int(), max: z.number().int() })
+          .optional()
+          .describe("the pod's webhooks and how many it may have (webhooks.create)"),
+      })
+      .optional(),
   }),
   verdict({}),
 );

@@ -23,7 +23,8 @@ export interface CallRecordRow {
   tool: string;
   principal_kind: codec.PrincipalKind;
   principal_id: string;
-  outcome: codec.Outcome;
+  /** As stored, except a held call's once its approval is settled (see withApprovals). */
+  outcome: codec.Outcome | SettledHold;
   reason: string;
   /** The approval the call used or waits for; null for a call no approval concerns. */
   approval_id: string | null;
@@ -41,11 +42,16 @@ export interface CallRecordRow {
   approval_decided_by?: string | null;
 }
 
+/** What a call held for approval reads as once a human approved it. */
+type SettledHold = 'approved';
+
 type OptionalColumns =
   'approval_id' | 'decision_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
 
 /** A row of call_records as a check writes it. */
-export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by'> & Partial<Pick<CallRecordRow, OptionalColumns>>;
+export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by' | 'outcome'> & {
+  outcome: codec.Outcome;
+} & Partial<Pick<CallRecordRow, OptionalColumns>>;
 
 /** A row as Postgres answers it (its shape joined): uuids as text, bytea as Buffers, codes as numbers. */
 interface StoredRow {
@@ -237,18 +243,33 @@ export async function completeCallRecord(
       codec.OUTCOME_CODES.pending,
     ],
   );
-  return rows[0] && decode(rows[0]);
+  return rows[0] && (await withApprovals(db, [decode(rows[0])], completedAt))[0];
 }
 
-/** Who decided each approval: the listing shows who approved a call an approval allowed. */
-async function withApprovers(db: Queryable, rows: CallRecordRow[]): Promise<CallRecordRow[]> {
+/**
+ * The records as people read them, with what became of the approvals they name: who decided each
+ * (`approval_decided_by`, for a call an approval allowed and for the call it held), and, for a
+ * call held for approval (stored `awaiting_approval`, which a record never stops being), how that
+ * ended: `approved` (the call itself runs on the re-sent check, a record of its own), `denied`
+ * with `approval_denied`, or `denied` with `approval_expired` when nobody decided in time (a
+ * revoked grant's approvals expire with it). Only a pending, unexpired approval reads as awaiting.
+ */
+async function withApprovals(db: Queryable, rows: CallRecordRow[], now: Date): Promise<CallRecordRow[]> {
   const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id ? [row.approval_id] : [])))];
   if (approvalIds.length === 0) return rows.map((row) => ({ ...row, approval_decided_by: null }));
-  const approvals: Array<{ id: string; decided_by: string | null }> = await db('approvals')
+  const approvals: Array<{ id: string; decided_by: string | null; state: string; expires_at: Date }> = await db('approvals')
     .whereIn('id', approvalIds)
-    .select('id', 'decided_by');
-  const decidedBy = new Map(approvals.map((a) => [a.id, a.decided_by]));
-  return rows.map((row) => ({ ...row, approval_decided_by: (row.approval_id && decidedBy.get(row.approval_id)) ?? null }));
+    .select('id', 'decided_by', 'state', 'expires_at');
+  const byId = new Map(approvals.map((a) => [a.id, a]));
+  return rows.map((row) => {
+    const approval = row.approval_id ? byId.get(row.approval_id) : undefined;
+    const read = { ...row, approval_decided_by: approval?.decided_by ?? null };
+    if (row.outcome !== 'awaiting_approval' || !approval) return read;
+    if (approval.state === 'approved' || approval.state === 'used') return { ...read, outcome: 'approved' as const };
+    if (approval.state === 'denied') return { ...read, outcome: 'denied' as const, reason: 'approval_denied' };
+    if (approval.expires_at.getTime() <= now.getTime()) return { ...read, outcome: 'denied' as const, reason: 'approval_expired' };
+    return read;
+  });
 }
 
 /**
@@ -349,6 +370,7 @@ export async function callRecordsAfter(
   after: ListPosition | null,
   size: number,
   filter: CallFilter = {},
+  now: Date = new Date(),
 ): Promise<CallRecordRow[]> {
   const query = listing(grantId, after, size, filter);
   if (!query) return [];
@@ -365,7 +387,7 @@ export async function callRecordsAfter(
   } finally {
     await db.client.releaseConnection(connection);
   }
-  return withApprovers(db, rows.map(decode));
+  return withApprovals(db, rows.map(decode), now);
 }
 
 /** The plan Postgres runs callRecordsAfter with, and its timing (`npm run bench:trail` prints it). */
@@ -393,7 +415,7 @@ export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, afte
     [...bindings, ...bindings, size],
   );
   const last = rows.at(-1);
-  return { records: await withApprovers(db, rows.map(decode)), next: last ? { at: last.requested_at, uuid: last.id } : null };
+  return { records: await withApprovals(db, rows.map(decode), new Date()), next: last ? { at: last.requested_at, uuid: last.id } : null };
 }
 
 /** The outcomes of an allowed call: what counts against a budget. */
