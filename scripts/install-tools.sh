@@ -16,7 +16,7 @@ tools=("$@")
 for tool in "${tools[@]}"; do
   [[ -f "$root/tools/$tool/go.mod" ]] || { echo "install-tools.sh: no tools/$tool/go.mod" >&2; exit 2; }
   stamp="$bin/.$tool.stamp"
-  want=$(sha256sum "$root/tools/$tool/go.mod" "$root/tools/$tool/go.sum" | sha256sum | cut -c1-16)
+  want=$(cat "$root/tools/$tool/go.mod" "$root/tools/$tool/go.sum" | sha256sum | cut -c1-16)
   if [[ -x "$bin/$tool" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     continue
   fi
