@@ -58,6 +58,8 @@ import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
 import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
+import { createAuthorizationServer } from './oauth/provider';
+import { isAuthorizationServerPath, oauthHandler } from './oauth/handler';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
@@ -76,6 +78,8 @@ export interface ServiceOptions {
   migrate?: boolean;
   /** The system clock unless a test moves time itself. */
   clock?: Clock;
+  /** Certificates trusted for client metadata documents beside Node's store (tests; NODE_EXTRA_CA_CERTS in a deployment). */
+  clientMetadataCa?: string;
 }
 
 /**
@@ -271,6 +275,29 @@ export async function buildService(config: Config, options: ServiceOptions = {})
           : undefined,
     },
   });
+  // The OAuth authorization server for MCP hosts, on the same port (src/oauth/).
+  const authorizationServer = await createAuthorizationServer({
+    db,
+    clock,
+    keys: keyRing,
+    log: log.child({ component: 'oauth' }),
+    settings: {
+      issuer: publicBaseUrl(config),
+      accessTokenTtlMs: config.OAUTH_ACCESS_TOKEN_TTL_MS,
+      refreshTokenTtlMs: config.OAUTH_REFRESH_TOKEN_TTL_MS,
+      allowPrivateClientMetadata: config.OAUTH_ALLOW_PRIVATE_CLIENT_METADATA,
+      signingKeyRotationMs: config.OAUTH_SIGNING_KEY_ROTATION_MS,
+      clientMetadataCa: options.clientMetadataCa,
+    },
+  });
+  const oauth = oauthHandler({
+    db,
+    policy,
+    provider: authorizationServer,
+    grants,
+    resolveCredential,
+    log: log.child({ component: 'oauth' }),
+  });
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
     openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
@@ -279,7 +306,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     callback() {
       const api = apiApp.callback();
       return (req, res) => {
-        if (!consoleHandler(req, res)) api(req, res);
+        if (consoleHandler(req, res)) return;
+        if (isAuthorizationServerPath((req.url ?? '/').split('?')[0]!)) oauth(req, res);
+        else api(req, res);
       };
     },
   };
@@ -317,6 +346,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     trailMaintenance,
     tallies,
     approvalMessages,
+    authorizationServer,
   };
   return { app, metricsApp, services, infrastructure, close };
 }
