@@ -110,7 +110,12 @@ export async function attenuateGrant(
     const inserted = await insertGrant(
       trx,
       oauthClient
-        ? { ...child!, oauth_client_id: oauthClient.clientId, oauth_client_name: oauthClient.name, oauth_consented_by: oauthClient.consentedBy }
+        ? {
+            ...child!,
+            oauth_client_id: oauthClient.clientId,
+            oauth_client_name: oauthClient.name,
+            oauth_consented_by: oauthClient.consentedBy,
+          }
         : child!,
     );
     const { child_status: status, child_audience: audience } = decision;

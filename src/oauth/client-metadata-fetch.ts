@@ -47,7 +47,9 @@ export function clientMetadataFetch(limits: ClientMetadataFetchLimits): typeof f
             if (typeof value === 'string') headers.set(name, value);
           }
           const status = response.statusCode ?? 502;
-          resolve(new Response(Readable.toWeb(response) as ReadableStream, { status: status >= 200 && status <= 599 ? status : 502, headers }));
+          resolve(
+            new Response(Readable.toWeb(response) as ReadableStream, { status: status >= 200 && status <= 599 ? status : 502, headers }),
+          );
         },
       );
       request.on('error', reject);

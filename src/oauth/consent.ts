@@ -107,7 +107,13 @@ export async function consentDetails(deps: ConsentDeps, person: HumanPrincipal, 
       );
       const grants = usable
         .filter((grant) => ofGateway.has(grant.id))
-        .map((grant) => ({ id: grant.id, tools: grant.tools, writeMode: grant.writeMode, expiresAt: grant.expiresAt, oauthClient: grant.oauthClient }));
+        .map((grant) => ({
+          id: grant.id,
+          tools: grant.tools,
+          writeMode: grant.writeMode,
+          expiresAt: grant.expiresAt,
+          oauthClient: grant.oauthClient,
+        }));
       podAgents.push({ id: agent.id, name: agent.name, grants });
     }
     choices.push({ pod, agents: podAgents });

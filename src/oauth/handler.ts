@@ -49,9 +49,13 @@ export function oauthHandler(deps: OAuthHandlerDeps): (req: IncomingMessage, res
         const person = await personOf(deps, req);
         const parsed = ConsentDecisionBody.safeParse(await jsonBody(req));
         if (!parsed.success) {
-          throw new ApiError('invalid_request', 'the consent is {decision: "deny"} or {decision: "allow", agentId, grantId, tools, expiresAt?}', {
-            errors: parsed.error.issues.map((issue) => ({ path: `/${issue.path.join('/')}`, message: issue.message })),
-          });
+          throw new ApiError(
+            'invalid_request',
+            'the consent is {decision: "deny"} or {decision: "allow", agentId, grantId, tools, expiresAt?}',
+            {
+              errors: parsed.error.issues.map((issue) => ({ path: `/${issue.path.join('/')}`, message: issue.message })),
+            },
+          );
         }
         return { status: 200, body: await decideConsent(deps, person, req, res, uid, parsed.data) };
       }
@@ -94,7 +98,11 @@ function answer(res: ServerResponse, log: Logger, run: () => Promise<Answer>): v
     },
     (error: unknown) => {
       const problem =
-        error instanceof ApiError ? error : isDependencyFailure(error) ? new ApiError('dependency_unavailable') : new ApiError('internal_error');
+        error instanceof ApiError
+          ? error
+          : isDependencyFailure(error)
+            ? new ApiError('dependency_unavailable')
+            : new ApiError('internal_error');
       if (problem.code === 'internal_error') log.error({ err: error }, 'consent failed');
       if (res.headersSent) return void res.destroy();
       res.writeHead(problem.status, { 'Content-Type': 'application/problem+json', 'Cache-Control': 'no-store', ...problem.headers }).end(

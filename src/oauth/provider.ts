@@ -73,11 +73,13 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
   );
 
   const policy = interactionPolicy.base();
-  policy.get('login')!.checks.add(
-    new interactionPolicy.Check('consent_each_connection', 'every connection of a host is consented on the consent page', (ctx) =>
-      ctx.oidc.result ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
-    ),
-  );
+  policy
+    .get('login')!
+    .checks.add(
+      new interactionPolicy.Check('consent_each_connection', 'every connection of a host is consented on the consent page', (ctx) =>
+        ctx.oidc.result ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
+      ),
+    );
 
   const configuration: Configuration = {
     adapter: postgresAdapter(db, clock),
@@ -92,6 +94,8 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       return grant ? { accountId: grant.id, claims: () => ({ sub: grant.id }) } : undefined;
     },
     responseTypes: ['code'],
+    // The keys are P-256: whatever a client registers is signed with ES256.
+    clientDefaults: { id_token_signed_response_alg: 'ES256', grant_types: ['authorization_code'], response_types: ['code'] },
     pkce: { required: () => true },
     scopes: [GATEWAY_SCOPE],
     routes: OAUTH_ROUTES,
@@ -153,7 +157,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       ctx.body = { error: out.error, error_description: out.error_description };
     },
   };
-  const provider = new ProviderClass(settings.issuer, configuration);
+  const provider = new ProviderClass(settings.issuer, inHostRealm(configuration));
   // Behind a proxy the issuer's scheme and host are PUBLIC_URL's, whatever the socket says.
   provider.proxy = true;
   provider.on('server_error', (_ctx, error) => deps.log.error({ err: error }, 'authorization server error'));
@@ -162,3 +166,20 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
 
 /** A client metadata document is a few hundred bytes: anything past this is refused. */
 export const CLIENT_METADATA_MAX_BYTES = 16 * 1024;
+
+/**
+ * The configuration as objects of Node's own realm: oidc-provider tells a plain object by its
+ * constructor, and under a test runner's sandbox object literals have another realm's `Object`.
+ * In the service both realms are one and this copies plain objects only.
+ */
+function inHostRealm<T>(value: T): T {
+  const HostObject = process.memoryUsage().constructor as ObjectConstructor;
+  const copy = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(copy);
+    if (item === null || typeof item !== 'object' || Object.getPrototypeOf(item)?.constructor?.name !== 'Object') return item;
+    const out = new HostObject() as Record<string, unknown>;
+    for (const [key, entry] of Object.entries(item)) out[key] = copy(entry);
+    return out;
+  };
+  return copy(value) as T;
+}

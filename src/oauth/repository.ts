@@ -47,10 +47,7 @@ export async function deleteStateOfGrant(db: Queryable, grantId: string): Promis
 /** Expired objects, a bounded batch at a time. */
 export async function deleteExpiredState(db: Queryable, now: Date, limit: number): Promise<number> {
   return db('oauth_state')
-    .whereIn(
-      ['model', 'id'],
-      db('oauth_state').select('model', 'id').where('expires_at', '<', now).limit(limit),
-    )
+    .whereIn(['model', 'id'], db('oauth_state').select('model', 'id').where('expires_at', '<', now).limit(limit))
     .delete();
 }
 

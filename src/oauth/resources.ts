@@ -10,8 +10,19 @@ import { brokerExists, insertResource } from './repository';
  */
 export async function registerGatewayResource(db: Database, brokerId: string, resource: string) {
   const url = URL.parse(resource);
-  if (!url || !['https:', 'http:'].includes(url.protocol) || url.hash || url.search || url.username || url.password || url.href !== resource) {
-    throw new ApiError('invalid_request', 'the resource is an absolute http(s) URL, written as it is normalised, without credentials, query or fragment');
+  if (
+    !url ||
+    !['https:', 'http:'].includes(url.protocol) ||
+    url.hash ||
+    url.search ||
+    url.username ||
+    url.password ||
+    url.href !== resource
+  ) {
+    throw new ApiError(
+      'invalid_request',
+      'the resource is an absolute http(s) URL, written as it is normalised, without credentials, query or fragment',
+    );
   }
   if (!(await brokerExists(db, brokerId))) throw new ApiError('not_found', 'no broker of that id');
   const row = await insertResource(db, resource, brokerId);

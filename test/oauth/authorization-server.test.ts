@@ -52,7 +52,10 @@ async function registered(extra: Record<string, unknown> = {}): Promise<OAuthCli
 const allowBot = (details: ConsentDetails) => ({
   decision: 'allow',
   agentId: world.bot.agentId,
-  grantId: details.pods.flatMap((p) => p.agents).find((a) => a.id === world.bot.agentId)!.grants.find((g) => g.id === parentId)!.id,
+  grantId: details.pods
+    .flatMap((p) => p.agents)
+    .find((a) => a.id === world.bot.agentId)!
+    .grants.find((g) => g.id === parentId)!.id,
   tools: ['pulls.list'],
 });
 
@@ -125,15 +128,30 @@ describe('the authorization server (CONTRACT §20)', () => {
       redirectUri: REDIRECT,
       resource: new URL(resource),
     });
-    const second = await refreshAuthorization(service.baseUrl, { metadata, clientInformation: client, refreshToken: first.refresh_token!, resource: new URL(resource) });
+    const second = await refreshAuthorization(service.baseUrl, {
+      metadata,
+      clientInformation: client,
+      refreshToken: first.refresh_token!,
+      resource: new URL(resource),
+    });
     expect(second.refresh_token).not.toBe(first.refresh_token);
     expect(decodeJwt(second.access_token).aud).toBe(resource);
     await expect(
-      refreshAuthorization(service.baseUrl, { metadata, clientInformation: client, refreshToken: first.refresh_token!, resource: new URL(resource) }),
+      refreshAuthorization(service.baseUrl, {
+        metadata,
+        clientInformation: client,
+        refreshToken: first.refresh_token!,
+        resource: new URL(resource),
+      }),
     ).rejects.toThrow(/invalid_grant|grant request is invalid/i);
     // The reuse revoked the family: the rotated token is dead too.
     await expect(
-      refreshAuthorization(service.baseUrl, { metadata, clientInformation: client, refreshToken: second.refresh_token!, resource: new URL(resource) }),
+      refreshAuthorization(service.baseUrl, {
+        metadata,
+        clientInformation: client,
+        refreshToken: second.refresh_token!,
+        resource: new URL(resource),
+      }),
     ).rejects.toThrow();
   });
 
@@ -181,7 +199,16 @@ describe('the authorization server (CONTRACT §20)', () => {
     const query = (params: Record<string, string>) => {
       const url = new URL(base);
       const challenge = createHash('sha256').update('v'.repeat(43)).digest('base64url');
-      const all = { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource, state: 's', ...params };
+      const all = {
+        response_type: 'code',
+        client_id: client.client_id,
+        redirect_uri: REDIRECT,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        resource,
+        state: 's',
+        ...params,
+      };
       for (const [key, value] of Object.entries(all)) if (value !== '') url.searchParams.set(key, value);
       return new CookieJar().fetch(url.href);
     };
@@ -208,34 +235,58 @@ describe('the authorization server (CONTRACT §20)', () => {
     expect(after.body.items.length).toBe(before.body.items.length);
   });
 
-  it('consent by a person who may not run the agent, or with another pod\'s grant, is refused and mints nothing', async () => {
+  it("consent by a person who may not run the agent, or with another pod's grant, is refused and mints nothing", async () => {
     const client = await registered();
     // A plain member sees no pod to consent from, and a forged answer naming the bot is refused.
-    const asMember = await authorized(client, world.member.token, () => ({ decision: 'allow', agentId: world.bot.agentId, grantId: parentId, tools: ['pulls.list'] }));
+    const asMember = await authorized(client, world.member.token, () => ({
+      decision: 'allow',
+      agentId: world.bot.agentId,
+      grantId: parentId,
+      tools: ['pulls.list'],
+    }));
     expect(asMember.details.pods).toEqual([]);
     expect(asMember.decision).toMatchObject({ status: 403, body: { code: 'not_pod_admin' } });
-    const asOutsider = await authorized(client, world.outsider.token, () => ({ decision: 'allow', agentId: world.bot.agentId, grantId: parentId, tools: ['pulls.list'] }));
+    const asOutsider = await authorized(client, world.outsider.token, () => ({
+      decision: 'allow',
+      agentId: world.bot.agentId,
+      grantId: parentId,
+      tools: ['pulls.list'],
+    }));
     expect(asOutsider.decision).toMatchObject({ status: 404 });
     // Another pod's owner, running their own agent, names this pod's grant.
     const stranger = human(service, 'stranger');
     const otherPod = await podWith(service, stranger);
     const theirAgent = await installAgent(service, stranger, otherPod, 'theirs');
-    const theirs = await authorized(client, stranger.token, () => ({ decision: 'allow', agentId: theirAgent.agentId, grantId: parentId, tools: ['pulls.list'] }));
+    const theirs = await authorized(client, stranger.token, () => ({
+      decision: 'allow',
+      agentId: theirAgent.agentId,
+      grantId: parentId,
+      tools: ['pulls.list'],
+    }));
     expect(theirs.decision!.status).toBeGreaterThanOrEqual(400);
     expect(theirs.decision!.status).toBeLessThan(500);
     const grants = await service.http.get(`/api/pods/${world.podId}/grants`).set(world.owner.auth).expect(200);
-    const children = grants.body.items.filter((g: { parentId: string; oauthClient: { clientId: string } | null }) => g.oauthClient?.clientId === client.client_id);
+    const children = grants.body.items.filter(
+      (g: { parentId: string; oauthClient: { clientId: string } | null }) => g.oauthClient?.clientId === client.client_id,
+    );
     expect(children).toEqual([]);
   });
 
   it('a consent link opened in another browser finds nothing', async () => {
     const client = await registered();
-    const { authorizationUrl } = await startAuthorization(service.baseUrl, { metadata, clientInformation: client, redirectUrl: REDIRECT, resource: new URL(resource) });
+    const { authorizationUrl } = await startAuthorization(service.baseUrl, {
+      metadata,
+      clientInformation: client,
+      redirectUrl: REDIRECT,
+      resource: new URL(resource),
+    });
     const attacker = new CookieJar();
     const start = await attacker.fetch(authorizationUrl.href);
     const uid = /consent\/([^/]+)$/.exec(start.headers.get('location')!)![1];
     const victim = new CookieJar();
-    const details = await victim.fetch(`${service.baseUrl}/oauth/consent/${uid}/details`, { headers: { authorization: `Bearer ${world.owner.token}` } });
+    const details = await victim.fetch(`${service.baseUrl}/oauth/consent/${uid}/details`, {
+      headers: { authorization: `Bearer ${world.owner.token}` },
+    });
     expect(details.status).toBe(404);
   });
 
@@ -256,7 +307,10 @@ describe('the authorization server (CONTRACT §20)', () => {
   });
 
   it('gateway registration: idempotent, another broker may not take a resource, and a bad URL is refused', async () => {
-    await expect(registerGatewayResource(service.deps.db, world.brokerId, resource)).resolves.toMatchObject({ resource, brokerId: world.brokerId });
+    await expect(registerGatewayResource(service.deps.db, world.brokerId, resource)).resolves.toMatchObject({
+      resource,
+      brokerId: world.brokerId,
+    });
     const other = await broker(service, 'other');
     await expect(registerGatewayResource(service.deps.db, other.id, resource)).rejects.toThrow(/another broker/);
     await expect(registerGatewayResource(service.deps.db, world.brokerId, 'https://x.example.test/mcp#frag')).rejects.toThrow();

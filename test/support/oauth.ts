@@ -49,7 +49,11 @@ export class CookieJar {
     for (const line of response.headers.getSetCookie()) {
       const [pair, ...attributes] = line.split(';');
       const [name, ...value] = pair!.split('=');
-      const path = attributes.map((a) => a.trim()).find((a) => a.toLowerCase().startsWith('path='))?.slice(5) ?? '/';
+      const path =
+        attributes
+          .map((a) => a.trim())
+          .find((a) => a.toLowerCase().startsWith('path='))
+          ?.slice(5) ?? '/';
       const key = `${name!.trim()}@${path}`;
       if (/expires=thu, 01 jan 1970/i.test(line) || value.join('=') === '') this.cookies.delete(key);
       else this.cookies.set(key, { value: value.join('='), path });
@@ -117,5 +121,8 @@ export interface ConsentDetails {
   uid: string;
   client: { clientId: string; name: string; redirectHost: string };
   resource: string;
-  pods: Array<{ pod: { id: string; name: string }; agents: Array<{ id: string; name: string; grants: Array<{ id: string; tools: string[] }> }> }>;
+  pods: Array<{
+    pod: { id: string; name: string };
+    agents: Array<{ id: string; name: string; grants: Array<{ id: string; tools: string[] }> }>;
+  }>;
 }
