@@ -199,6 +199,10 @@ async function main() {
       `gateway CPU per call (its idle CPU taken out): ${((gatewayCpu / gatewayCalls) * 1000).toFixed(0)} µs; the service's (check + outcome): ${((serviceCpu / gatewayCalls) * 1000).toFixed(0)} µs`,
     );
     await Promise.allSettled([direct.close(), through.close()]);
+    // The gateway ends on its own SIGTERM, so that a --cpu-prof given in BENCH_GATEWAY_NODE_ARGS is written.
+    const ended = new Promise((resolve) => gateway.once('exit', resolve));
+    gateway.kill('SIGTERM');
+    await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 5000))]);
     everything.child.kill('SIGTERM');
   } finally {
     killChildren();

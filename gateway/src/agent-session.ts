@@ -18,6 +18,8 @@ export interface GatewayCore {
   fetch?: typeof fetch;
   /** The upstream's own root, for paths it takes absolute (./resource-paths.ts). */
   pathRoot?: string;
+  /** Sends the outcomes still held to the grant broker (within a bound) and closes its sockets. */
+  close(): Promise<void>;
 }
 
 export interface AgentIdentity {

@@ -26,7 +26,11 @@ async function main(argv: string[]): Promise<void> {
   if (config.listen) {
     const listener = await serveHttp(core, config.listen);
     process.stderr.write(`mcp-gateway: agents at ${listener.url()}\n`);
-    const stop = () => void Promise.all([listener.close(), core.upstream.close()]).finally(() => process.exit(0));
+    // The sessions first (no new call), then the outcomes still held are sent before the process ends.
+    const stop = () =>
+      void Promise.all([listener.close(), core.upstream.close()])
+        .then(() => core.close())
+        .finally(() => process.exit(0));
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     return;
