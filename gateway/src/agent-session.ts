@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
 import { checkedCall, type CallContext } from './checked-call';
 import type { ToolMapping } from './config';
+import type { GrantCache } from './grant-cache';
 import { refusal } from './refusals';
 import { canonicalPaths } from './resource-paths';
 import type { ToolCatalog } from './tool-catalog';
@@ -15,6 +16,8 @@ export interface GatewayCore {
   broker: GrantBrokerClient;
   upstream: Upstream;
   catalog: ToolCatalog;
+  /** Each grant as its listing needs it, kept while its checks see the same version (./grant-cache.ts). */
+  grants: GrantCache;
   fetch?: typeof fetch;
   /** The upstream's own root, for paths it takes absolute (./resource-paths.ts). */
   pathRoot?: string;
@@ -30,17 +33,25 @@ export interface AgentIdentity {
 
 /**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
- * grant allows now (read afresh, as the agent, on every listing) and whose `tools/call` runs each
+ * grant allows (read as the agent, kept while the grant's checks see it unchanged) and whose `tools/call` runs each
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
   const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
-  const context: CallContext = { grantId: identity.grantId, agentToken: identity.agentToken };
+  const context: CallContext = {
+    grantId: identity.grantId,
+    agentToken: identity.agentToken,
+    checked: (version) => core.grants.saw(identity.grantId, version),
+    refused: () => core.grants.forget(identity.grantId),
+  };
   const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const [grant, tools] = await Promise.all([
-      asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId: identity.grantId } } })),
+      // Read as the agent (the door verified it may), once per grant while its checks see no change.
+      core.grants.grant(identity.grantId, () =>
+        asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId: identity.grantId } } })),
+      ),
       core.catalog.tools(),
     ]);
     const listed: Tool[] = [];
@@ -77,5 +88,7 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
  * budgets and org rules depend on the call's arguments and time, so the check decides those.)
  */
 function allowsListing(grant: Grant, mapping: ToolMapping): boolean {
-  return grant.status === 'active' && grant.tools.includes(mapping.grantTool) && (mapping.access === 'read' || grant.writeMode !== 'read');
+  // A kept grant may have expired since it was read.
+  const live = grant.status === 'active' && Date.parse(grant.expiresAt) > Date.now();
+  return live && grant.tools.includes(mapping.grantTool) && (mapping.access === 'read' || grant.writeMode !== 'read');
 }

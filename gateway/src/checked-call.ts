@@ -12,6 +12,10 @@ import { UpstreamFailure, type Upstream } from './upstream/upstream';
 export interface CallContext {
   grantId: string;
   agentToken: string;
+  /** The grant broker answered a check of this grant, under this version of it. */
+  checked?: (grantVersion: string | undefined) => void;
+  /** The grant broker refused a check of this grant. */
+  refused?: () => void;
 }
 
 /**
@@ -53,6 +57,7 @@ export async function checkedCall(
         ...(upstream.wantsCredential ? { credential: true } : {}),
       },
       async (check) => {
+        context.checked?.(check.grantVersion);
         let answer: CallToolResult;
         try {
           answer = await upstream.callTool(tool.name, args, check.credential?.token);
@@ -66,6 +71,7 @@ export async function checkedCall(
     );
     return result;
   } catch (error) {
+    if (error instanceof CallDenied) context.refused?.();
     return refusalFor(error);
   }
 }

@@ -1,6 +1,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createClient, type OutcomeTrouble } from '@grant-broker/client';
 import { keptAliveFetch } from './broker-transport';
+import { GrantCache } from './grant-cache';
 import { createAgentSession, type AgentIdentity, type GatewayCore } from './agent-session';
 import type { GatewayConfig } from './config';
 import { GithubUpstream } from './github/upstream';
@@ -39,6 +40,7 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
     broker,
     upstream,
     catalog: new ToolCatalog(upstream, config.tools),
+    grants: new GrantCache(),
     fetch: fetchWithin,
     pathRoot,
     close: () => closeBroker(broker, transport.close),

@@ -1020,6 +1020,8 @@ export interface components {
                 resetMs: number;
             };
             credential?: components["schemas"]["MintedCredential"];
+            /** @description The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same. */
+            grantVersion?: string;
         };
         /** @description With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object. */
         DenialExplanation: {

@@ -50,7 +50,10 @@ export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: Che
       }
       if (charged.kind !== 'stale') {
         const credential = minted.kind === 'minted' ? minted.credential : undefined;
-        return tracer.span('settle', () => settle(deps, resolved, verdict, charged, credential));
+        const settled = resolved;
+        const answer = await tracer.span('settle', () => settle(deps, settled, verdict, charged, credential));
+        // What a gateway keys its cached listing of the grant by: it moves with every change to the tree.
+        return settled.treeVersion === undefined ? answer : { ...answer, grantVersion: settled.treeVersion };
       }
       if (attempt < MAX_ATTEMPTS) {
         const retry = { previous: resolved, treeVersion: charged.treeVersion, session: charged.session };
