@@ -1,4 +1,5 @@
 import { Agent } from 'undici';
+import { injectTraceContext } from './tracing';
 
 /** Longer than a check takes, shorter than the service's own keep-alive (so it never closes a socket we are about to use). */
 const KEEP_ALIVE_MS = 30_000;
@@ -20,6 +21,8 @@ export function keptAliveFetch(): { fetch: typeof fetch; close: () => Promise<vo
     const body = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
     const headers: Record<string, string> = {};
     request.headers.forEach((value, name) => (headers[name] = value));
+    // The check continues the call's trace in the service.
+    injectTraceContext(headers);
     const answer = await agent.request({
       origin: new URL(request.url).origin,
       path: request.url.slice(new URL(request.url).origin.length),

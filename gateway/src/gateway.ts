@@ -16,6 +16,8 @@ export interface GatewayOptions {
   fetch?: typeof fetch;
   /** The upstream itself, for a program that builds its own (the config's `upstream` is then not read). */
   upstream?: Upstream;
+  /** Run last when the gateway closes (the traces' last batch sent, say). */
+  onClose?: () => Promise<void>;
 }
 
 /** The parts every session shares, built from a validated config; throws naming what is missing. */
@@ -43,7 +45,7 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
     grants: new GrantCache(),
     fetch: fetchWithin,
     pathRoot,
-    close: () => closeBroker(broker, transport.close),
+    close: () => closeBroker(broker, transport.close).then(options.onClose),
   };
 }
 
