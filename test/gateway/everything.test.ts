@@ -44,7 +44,9 @@ async function grantReads(): Promise<number> {
   return values
     .filter(
       (v) =>
-        (v as { metricName?: string }).metricName === 'http_request_duration_seconds_count' && v.labels.route === '/api/grants/:grantId' && v.labels.method === 'GET',
+        (v as { metricName?: string }).metricName === 'http_request_duration_seconds_count' &&
+        v.labels.route === '/api/grants/:grantId' &&
+        v.labels.method === 'GET',
     )
     .reduce((sum, v) => sum + v.value, 0);
 }
