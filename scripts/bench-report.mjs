@@ -61,6 +61,7 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     [`service, org packages + resources, alternating`]: tableRow(r.serviceOrg),
     [`service, information_flow enforced, alternating`]: tableRow(r.serviceInformationFlow),
     [`service, DECISION_LOG=off, alternating`]: tableRow(r.serviceUnlogged),
+    [`service, every check traced (OpenTelemetry, OTLP), alternating`]: tableRow(r.serviceTraced),
     ...(r.serviceImageNode ? { [`service on Node ${r.imageNodeVersion} (the image's), alternating`]: tableRow(r.serviceImageNode) } : {}),
     'opa run --server (REST)': r.opaRest,
   });

@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import { localTimeIn } from './kernel/local-time';
 import { createBrokerService } from './broker/service';
 import { CheckBody } from './broker/schemas';
@@ -64,6 +65,8 @@ import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
 import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
+import { createTracing } from './operations/tracing';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
@@ -82,6 +85,8 @@ export interface ServiceOptions {
   migrate?: boolean;
   /** The system clock unless a test moves time itself. */
   clock?: Clock;
+  /** Where the check's spans go besides OTLP (a test's in-memory exporter). */
+  spanExporter?: SpanExporter;
 }
 
 /**
@@ -93,6 +98,12 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const clock = options.clock ?? systemClock;
   // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
   const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
+  // OpenTelemetry spans of the check's stages: exported when configured, and the bench's stage table.
+  const tracing = createTracing({
+    env: config,
+    processors: config.TRACE_STAGES ? [createStageTimings()] : [],
+    exporter: options.spanExporter,
+  });
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
   const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, log.child({ component: 'db' }));
   if (options.migrate) await migrateToLatest(db);
@@ -195,7 +206,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     resolveCredential,
     trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
     localTime: localTimeIn(config.POLICY_TIME_ZONE),
-    tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
+    tracer: tracing?.tracer ?? NO_TRACING,
     approvalTtlMs: config.APPROVAL_TTL_MS,
     tokens,
     tallies,
@@ -307,9 +318,10 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const app: HttpApp = {
     callback() {
       const api = apiApp.callback();
-      return (req, res) => {
+      const listener: RequestListener = (req, res) => {
         if (!consoleHandler(req, res)) api(req, res);
       };
+      return tracing ? tracing.inbound(listener) : listener;
     },
   };
 
@@ -327,6 +339,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     await eventWaker.close();
     redis.disconnect();
     await db.destroy();
+    await tracing?.shutdown();
   }
 
   /** The infrastructure itself, for operators' commands and tests. */

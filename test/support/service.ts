@@ -1,3 +1,4 @@
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import jwt from 'jsonwebtoken';
@@ -27,7 +28,10 @@ export interface TestService {
  * A real service (real Postgres database of this run, real Redis with this run's prefix, the
  * compiled policy module), exercised over HTTP with supertest.
  */
-export async function startService(overrides: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestService> {
+export async function startService(
+  overrides: Record<string, string> = {},
+  options: { clock?: Clock; spanExporter?: SpanExporter } = {},
+): Promise<TestService> {
   const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'debug', ...overrides });
   const logs: string[] = [];
   const sink = new Writable({
@@ -37,7 +41,11 @@ export async function startService(overrides: Record<string, string> = {}, optio
       done();
     },
   });
-  const service = await buildService(config, { logger: createLogger(config.LOG_LEVEL, sink), clock: options.clock });
+  const service = await buildService(config, {
+    logger: createLogger(config.LOG_LEVEL, sink),
+    clock: options.clock,
+    spanExporter: options.spanExporter,
+  });
   const server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
