@@ -1,6 +1,6 @@
-// The layering of src/, checked on every test run (dependency-cruiser reads the imports, type-only
-// ones included):
-//   - no circle of files and no circle of folders;
+// The layering of the code, checked by `npm run lint` (dependency-cruiser reads the imports,
+// type-only ones included):
+//   - in each tree (src/, gateway/, clients/, console/) no circle of files and no circle of folders;
 //   - src/kernel imports nothing of src/ outside itself;
 //   - only the top (src/*.ts: composition, routes, entry scripts), src/admin and src/speedups (the
 //     performance seam, which serves the hot route ahead of the framework) import src/http, so no
@@ -22,10 +22,14 @@ import path from 'node:path';
 import ts from 'typescript';
 
 const root = path.resolve(import.meta.dirname, '..');
+/** The trees beside src/ that hold no domain but must hold no circle either: where each one's folders start. */
+const OTHER_TREES = ['gateway/src', 'clients', 'console/src'];
+/** What is read of them: their sources, not what a build left beside them. */
+const OTHER_SOURCES = ['gateway/src', 'clients/typescript/src', 'clients/grantctl/src', 'console/src'];
 const cruise = JSON.parse(
   execFileSync(
     path.join(root, 'node_modules/.bin/depcruise'),
-    ['src', '--output-type', 'json', '--ts-config', 'tsconfig.json', '--no-config', '--ts-pre-compilation-deps'],
+    ['src', ...OTHER_SOURCES, '--output-type', 'json', '--ts-config', 'tsconfig.json', '--no-config', '--ts-pre-compilation-deps'],
     {
       cwd: root,
       encoding: 'utf8',
@@ -33,6 +37,29 @@ const cruise = JSON.parse(
     },
   ),
 );
+
+/**
+ * Each tree's files and the imports among them, and its folders (the first level under the tree;
+ * a file at the tree's top stands for itself, as an entry file and the module it builds on are
+ * not one layer).
+ */
+function treeGraph(prefix) {
+  const inTree = (file) => file.startsWith(`${prefix}/`);
+  const files = cruise.modules.filter((m) => inTree(m.source));
+  const folder = (file) => {
+    const parts = file.slice(prefix.length + 1).split('/');
+    return parts.length > 1 ? `${parts[0]}/` : parts[0];
+  };
+  const edges = new Map(files.map((m) => [m.source, m.dependencies.map((d) => d.resolved).filter(inTree)]));
+  const folders = new Map();
+  for (const [from, tos] of edges)
+    for (const to of tos) {
+      if (folder(from) === folder(to)) continue;
+      if (!folders.has(folder(from))) folders.set(folder(from), new Set());
+      folders.get(folder(from)).add(folder(to));
+    }
+  return { files, edges, folders };
+}
 
 const modules = cruise.modules.filter((m) => m.source.startsWith('src/'));
 const folderOf = (file) => (file.split('/').length > 2 ? file.split('/')[1] : '(top)');
@@ -84,6 +111,12 @@ const problems = [];
 for (const circle of circles(new Map([...fileEdges].map(([k, v]) => [k, new Set(v)]))))
   problems.push(`circle of files: ${circle.join(' -> ')}`);
 for (const circle of circles(folderEdges)) problems.push(`circle of folders: ${circle.join(' -> ')}`);
+const otherTrees = OTHER_TREES.map((prefix) => ({ prefix, ...treeGraph(prefix) }));
+for (const { prefix, edges, folders } of otherTrees) {
+  for (const circle of circles(new Map([...edges].map(([k, v]) => [k, new Set(v)]))))
+    problems.push(`circle of files: ${circle.join(' -> ')}`);
+  for (const circle of circles(folders)) problems.push(`circle of folders in ${prefix}/: ${circle.join(' -> ')}`);
+}
 for (const [from, tos] of fileEdges) {
   for (const to of tos) {
     if (folderOf(from) === 'kernel' && folderOf(to) !== 'kernel') problems.push(`the kernel imports upward: ${from} -> ${to}`);
@@ -197,5 +230,6 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `architecture: ${modules.length} files in ${new Set(modules.map((m) => folderOf(m.source))).size} folders, no circle, layers hold`,
+  `architecture: ${modules.length} files in ${new Set(modules.map((m) => folderOf(m.source))).size} folders of src/, layers hold; ` +
+    `no circle in src/, ${otherTrees.map(({ prefix, files }) => `${prefix}/ (${files.length} files)`).join(', ')}`,
 );
