@@ -26,7 +26,7 @@ import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
 import { loadConsoleFiles } from './console/static-files';
-import { API_DECISIONS } from './http/decisions';
+import { readApiDecisions } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
@@ -250,6 +250,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;
+  const apiDecisions = readApiDecisions();
   const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
   const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
   if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
@@ -273,7 +274,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], apiDecisions)),
   });
   const app: HttpApp = {
     callback() {
