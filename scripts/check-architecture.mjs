@@ -2,6 +2,11 @@
 // type-only ones included):
 //   - in each tree (src/, gateway/, clients/, console/) no circle of files and no circle of folders;
 //   - src/kernel imports nothing of src/ outside itself;
+//   - floors (FLOORS below): the HTTP floor (the framework, the speed-ups, the protocol adapters,
+//     OAuth, the wiring) over the domains, over the services, over the kernel; nothing imports a
+//     floor above its own; a domain imports another domain only in its `deps.ts`, and only types
+//     (the ports it declares, which composition.ts fills), and a domain whose ports name another
+//     domain's types names only domains that name none: the domains stand on two floors at most;
 //   - only the top (src/*.ts: composition, routes, entry scripts), src/admin and src/speedups (the
 //     performance seam, which serves the hot route ahead of the framework) import src/http, so no
 //     domain knows the web framework;
@@ -124,6 +129,74 @@ for (const [from, tos] of fileEdges) {
       problems.push(`a domain knows HTTP: ${from} -> ${to}`);
   }
 }
+
+/**
+ * The floors of src/, top down. A folder not named here is a domain's. Adapters over the domains
+ * (protocols, oauth) sit on the HTTP floor with the framework.
+ */
+const HTTP_FLOOR = new Set(['(top)', 'admin', 'http', 'speedups', 'protocols', 'oauth']);
+const SERVICES = new Set(['budget', 'cache', 'credentials', 'db', 'events', 'github-apps', 'outbound', 'policy', 'redis']);
+const floorOf = (folder) =>
+  HTTP_FLOOR.has(folder) ? 'http' : folder === 'kernel' ? 'kernel' : SERVICES.has(folder) ? 'service' : 'domain';
+const RANK = { kernel: 0, service: 1, domain: 2, http: 3 };
+const typeOnly = new Map(
+  modules.flatMap((m) =>
+    m.dependencies.filter((d) => d.dependencyTypes.includes('type-only')).map((d) => [`${m.source} ${d.resolved}`, true]),
+  ),
+);
+/**
+ * Imports of another domain that predate the rule, each to become a port; the lint fails when one
+ * is gone (so the list only shrinks) and on any import of another domain not listed.
+ */
+const KNOWN_DOMAIN_IMPORTS = new Set([
+  'src/approvals/service.ts -> src/grants/facts.ts',
+  'src/grants/facts.ts -> src/connections/facts.ts',
+  'src/grants/facts.ts -> src/pods/facts.ts',
+  'src/grants/attenuate.ts -> src/registry/facts.ts',
+  'src/grants/events.ts -> src/pods/facts.ts',
+  'src/grants/create.ts -> src/connections/facts.ts',
+  'src/grants/create.ts -> src/pods/facts.ts',
+  'src/grants/create.ts -> src/registry/facts.ts',
+  'src/registry/installs.ts -> src/pods/access.ts',
+  'src/registry/installs.ts -> src/pods/facts.ts',
+  'src/registry/installs.ts -> src/pods/membership.ts',
+  'src/registry/runtime.ts -> src/pods/access.ts',
+  'src/runtime/routes.ts -> src/pods/presenters.ts',
+  'src/runtime/routes.ts -> src/registry/presenters.ts',
+  'src/runtime/schemas.ts -> src/grants/schemas.ts',
+  'src/runtime/schemas.ts -> src/pods/schemas.ts',
+  'src/runtime/schemas.ts -> src/registry/schemas.ts',
+  'src/runtime/context.ts -> src/pods/facts.ts',
+  'src/runtime/context.ts -> src/registry/facts.ts',
+  'src/runtime/events.ts -> src/registry/runtime.ts',
+  'src/webhooks/service.ts -> src/pods/access.ts',
+]);
+const portEdges = new Map();
+const seenKnown = new Set();
+for (const [from, tos] of fileEdges) {
+  for (const to of tos) {
+    const [a, b] = [folderOf(from), folderOf(to)];
+    if (a === b) continue;
+    if (RANK[floorOf(b)] > RANK[floorOf(a)]) problems.push(`an import up a floor (${floorOf(a)} -> ${floorOf(b)}): ${from} -> ${to}`);
+    if (floorOf(a) !== 'domain' || floorOf(b) !== 'domain') continue;
+    if (KNOWN_DOMAIN_IMPORTS.has(`${from} -> ${to}`)) {
+      seenKnown.add(`${from} -> ${to}`);
+      continue;
+    }
+    if (from !== `src/${a}/deps.ts` || !typeOnly.has(`${from} ${to}`))
+      problems.push(`a domain imports another outside its ports (src/${a}/deps.ts, types only): ${from} -> ${to}`);
+    else {
+      if (!portEdges.has(a)) portEdges.set(a, new Set());
+      portEdges.get(a).add(b);
+    }
+  }
+}
+for (const known of KNOWN_DOMAIN_IMPORTS)
+  if (!seenKnown.has(known)) problems.push(`KNOWN_DOMAIN_IMPORTS lists an import that is gone: ${known}`);
+for (const [a, bs] of portEdges)
+  for (const b of bs)
+    if (portEdges.has(b))
+      problems.push(`a third floor of domains: ${a}'s ports name ${b}, whose ports name ${[...portEdges.get(b)].join(', ')}`);
 
 /** Whether a file may hold SQL: a repository, or the database's own folder. */
 const mayHoldSql = (file) => /(^|\/)repository\.ts$/.test(file) || /\/repositories\/[^/]+\.ts$/.test(file) || file.startsWith('src/db/');

@@ -1,7 +1,7 @@
 import { decisions } from '../kernel/decisions/catalogue';
 import { ApiError } from '../kernel/errors';
 import type { HumanPrincipal } from '../kernel/principals';
-import { decodeCursor, encodeCursor } from '../grants/cursor';
+import { decodeCursor, encodeCursor } from '../kernel/cursor';
 import { brokerOfGrant, currentMemberIds, loadGrantFacts, loadGrantFactsMany, policyFacts, type LoadedGrant } from '../grants/facts';
 import { enforce } from '../policy/enforce';
 import type { ApprovalsDeps } from './deps';

@@ -7,7 +7,7 @@ import { brokerIdOf, loadChain, loadChains, type GrantRow } from './repository';
 
 export type { ConnectionFact, GrantFact, GrantFacts } from '../kernel/decisions/catalogue';
 /** The broker's import, until it takes it from connections/facts.ts. */
-export { toConnectionFact } from '../connections/facts';
+export { toConnectionFact } from '../kernel/decisions/catalogue';
 
 type Queryable = Database | Knex.Transaction;
 

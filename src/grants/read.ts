@@ -2,7 +2,7 @@ import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
 import { enforce } from '../policy/enforce';
 import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } from './access';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, encodeCursor } from '../kernel/cursor';
 import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
 import { presentGrant, type GrantView } from './presenters';
 import { readCandidatesAfter } from './repository';

@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '../grants/cursor';
+import { decodeCursor, encodeCursor } from '../kernel/cursor';
 import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
 import type { HumanPrincipal } from '../kernel/principals';
