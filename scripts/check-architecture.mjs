@@ -157,10 +157,6 @@ const KNOWN_DOMAIN_IMPORTS = new Set([
   'src/grants/create.ts -> src/connections/facts.ts',
   'src/grants/create.ts -> src/pods/facts.ts',
   'src/grants/create.ts -> src/registry/facts.ts',
-  'src/registry/installs.ts -> src/pods/access.ts',
-  'src/registry/installs.ts -> src/pods/facts.ts',
-  'src/registry/installs.ts -> src/pods/membership.ts',
-  'src/registry/runtime.ts -> src/pods/access.ts',
   'src/runtime/routes.ts -> src/pods/presenters.ts',
   'src/runtime/routes.ts -> src/registry/presenters.ts',
   'src/runtime/schemas.ts -> src/grants/schemas.ts',
@@ -169,7 +165,6 @@ const KNOWN_DOMAIN_IMPORTS = new Set([
   'src/runtime/context.ts -> src/pods/facts.ts',
   'src/runtime/context.ts -> src/registry/facts.ts',
   'src/runtime/events.ts -> src/registry/runtime.ts',
-  'src/webhooks/service.ts -> src/pods/access.ts',
 ]);
 const portEdges = new Map();
 const seenKnown = new Set();

@@ -31,6 +31,7 @@ import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
+import { podPorts } from './domain-ports';
 import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
@@ -179,6 +180,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
   const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
+  const pods = podPorts({ db, policy });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
   const services: Services = {
     grants,
@@ -207,7 +209,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS,
       grants,
     }),
-    registry: createRegistryService({ db, policy, invalidation, clock }),
+    registry: createRegistryService({ db, policy, invalidation, clock, pods }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     webhooks: createWebhooksService({
@@ -217,6 +219,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       keys: keyRing,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
       maxPerPod: config.WEBHOOK_MAX_PER_POD,
+      pods,
     }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
