@@ -31,7 +31,7 @@ import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
-import { podPorts } from './domain-ports';
+import { approvalGrantReads, grantLookups, podPorts } from './domain-ports';
 import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
@@ -166,6 +166,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
     forgetTreeSession: async (rootId) => void (await redis.del(...treeSessionKeys(rootId))),
+    lookups: grantLookups,
   });
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);
@@ -199,7 +200,15 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       tokens,
       tallies,
     }),
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
+    approvals: createApprovalsService({
+      db,
+      policy,
+      clock,
+      argsVault: approvalArgs,
+      consoleUrl,
+      waker: eventWaker,
+      grants: approvalGrantReads(db),
+    }),
     runtime: createRuntimeService({
       db,
       policy,
