@@ -9,7 +9,7 @@ import { buildOpenApiDocument } from './http/openapi';
 import type { Route } from './kernel/route';
 import { createPodsService } from './pods/service';
 import { createRegistryService } from './registry/service';
-import { allRoutes } from './routes';
+import { allRoutes, passThroughRoutes } from './routes';
 import { DEFAULT_MAX_BUNDLE_BYTES } from './policy/bundles/limits';
 import { createRuntimeService } from './runtime/service';
 import { createTrailService } from './trail/service';
@@ -36,6 +36,7 @@ export function declaredRoutes(): Route[] {
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
       overview: inert,
       playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
+      extAuthz: inert,
     },
     credentialAuthenticators(async () => null),
   );
@@ -47,5 +48,5 @@ export function declaredRoutes(): Route[] {
  * introduced by the decisions of docs/api-decisions.md.
  */
 export function openApiDocument(decisions: string = readApiDecisions()) {
-  return buildOpenApiDocument(declaredRoutes(), decisions);
+  return buildOpenApiDocument(declaredRoutes(), decisions, passThroughRoutes({ extAuthz: {} as never }));
 }
