@@ -33,11 +33,12 @@ import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
 import { loadConsoleFiles } from './console/static-files';
-import { API_DECISIONS } from './http/decisions';
+import { readApiDecisions } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
+import { approvalGrantReads, grantLookups, podPorts } from './domain-ports';
 import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
@@ -182,6 +183,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
     forgetTreeSession: async (rootId) => void (await redis.del(...treeSessionKeys(rootId))),
+    lookups: grantLookups,
   });
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);
@@ -196,6 +198,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
   const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
+  const pods = podPorts({ db, policy });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
   const broker = createBrokerService({
     ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
@@ -236,7 +239,15 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
     broker,
     extAuthz: { ...routeMaps, ...extAuthz },
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
+    approvals: createApprovalsService({
+      db,
+      policy,
+      clock,
+      argsVault: approvalArgs,
+      consoleUrl,
+      waker: eventWaker,
+      grants: approvalGrantReads(db),
+    }),
     runtime: createRuntimeService({
       db,
       policy,
@@ -246,7 +257,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS,
       grants,
     }),
-    registry: createRegistryService({ db, policy, invalidation, clock }),
+    registry: createRegistryService({ db, policy, invalidation, clock, pods }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     webhooks: createWebhooksService({
@@ -256,6 +267,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       keys: keyRing,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
       maxPerPod: config.WEBHOOK_MAX_PER_POD,
+      pods,
     }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
@@ -289,6 +301,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;
+  const apiDecisions = readApiDecisions();
   const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
   const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
   if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
@@ -313,7 +326,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
     passThrough: routes.passThrough,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS, routes.passThrough)),
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], apiDecisions, routes.passThrough)),
   });
   const app: HttpApp = {
     callback() {

@@ -1,4 +1,4 @@
-import { ToolName } from '../connections/schemas';
+import { ToolName } from '../kernel/schema';
 import { Explanation } from '../kernel/decisions/explanation';
 import { idParam, z } from '../kernel/schema';
 
