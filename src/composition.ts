@@ -1,5 +1,12 @@
+import type { RequestListener } from 'node:http';
 import { localTimeIn } from './kernel/local-time';
 import { createBrokerService } from './broker/service';
+import { CheckBody } from './broker/schemas';
+import { parseInput } from './http/request';
+import { replaceRoutes, routesOf } from './protocols/ext-authz/repository';
+import type { RouteMap } from './protocols/ext-authz/route-map';
+import { createExtAuthzService } from './protocols/ext-authz/service';
+import { freshFor } from './speedups/fresh-for';
 import { checkParts } from './check-composition';
 import { readRedisDurability } from './redis/durability';
 import { treeSessionKeys } from './budget/keys';
@@ -26,11 +33,12 @@ import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
 import { loadConsoleFiles } from './console/static-files';
-import { API_DECISIONS } from './http/decisions';
+import { readApiDecisions } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
+import { approvalGrantReads, grantLookups, podPorts } from './domain-ports';
 import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
@@ -60,6 +68,8 @@ import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
 import { createAuthorizationServer } from './oauth/provider';
 import { isAuthorizationServerPath, oauthHandler } from './oauth/handler';
+import { createTracing } from './operations/tracing';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
@@ -80,6 +90,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** Certificates trusted for client metadata documents beside Node's store (tests; NODE_EXTRA_CA_CERTS in a deployment). */
   clientMetadataCa?: string;
+  /** Where the check's spans go besides OTLP (a test's in-memory exporter). */
+  spanExporter?: SpanExporter;
 }
 
 /**
@@ -91,6 +103,12 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const clock = options.clock ?? systemClock;
   // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
   const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
+  // OpenTelemetry spans of the check's stages: exported when configured, and the bench's stage table.
+  const tracing = createTracing({
+    env: config,
+    processors: config.TRACE_STAGES ? [createStageTimings()] : [],
+    exporter: options.spanExporter,
+  });
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
   const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, log.child({ component: 'db' }));
   if (options.migrate) await migrateToLatest(db);
@@ -169,6 +187,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
     forgetTreeSession: async (rootId) => void (await redis.del(...treeSessionKeys(rootId))),
+    lookups: grantLookups,
   });
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);
@@ -183,25 +202,56 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
   const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
+  const pods = podPorts({ db, policy });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
+  const broker = createBrokerService({
+    ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
+    approvals: callApprovals,
+    policy,
+    log,
+    clock,
+    resolveCredential,
+    trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
+    localTime: localTimeIn(config.POLICY_TIME_ZONE),
+    tracer: tracing?.tracer ?? NO_TRACING,
+    approvalTtlMs: config.APPROVAL_TTL_MS,
+    tokens,
+    tallies,
+  });
+  // Each broker's route map, kept a second per replica when the speed-ups are on (src/speedups/fresh-for.ts).
+  const keptRoutes = speedUps.enabled
+    ? freshFor((brokerId) => routesOf(db, brokerId), { freshMs: 1000, max: 1000, now: () => clock.now() })
+    : { read: (brokerId: string) => routesOf(db, brokerId), forget: () => undefined };
+  const routeMaps = {
+    routesOf: keptRoutes.read,
+    replaceRoutes: async (brokerId: string, routes: RouteMap) => {
+      await replaceRoutes(db, brokerId, routes, new Date(clock.now()));
+      keptRoutes.forget(brokerId);
+    },
+  };
+  // Envoy's external authorization: the same broker check, its input judged by the check's own rules.
+  const extAuthz = createExtAuthzService({
+    check: broker.check,
+    brokerCredentials: broker.credentials,
+    validate: (body) => parseInput(CheckBody, body, 'body'),
+    routesOf: routeMaps.routesOf,
+    resolveCredential,
+    log: log.child({ component: 'ext-authz' }),
+  });
   const services: Services = {
     grants,
     trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
-    broker: createBrokerService({
-      ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
-      approvals: callApprovals,
+    broker,
+    extAuthz: { ...routeMaps, ...extAuthz },
+    approvals: createApprovalsService({
+      db,
       policy,
-      log,
       clock,
-      resolveCredential,
-      trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
-      localTime: localTimeIn(config.POLICY_TIME_ZONE),
-      tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
-      approvalTtlMs: config.APPROVAL_TTL_MS,
-      tokens,
-      tallies,
+      argsVault: approvalArgs,
+      consoleUrl,
+      waker: eventWaker,
+      grants: approvalGrantReads(db),
     }),
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
     runtime: createRuntimeService({
       db,
       policy,
@@ -211,7 +261,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS,
       grants,
     }),
-    registry: createRegistryService({ db, policy, invalidation, clock }),
+    registry: createRegistryService({ db, policy, invalidation, clock, pods }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     webhooks: createWebhooksService({
@@ -221,6 +271,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       keys: keyRing,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
       maxPerPod: config.WEBHOOK_MAX_PER_POD,
+      pods,
     }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
@@ -254,6 +305,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;
+  const apiDecisions = readApiDecisions();
   const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
   const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
   if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
@@ -300,16 +352,18 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
+    passThrough: routes.passThrough,
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], apiDecisions, routes.passThrough)),
   });
   const app: HttpApp = {
     callback() {
       const api = apiApp.callback();
-      return (req, res) => {
+      const listener: RequestListener = (req, res) => {
         if (consoleHandler(req, res)) return;
         if (isAuthorizationServerPath((req.url ?? '/').split('?')[0]!)) oauth(req, res);
         else api(req, res);
       };
+      return tracing ? tracing.inbound(listener) : listener;
     },
   };
 
@@ -327,6 +381,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     await eventWaker.close();
     redis.disconnect();
     await db.destroy();
+    await tracing?.shutdown();
   }
 
   /** The infrastructure itself, for operators' commands and tests. */

@@ -28,6 +28,8 @@ const environmentSchema = z
     // Loopback unless told otherwise: a development service is reachable from this machine only.
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: int(0, 65535).default(8080),
+    // Envoy's external authorization over gRPC (src/protocols/ext-authz/grpc.ts): off unless set; on HOST.
+    EXT_AUTHZ_GRPC_PORT: int(0, 65535).optional(),
     DATABASE_URL: urlOf('postgres:', 'postgresql:').default('postgres://postgres@127.0.0.1:5432/grant_broker'),
     DATABASE_POOL_MAX: int(1, 200).default(20),
     REDIS_URL: urlOf('redis:', 'rediss:').default('redis://127.0.0.1:6379/0'),
@@ -164,6 +166,11 @@ const environmentSchema = z
     // kept input JSON). Off: the plain code alone, which answers the same, only slower.
     // The bench's table of where a check's time goes, written to stderr at exit (src/operations/stage-timings.ts).
     TRACE_STAGES: bool.default(false),
+    // OpenTelemetry: spans of each broker check and its stages go to an OTLP collector when one of
+    // these is set (the exporter reads OpenTelemetry's other OTEL_* variables itself).
+    OTEL_TRACES_EXPORTER: z.string().optional(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().optional(),
     SPEEDUPS: z.enum(['on', 'off']).default('on'),
     // GitHub Apps that connections mint per-call installation tokens through (JSON, by name; the
     // private keys are read from the variable or file each names, never from this text).

@@ -4,6 +4,7 @@ import { loadConfig, publicBaseUrl } from '../config';
 import { createLogger } from '../kernel/log';
 import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
+import { putBrokerRoutes } from './broker-routes';
 import { consoleLink } from './console-link';
 import { bindInstallation } from '../github-apps/bindings';
 import { ApiError } from '../kernel/errors';
@@ -20,6 +21,12 @@ const USAGE = `usage: npm run admin -- <command>
   gateway register --broker BROKER_ID --resource URL
                                 let MCP hosts get OAuth tokens for a gateway of that broker
                                 (its public URL ending in /mcp); idempotent, effective at once
+        return 2;
+      }
+    }
+  broker routes --id BROKER_ID --file routes.json
+                                replace the broker's route map for Envoy external
+                                authorization (as PUT /api/brokers/:brokerId/routes)
   github-app bind --app NAME --installation ID --owner USER_ID
                                 bind an installation of a GITHUB_APPS app to the one user who
                                 may connect it (its connections then mint per-call tokens)
@@ -66,6 +73,7 @@ async function main(argv: string[]): Promise<number> {
       grant: { type: 'string' },
       day: { type: 'string' },
       out: { type: 'string' },
+      file: { type: 'string' },
     },
   });
   const config = loadConfig();
@@ -134,6 +142,16 @@ async function main(argv: string[]): Promise<number> {
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         console.error(error.detail ?? error.message);
+        return 2;
+      }
+    }
+    if (command === 'broker' && sub === 'routes' && values.id && values.file) {
+      try {
+        console.log(JSON.stringify(await putBrokerRoutes(service.infrastructure.db, values.id, values.file, new Date())));
+        return 0;
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error;
+        console.error(error.message);
         return 2;
       }
     }

@@ -1,3 +1,4 @@
+import type NodeModule from 'node:module';
 import type ProviderClass from 'oidc-provider';
 import type { errors as OidcErrors, interactionPolicy as OidcInteractionPolicy } from 'oidc-provider';
 
@@ -16,7 +17,7 @@ let loaded: OidcProviderModule | undefined;
  * load ES modules) still gets Node's.
  */
 export function oidcProvider(): OidcProviderModule {
-  const nodeModule = process.getBuiltinModule('node:module') as typeof import('node:module');
+  const nodeModule = process.getBuiltinModule('node:module') as typeof NodeModule;
   loaded ??= nodeModule.createRequire(__filename)('oidc-provider') as OidcProviderModule;
   return loaded;
 }

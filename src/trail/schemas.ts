@@ -72,7 +72,11 @@ export const ListCallsQuery = z.strictObject({
   outcome: z
     .enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval'])
     .optional()
-    .openapi({ description: 'Only calls with this outcome' }),
+    .openapi({
+      description:
+        'Only calls with this outcome as recorded at the check: a held call is found under `awaiting_approval` even once its ' +
+        'approval has ended, while the listing shows it as it ended (`approved`, or `denied` with `approval_denied`)',
+    }),
   reason: z
     .string()
     .regex(/^[a-z][a-z0-9_]{0,63}$/, 'a reason: snake_case, at most 64 characters')
@@ -94,3 +98,29 @@ export const OutcomeBody = z.strictObject({
     .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits and _ . : -, at most 100')
     .optional(),
 });
+
+/** At most this many outcomes in one batch: one request stays small and quick to make durable. */
+export const MAX_OUTCOMES_PER_BATCH = 100;
+
+export const OutcomeBatchBody = z
+  .strictObject({
+    outcomes: z
+      .array(z.strictObject({ callId: idParam('call_01jd6x3c4vf8r9t2y5u7w0z1ab'), ...OutcomeBody.shape }))
+      .min(1)
+      .max(MAX_OUTCOMES_PER_BATCH),
+  })
+  .openapi('OutcomeBatch');
+
+export const OutcomeBatchResult = z
+  .object({
+    results: z.array(
+      z.object({
+        callId: z.string(),
+        status: z.enum(['recorded', 'outcome_already_recorded', 'call_denied', 'outcome_too_late', 'not_found']).openapi({
+          description:
+            '`recorded`: durable now. `outcome_already_recorded`: an earlier report (a retried batch) holds it. The others, as the single report would answer them: never taken.',
+        }),
+      }),
+    ),
+  })
+  .openapi('OutcomeBatchResult');

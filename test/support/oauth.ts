@@ -12,8 +12,8 @@ import type { TestService } from './service';
  * then the service is built with it and answers on that socket.
  */
 export async function startOAuthService(overrides: Record<string, string> = {}, options: ServiceOptions = {}): Promise<TestService> {
-  let handler: Parameters<typeof createServer>[1] | undefined;
-  const server = createServer((req, res) => (handler ? handler(req, res) : res.writeHead(503).end()));
+  const app: { handler?: Parameters<typeof createServer>[1] } = {};
+  const server = createServer((req, res) => (app.handler ? app.handler(req, res) : res.writeHead(503).end()));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'debug', PUBLIC_URL: baseUrl, ...overrides });
@@ -25,7 +25,7 @@ export async function startOAuthService(overrides: Record<string, string> = {}, 
     },
   });
   const service = await buildService(config, { logger: createLogger(config.LOG_LEVEL, sink), ...options });
-  handler = service.app.callback();
+  app.handler = service.app.callback();
   return {
     http: request(server),
     baseUrl,

@@ -162,6 +162,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/brokers/{brokerId}/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The broker's route map */
+        get: operations["getBrokerRoutes"];
+        /**
+         * Replace the broker's route map for Envoy external authorization
+         * @description Maps a plain HTTP API (method and path template) or an MCP method other than tools/call to a tool, so Envoy can ask `/ext-authz/` or the gRPC Authorization service about it. Replaces the whole map. `{name}` matches one path segment, a last `{name*}` the rest; a request whose path holds `..`, an encoded slash or NUL matches nothing. `npm run admin -- broker routes --id brk_… --file routes.json` sends the same.
+         */
+        put: operations["putBrokerRoutes"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/broker/calls/{callId}/outcome": {
         parameters: {
             query?: never;
@@ -176,6 +197,26 @@ export interface paths {
          * @description Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`; more than 24 days after the check: 409 `outcome_too_late`.
          */
         post: operations["recordCallOutcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/broker/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record the outcomes of up to 100 allowed calls at once
+         * @description For a broker that reports off its calls’ path. Each outcome is taken as `POST /api/broker/calls/{callId}/outcome` takes it, and is durable before the answer; its status says how it went (a call of another broker’s grant: `not_found`). A 5xx promises nothing: send the batch again, and what an earlier send recorded answers `outcome_already_recorded`.
+         */
+        post: operations["recordCallOutcomes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -799,6 +840,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ext-authz/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        get: operations["extAuthzHttpGet"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        put: operations["extAuthzHttpPut"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        post: operations["extAuthzHttpPost"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        delete: operations["extAuthzHttpDelete"];
+        options?: never;
+        head?: never;
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        patch: operations["extAuthzHttpPatch"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1000,6 +1077,8 @@ export interface components {
                 resetMs: number;
             };
             credential?: components["schemas"]["MintedCredential"];
+            /** @description The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same. */
+            grantVersion?: string;
         };
         /** @description With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object. */
         DenialExplanation: {
@@ -1033,6 +1112,53 @@ export interface components {
             permissions: {
                 [key: string]: string;
             };
+        };
+        /** @description A broker's route map for Envoy external authorization. HTTP routes map a method and a path template to a tool; path parameters, query parameters and a JSON object body become its arguments (a path parameter wins over a query parameter, which wins over a body field of the same name). The first route that matches decides. */
+        RouteMap: {
+            routes: ({
+                /** @enum {string} */
+                method: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+                /** @example /repos/{owner}/{repo}/contents/{path*} */
+                path: string;
+                /**
+                 * @description The tool a matching request calls (or `mcp: true`)
+                 * @example repos.read_file
+                 */
+                tool?: string;
+                /**
+                 * @description An MCP endpoint: the tool and arguments are read from the JSON-RPC body's `tools/call`, not from the path
+                 * @enum {boolean}
+                 */
+                mcp?: true;
+                /** @description On allow, mint the call's credential (§18) and pass it upstream as `authorization: Bearer …` */
+                credential?: boolean;
+            } | {
+                /** @description An MCP method other than tools/call, checked as this tool with its `params` as arguments */
+                mcpMethod: string;
+                /** @example repos.read_file */
+                tool: string;
+                credential?: boolean;
+            })[];
+        };
+        OutcomeBatchResult: {
+            results: {
+                callId: string;
+                /**
+                 * @description `recorded`: durable now. `outcome_already_recorded`: an earlier report (a retried batch) holds it. The others, as the single report would answer them: never taken.
+                 * @enum {string}
+                 */
+                status: "recorded" | "outcome_already_recorded" | "call_denied" | "outcome_too_late" | "not_found";
+            }[];
+        };
+        OutcomeBatch: {
+            outcomes: {
+                /** @example call_01jd6x3c4vf8r9t2y5u7w0z1ab */
+                callId: string;
+                /** @enum {string} */
+                outcome: "succeeded" | "failed";
+                durationMs?: number;
+                errorCode?: string;
+            }[];
         };
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {
@@ -2311,7 +2437,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Only the calls that received the token of this fingerprint */
                 credential?: string;
-                /** @description Only calls with this outcome */
+                /** @description Only calls with this outcome as recorded at the check: a held call is found under `awaiting_approval` even once its approval has ended, while the listing shows it as it ended (`approved`, or `denied` with `approval_denied`) */
                 outcome?: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval";
                 /** @description Only calls with this reason (`allowed`, `approval_required`, a deny reason, an org rule's own) */
                 reason?: string;
@@ -2668,6 +2794,216 @@ export interface operations {
             };
         };
     };
+    getBrokerRoutes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brokerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The map in force (empty when none was put) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteMap"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putBrokerRoutes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brokerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RouteMap"];
+            };
+        };
+        responses: {
+            /** @description The map now in force */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteMap"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     recordCallOutcome: {
         parameters: {
             query?: never;
@@ -2735,6 +3071,102 @@ export interface operations {
             };
             /** @description `outcome_already_recorded`: The outcome of this call is already recorded; `call_denied`: The call was denied; a denied call takes no outcome; `outcome_too_late`: The call was checked more than 24 days ago; its outcome is no longer taken */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    recordCallOutcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OutcomeBatch"];
+            };
+        };
+        responses: {
+            /** @description One status per outcome, in the order sent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutcomeBatchResult"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7145,6 +7577,381 @@ export interface operations {
                 };
             };
             /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
             503: {
                 headers: {
                     [name: string]: unknown;
