@@ -9,8 +9,9 @@ import { consumeState, deleteState, deleteStateOfGrant, findState, upsertState, 
  * seen as consumed by every replica (the library then refuses it and, for a refresh token, revokes
  * its whole grant).
  */
-export function postgresAdapter(db: Database, clock: Clock): new (name: string) => Adapter {
-  return class PostgresAdapter implements Adapter {
+export function postgresAdapter(db: Database, clock: Clock): (name: string) => Adapter {
+  // A factory, not a class: oidc-provider tells classes with `instanceof Function`, which another realm's fails.
+  class PostgresAdapter implements Adapter {
     constructor(private readonly name: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
@@ -54,5 +55,6 @@ export function postgresAdapter(db: Database, clock: Clock): new (name: string) 
       if (!row) return undefined;
       return { ...row.payload, ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}) };
     }
-  };
+  }
+  return (name) => new PostgresAdapter(name);
 }

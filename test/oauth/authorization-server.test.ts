@@ -317,3 +317,6 @@ describe('the authorization server (CONTRACT §20)', () => {
     await connection(service, world.owner, other.id);
   });
 });
+afterAll(() => {
+  for (const line of service.logs) if (line.includes('authorization server error')) console.log(line.slice(0, 1500));
+});
