@@ -160,6 +160,10 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
   const provider = new ProviderClass(settings.issuer, inHostRealm(configuration));
   // Behind a proxy the issuer's scheme and host are PUBLIC_URL's, whatever the socket says.
   provider.proxy = true;
+  // Why a token request was refused, for the operator (the client sees only the error code).
+  provider.on('grant.error', (_ctx, error) =>
+    deps.log.debug({ reason: (error as { error_detail?: string }).error_detail ?? (error as Error).message }, 'token request refused'),
+  );
   provider.on('server_error', (_ctx, error) => deps.log.error({ err: error }, 'authorization server error'));
   return provider;
 }

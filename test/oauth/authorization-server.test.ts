@@ -318,5 +318,6 @@ describe('the authorization server (CONTRACT §20)', () => {
   });
 });
 afterAll(() => {
-  for (const line of service.logs) if (line.includes('authorization server error')) console.log(line.slice(0, 1500));
+  for (const line of service.logs)
+    if (line.includes('authorization server error') || line.includes('token request refused')) console.log(line.slice(0, 1500));
 });
