@@ -1,6 +1,7 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
+import { inHostRealm } from './provider-module';
 import { consumeState, deleteState, deleteStateOfGrant, findState, upsertState, type StateRow } from './repository';
 
 /**
@@ -53,7 +54,7 @@ export function postgresAdapter(db: Database, clock: Clock): (name: string) => A
     private async load(where: { id: string } | { uid: string } | { user_code: string }): Promise<AdapterPayload | undefined> {
       const row: StateRow | undefined = await findState(db, this.name, where, new Date(clock.now()));
       if (!row) return undefined;
-      return { ...row.payload, ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}) };
+      return inHostRealm({ ...row.payload, ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}) });
     }
   }
   return (name) => new PostgresAdapter(name);

@@ -21,3 +21,20 @@ export function oidcProvider(): OidcProviderModule {
   loaded ??= nodeModule.createRequire(__filename)('oidc-provider') as OidcProviderModule;
   return loaded;
 }
+
+/**
+ * A value (the configuration, a stored payload) as objects of Node's own realm: oidc-provider tells a plain object by its
+ * constructor, and under a test runner's sandbox object literals have another realm's `Object`.
+ * In the service both realms are one and this copies plain objects only.
+ */
+export function inHostRealm<T>(value: T): T {
+  const HostObject = process.memoryUsage().constructor as ObjectConstructor;
+  const copy = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(copy);
+    if (item === null || typeof item !== 'object' || Object.getPrototypeOf(item)?.constructor?.name !== 'Object') return item;
+    const out = new HostObject() as Record<string, unknown>;
+    for (const [key, entry] of Object.entries(item)) out[key] = copy(entry);
+    return out;
+  };
+  return copy(value) as T;
+}

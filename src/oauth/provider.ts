@@ -6,7 +6,7 @@ import type { Clock } from '../kernel/clock';
 import type { Logger } from '../kernel/log';
 import { postgresAdapter } from './adapter';
 import { clientMetadataFetch } from './client-metadata-fetch';
-import { oidcProvider } from './provider-module';
+import { inHostRealm, oidcProvider } from './provider-module';
 import { consentedGrant, findResource } from './repository';
 import { currentSigningKeys } from './signing-keys';
 
@@ -170,20 +170,3 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
 
 /** A client metadata document is a few hundred bytes: anything past this is refused. */
 export const CLIENT_METADATA_MAX_BYTES = 16 * 1024;
-
-/**
- * The configuration as objects of Node's own realm: oidc-provider tells a plain object by its
- * constructor, and under a test runner's sandbox object literals have another realm's `Object`.
- * In the service both realms are one and this copies plain objects only.
- */
-function inHostRealm<T>(value: T): T {
-  const HostObject = process.memoryUsage().constructor as ObjectConstructor;
-  const copy = (item: unknown): unknown => {
-    if (Array.isArray(item)) return item.map(copy);
-    if (item === null || typeof item !== 'object' || Object.getPrototypeOf(item)?.constructor?.name !== 'Object') return item;
-    const out = new HostObject() as Record<string, unknown>;
-    for (const [key, entry] of Object.entries(item)) out[key] = copy(entry);
-    return out;
-  };
-  return copy(value) as T;
-}
