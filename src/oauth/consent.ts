@@ -159,6 +159,8 @@ export async function decideConsent(
     { clientId: client.clientId, name: client.name, consentedBy: person.userId },
   );
   const grant = new deps.provider.Grant({ accountId: child.id, clientId: client.clientId });
+  // The scope is granted both ways oidc-provider asks after it: as a scope of the request and of the resource.
+  grant.addOIDCScope(GATEWAY_SCOPE);
   grant.addResourceScope(resource.resource, GATEWAY_SCOPE);
   const grantId = await grant.save();
   const redirectTo = await deps.provider.interactionResult(

@@ -132,7 +132,8 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     extraTokenClaims: async (_ctx, token) => {
       const accountId = 'accountId' in token ? token.accountId : undefined;
       const grant = accountId ? await consentedGrant(db, accountId) : undefined;
-      return grant ? { agent_id: grant.created_by } : undefined;
+      // A plain object of Node's realm: oidc-provider checks the answer by its constructor.
+      return grant ? inHostRealm({ agent_id: grant.created_by }) : undefined;
     },
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,

@@ -70,6 +70,7 @@ async function authorized(
     redirectUrl: REDIRECT,
     resource: new URL(resource),
     state: 'state-1',
+    scope: 'mcp',
   });
   const walked = await throughConsent(service.baseUrl, authorizationUrl.href, person, decide);
   return { ...walked, codeVerifier };
