@@ -36,6 +36,7 @@ export function declaredRoutes(): Route[] {
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
       overview: inert,
       playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
+      publicUrl: 'https://broker.example',
     },
     credentialAuthenticators(async () => null),
   );

@@ -22,6 +22,7 @@ import { playgroundRoutes } from './playground/routes';
 import type { PlaygroundDeps } from './playground/deps';
 import type { WebhooksService } from './webhooks/service';
 import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
+import { authzenRoutes } from './protocols/authzen/routes';
 import type { TrailService } from './trail/service';
 
 export interface Services {
@@ -37,6 +38,8 @@ export interface Services {
   operations: OperationsDeps;
   overview: OverviewDeps;
   playground: PlaygroundDeps;
+  /** The service's public base URL (PUBLIC_URL): where AuthZEN's metadata says its endpoints are. */
+  publicUrl: string;
 }
 
 /** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
@@ -46,6 +49,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...grantTrailRoutes(services.trail, auth),
     ...brokerRoutes(services.broker),
     ...outcomeRoutes(services.trail, auth),
+    ...authzenRoutes(services.broker, { baseUrl: services.publicUrl }),
     ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),

@@ -182,6 +182,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/access/v1/evaluation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN 1.0 Access Evaluation: one broker check
+         * @description The subject is the agent: `subject: {type: "agent", id: <agentId>, properties: {token: <its runtime or access token>}}` (a human: `type: "user"` with the forwarded JWT); `action.name` is the tool; `resource: {type: "grant", id: <grantId>, properties: {args}}`. The broker authenticates with its own `bkt_` token, as on POST /api/broker/check, and runs that very check: the same policy, budget, approvals, credential, call record and decision log. `decision` is true only on allow; `context` carries `reason`, `callId` (report the outcome with POST /api/broker/calls/{callId}/outcome), and with a refusal its `explanation`, `approvalId` (approval_required) or `retryAfterMs` (budget_exhausted). An evaluation the check cannot take (another broker’s grant, answered exactly as an unknown one: `not_found`; a token that does not verify; a `subject.id` that is not the token’s; another subject or resource type) is `decision: false` with `context.error` and no call is recorded. A missing subject, action or resource is a 400; Postgres or Redis down is a 503, never a decision.
+         */
+        post: operations["authzenEvaluation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN 1.0 Access Evaluations: several broker checks, in order
+         * @description The subject is the agent: `subject: {type: "agent", id: <agentId>, properties: {token: <its runtime or access token>}}` (a human: `type: "user"` with the forwarded JWT); `action.name` is the tool; `resource: {type: "grant", id: <grantId>, properties: {args}}`. The broker authenticates with its own `bkt_` token, as on POST /api/broker/check, and runs that very check: the same policy, budget, approvals, credential, call record and decision log. `decision` is true only on allow; `context` carries `reason`, `callId` (report the outcome with POST /api/broker/calls/{callId}/outcome), and with a refusal its `explanation`, `approvalId` (approval_required) or `retryAfterMs` (budget_exhausted). An evaluation the check cannot take (another broker’s grant, answered exactly as an unknown one: `not_found`; a token that does not verify; a `subject.id` that is not the token’s; another subject or resource type) is `decision: false` with `context.error` and no call is recorded. A missing subject, action or resource is a 400; Postgres or Redis down is a 503, never a decision. Up to 64 evaluations, checked one after another in order; top-level subject, action, resource and context are defaults a member’s own key replaces. `options.evaluations_semantic`: `execute_all` (default) answers every one; `deny_on_first_deny` stops after the first false, `permit_on_first_permit` after the first true, and the evaluations after it are neither checked nor answered (no record, no budget unit). Without `evaluations` (or with an empty array) the request is one evaluation and the answer one decision.
+         */
+        post: operations["authzenEvaluations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/authzen-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * AuthZEN 1.0 Policy Decision Point metadata
+         * @description Where the evaluation endpoints are, under the service’s public URL (PUBLIC_URL). No search endpoint is offered.
+         */
+        get: operations["authzenConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/approvals": {
         parameters: {
             query?: never;
@@ -1033,6 +1093,102 @@ export interface components {
             permissions: {
                 [key: string]: string;
             };
+        };
+        /** @description true only when the broker check allowed the call */
+        AuthzenDecision: {
+            decision: boolean;
+            context?: components["schemas"]["AuthzenDecisionContext"];
+        };
+        AuthzenDecisionContext: {
+            /** @description `allowed`, a deny reason of the broker check, or a refusal of the request */
+            reason: string;
+            /** @description The call record: report its outcome with POST /api/broker/calls/{callId}/outcome */
+            callId?: string;
+            explanation?: components["schemas"]["DenialExplanation"];
+            approvalId?: string;
+            retryAfterMs?: number;
+            message?: string;
+            credential?: components["schemas"]["MintedCredential"];
+            /** @description A refusal of this evaluation itself (unknown grant, bad subject, malformed member): no call was checked */
+            error?: {
+                status: number;
+                message: string;
+            };
+        };
+        AuthzenEvaluationRequest: {
+            subject: components["schemas"]["AuthzenSubject"];
+            action: components["schemas"]["AuthzenAction"];
+            resource: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenRequestContext"];
+        };
+        AuthzenSubject: {
+            /**
+             * @description `agent` (or `user` for a human’s forwarded JWT)
+             * @example agent
+             */
+            type: string;
+            /** @description The agent’s id; refused when the token is anyone else’s */
+            id: string;
+            /** @description `token`: the agent’s own credential (runtime token or access token), forwarded as it was received */
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        AuthzenAction: {
+            /**
+             * @description The tool
+             * @example repos.read_file
+             */
+            name: string;
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        AuthzenResource: {
+            /** @example grant */
+            type: string;
+            /**
+             * @description The grant the call is made through
+             * @example grt_01jd6x3c4vf8r9t2y5u7w0z1ab
+             */
+            id: string;
+            /** @description `args`: the tool’s arguments (an object; only their digest is kept, never stored, logged or returned) */
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The environment. Read: `credential: true` asks, as on the broker check, for a credential minted for this call alone on allow; `approvalId`, a re-sent call’s approval. Anything else is ignored. */
+        AuthzenRequestContext: {
+            [key: string]: unknown;
+        };
+        /** @description With `evaluations`, one decision per evaluation in order, up to the one that short-circuits; without, one decision */
+        AuthzenEvaluationsResponse: {
+            evaluations: components["schemas"]["AuthzenDecision"][];
+        } | components["schemas"]["AuthzenDecision"];
+        AuthzenEvaluationsRequest: {
+            subject?: components["schemas"]["AuthzenSubject"];
+            action?: components["schemas"]["AuthzenAction"];
+            resource?: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenRequestContext"];
+            /** @description At most 64; each member overrides the top-level defaults key by key */
+            evaluations?: {
+                subject?: components["schemas"]["AuthzenSubject"];
+                action?: components["schemas"]["AuthzenAction"];
+                resource?: components["schemas"]["AuthzenResource"];
+                context?: components["schemas"]["AuthzenRequestContext"];
+            }[];
+            options?: {
+                /**
+                 * @description `execute_all` (the default), `deny_on_first_deny` or `permit_on_first_permit`: the evaluations after the one that short-circuits are neither checked nor answered (no record, no budget)
+                 * @enum {string}
+                 */
+                evaluations_semantic?: "execute_all" | "deny_on_first_deny" | "permit_on_first_permit";
+            };
+        };
+        AuthzenPdpMetadata: {
+            policy_decision_point: string;
+            access_evaluation_endpoint: string;
+            access_evaluations_endpoint: string;
         };
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {
@@ -2735,6 +2891,272 @@ export interface operations {
             };
             /** @description `outcome_already_recorded`: The outcome of this call is already recorded; `call_denied`: The call was denied; a denied call takes no outcome; `outcome_too_late`: The call was checked more than 24 days ago; its outcome is no longer taken */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenEvaluation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthzenEvaluationRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenDecision"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenEvaluations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthzenEvaluationsRequest"];
+            };
+        };
+        responses: {
+            /** @description The decisions, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenEvaluationsResponse"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenPdpMetadata"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
