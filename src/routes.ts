@@ -23,6 +23,7 @@ import type { PlaygroundDeps } from './playground/deps';
 import type { WebhooksService } from './webhooks/service';
 import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
 import { authzenRoutes } from './protocols/authzen/routes';
+import { opaDataRoutes, type GatewayCheck } from './protocols/opa-data/routes';
 import type { TrailService } from './trail/service';
 
 export interface Services {
@@ -40,6 +41,8 @@ export interface Services {
   playground: PlaygroundDeps;
   /** The service's public base URL (PUBLIC_URL): where AuthZEN's metadata says its endpoints are. */
   publicUrl: string;
+  /** How a gateway's forwarded request becomes a check (the broker's route map); none: `no_route`. */
+  gatewayCheck?: GatewayCheck;
 }
 
 /** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
@@ -50,6 +53,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...brokerRoutes(services.broker),
     ...outcomeRoutes(services.trail, auth),
     ...authzenRoutes(services.broker, { baseUrl: services.publicUrl }),
+    ...opaDataRoutes(services.broker, services.gatewayCheck),
     ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),

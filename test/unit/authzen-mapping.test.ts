@@ -118,20 +118,30 @@ describe('decisionOf: the check’s answer as a decision', () => {
 
 describe('refusalOf: what the check refused, as one evaluation’s false decision', () => {
   it.each([
-    [new ApiError('not_found', 'no such grant'), { reason: 'not_found', error: { status: 404, message: 'Resource not found' } }],
-    [new ApiError('subject_token_invalid'), { reason: 'subject_token_invalid', error: { status: 401 } }],
-    [new ApiError('subject_mismatch'), { reason: 'subject_mismatch', error: { status: 403 } }],
-    [new ApiError('credential_unavailable', 'x', {}, {}, 422), { reason: 'credential_unavailable', error: { status: 422 } }],
-  ])('%s', (error, context) => {
+    [
+      'not_found',
+      new ApiError('not_found', 'no such grant'),
+      { reason: 'not_found', error: { status: 404, message: 'Resource not found' } },
+    ],
+    ['subject_token_invalid', new ApiError('subject_token_invalid'), { reason: 'subject_token_invalid', error: { status: 401 } }],
+    ['subject_mismatch', new ApiError('subject_mismatch'), { reason: 'subject_mismatch', error: { status: 403 } }],
+    [
+      'credential_unavailable',
+      new ApiError('credential_unavailable', 'x', {}, {}, 422),
+      { reason: 'credential_unavailable', error: { status: 422 } },
+    ],
+  ])('%s', (_name, error, context) => {
     expect(refusalOf(error)).toMatchObject({ decision: false, context });
   });
 
-  it.each([[new ApiError('dependency_unavailable')], [new DependencyUnavailableError('redis')], [new Error('bug')], ['thrown text']])(
-    'leaves %s to the whole request (never a decision)',
-    (error) => {
-      expect(refusalOf(error)).toBeUndefined();
-    },
-  );
+  it.each([
+    ['a dependency refusal', new ApiError('dependency_unavailable')],
+    ['a dependency failure', new DependencyUnavailableError('redis')],
+    ['a fault', new Error('bug')],
+    ['thrown text', 'thrown text'],
+  ])('leaves %s to the whole request (never a decision)', (_name, error) => {
+    expect(refusalOf(error)).toBeUndefined();
+  });
 });
 
 describe('shortCircuits', () => {

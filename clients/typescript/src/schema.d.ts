@@ -242,6 +242,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data/grant_broker/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: the broker check as the document data.grant_broker.check
+         * @description Answers as OPA would, so the OPA plugins of Kong and APISIX (and any OPA client) call the broker check unchanged. The check runs exactly as POST /api/broker/check (policy, budget, approvals, credential, call record, decision log); `result.allow` is true only on allow and `decision_id` is the call’s id (report its outcome with POST /api/broker/calls/{callId}/outcome). The broker authenticates with its `bkt_` token as a bearer, or, from a gateway whose plugin sends no credential, as `x-broker-authorization: Bearer bkt_…` among the forwarded request’s headers. A gateway request is mapped through the broker’s route map (the agent’s credential is its `authorization`, the grant its `grant-id` header); one no route maps is `allow: false` with `reason: no_route`. Another broker’s grant is refused exactly as an unknown one (`allow: false`, `reason: not_found`, no decision id). Input of no known shape: 400. Postgres or Redis down: 503, never a result.
+         */
+        post: operations["opaDataCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/grant_broker/check/allow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: only whether the check allows (data.grant_broker.check.allow)
+         * @description The same check, answered as the boolean document `allow`. Answers as OPA would, so the OPA plugins of Kong and APISIX (and any OPA client) call the broker check unchanged. The check runs exactly as POST /api/broker/check (policy, budget, approvals, credential, call record, decision log); `result.allow` is true only on allow and `decision_id` is the call’s id (report its outcome with POST /api/broker/calls/{callId}/outcome). The broker authenticates with its `bkt_` token as a bearer, or, from a gateway whose plugin sends no credential, as `x-broker-authorization: Bearer bkt_…` among the forwarded request’s headers. A gateway request is mapped through the broker’s route map (the agent’s credential is its `authorization`, the grant its `grant-id` header); one no route maps is `allow: false` with `reason: no_route`. Another broker’s grant is refused exactly as an unknown one (`allow: false`, `reason: not_found`, no decision id). Input of no known shape: 400. Postgres or Redis down: 503, never a result.
+         */
+        post: operations["opaDataCheckAllow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: any other document is undefined
+         * @description Answers `{}`, as OPA does for an undefined document (a gateway reads it as a denial). The broker authenticates as above.
+         */
+        post: operations["opaDataUndefined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/approvals": {
         parameters: {
             query?: never;
@@ -1190,6 +1250,52 @@ export interface components {
             access_evaluation_endpoint: string;
             access_evaluations_endpoint: string;
         };
+        OpaCheckDocument: {
+            /** @description The check’s answer with `allow`, and what the gateways’ OPA plugins read */
+            result: {
+                /** @enum {string} */
+                decision?: "allow" | "deny" | "approval_required";
+                callId?: string;
+                reason: string;
+                /** @description With approval_required: the approval a human now decides */
+                approvalId?: string;
+                approval?: {
+                    id: string;
+                    expiresAt: string;
+                };
+                /** @description With an org rule's reason: the rule's message */
+                message?: string;
+                /** @description With budget_exhausted: when the first unit frees */
+                retryAfterMs?: number;
+                explanation?: components["schemas"]["DenialExplanation"];
+                budget?: {
+                    /** @description Calls left now, the least over the whole chain */
+                    remaining: number;
+                    /** @description When the oldest counted call of that level leaves the window */
+                    resetMs: number;
+                };
+                credential?: components["schemas"]["MintedCredential"];
+                allow: boolean;
+                /** @description On allow, for the upstream: `x-grant-call-id`, and `authorization` with the minted credential when asked for; on a refusal, for the client (`retry-after` with a spent budget) */
+                headers: {
+                    [key: string]: string;
+                };
+                /** @description On a refusal: 429 for a spent budget, else 403 (401 for a bad subject token) */
+                status_code?: number;
+            };
+            /** @description The call’s id (absent when no call was checked) */
+            decision_id?: string;
+        };
+        OpaDataRequest: {
+            /** @description The body of POST /api/broker/check, or the input the OPA plugins of Kong (`request.http`) and APISIX (`request`) send */
+            input?: unknown;
+        };
+        OpaAllowDocument: {
+            result: boolean;
+            decision_id?: string;
+        };
+        /** @description OPA’s answer for an undefined document */
+        OpaUndefinedDocument: Record<string, never>;
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {
             id: string;
@@ -3157,6 +3263,297 @@ export interface operations {
             };
             /** @description `invalid_request`: The request is malformed */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaCheckDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataCheckAllow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaAllowDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataUndefined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The document’s path, e.g. `grant_broker/other` */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description Undefined */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaUndefinedDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
