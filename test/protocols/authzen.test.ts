@@ -239,6 +239,19 @@ describe('one evaluation is the broker check', () => {
     expect((await evaluate(evaluation(grantId))).body.decision).toBe(true);
   });
 
+  it('holds revocation and expiry on this path too, whatever the caller adds to the request', async () => {
+    const grantId = await readable();
+    await service.http.post(`/api/grants/${grantId}/revoke`).set(world.owner.auth).expect(200);
+    // Facts the caller supplies never stand in for what the service knows.
+    const claims = { approved: true, revoked: false, principal: { kind: 'agent', id: world.agent.agentId } };
+    const res = await evaluate({
+      ...evaluation(grantId),
+      subject: { ...agentSubject(), properties: { token: world.agent.token, role: 'admin' } },
+      context: claims,
+    });
+    expect(res.body).toMatchObject({ decision: false, context: { reason: 'revoked' } });
+  });
+
   it('lets a human be the subject with a forwarded JWT', async () => {
     const grantId = await readable();
     const subject = { type: 'user', id: world.member.userId, properties: { token: world.member.token } };

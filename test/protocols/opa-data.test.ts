@@ -104,6 +104,16 @@ describe('POST /v1/data/grant_broker/check with the broker check’s body', () =
     expect(await callRecordsOf(service.deps.db, grantId)).toEqual([]);
   });
 
+  it('holds revocation on this path too, and refuses a broker-asserted principal', async () => {
+    const grantId = await grant();
+    await service.http.post(`/api/grants/${grantId}/revoke`).set(world.owner.auth).expect(200);
+    expect((await query(checkBody(grantId))).body.result).toMatchObject({ allow: false, reason: 'revoked', status_code: 403 });
+    const asserted = { grantId, tool: 'repos.read_file', principal: { kind: 'agent', id: world.agent.agentId }, args: {} };
+    expect((await query(asserted)).body).toEqual({
+      result: { allow: false, reason: 'principal_assertion_refused', status_code: 403, headers: {} },
+    });
+  });
+
   it('serves the allow subdocument as a boolean, and any other document as undefined ({})', async () => {
     const grantId = await grant();
     const allow = await query(checkBody(grantId), '/v1/data/grant_broker/check/allow').expect(200);
