@@ -3,6 +3,7 @@ import type { CheckAnswer, CheckRequest } from '../../broker/check';
 import { CheckBody, CheckResult } from '../../broker/schemas';
 import type { BrokerService } from '../../broker/service';
 import { ApiError } from '../../kernel/errors';
+import type { CallPrincipal } from '../../kernel/principals';
 import { defineRoute, type Authenticator, type Route } from '../../kernel/route';
 import { z } from '../../kernel/schema';
 import { BROKER_HEADER, documentOf, inputOf, refusalOf, refusedDocument, type ForwardedCall, type InputOf } from './mapping';
@@ -12,11 +13,15 @@ const tag = 'OPA data API';
 /**
  * How a gateway's request (Kong's, APISIX's) becomes a check: the broker's route map (contract
  * §21, shared with Envoy external authorization). Without one, no request is mapped: `no_route`.
+ * `pass` (an MCP message that calls no tool) names the subject whose credential the port has
+ * verified: nothing passes on an unverified token.
  */
 export type GatewayCheck = (
   broker: CheckingBroker,
   call: ForwardedCall,
-) => Promise<{ kind: 'check'; request: CheckRequest } | { kind: 'pass' } | { kind: 'refuse'; status: number; reason: string }>;
+) => Promise<
+  { kind: 'check'; request: CheckRequest } | { kind: 'pass'; subject: CallPrincipal } | { kind: 'refuse'; status: number; reason: string }
+>;
 
 const DataRequest = z
   .object({
