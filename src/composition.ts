@@ -42,6 +42,9 @@ import { createCallApprovals } from './approvals/requests';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
 import { TallyWriter } from './trail/tally-writer';
+import { Checkpointer } from './trail/tree/checkpointer';
+import { trailSigner } from './trail/tree/note';
+import { createTrailVerification } from './trail/verification';
 import { overviewPorts, playgroundPorts } from './console-ports';
 import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
@@ -180,9 +183,12 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
   const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
+  const signer = trailSigner(config.TRAIL_LOG_ORIGIN, config.TRAIL_SIGNING_KEY, config.TRAIL_PREVIOUS_SIGNING_KEY);
+  const checkpointer = new Checkpointer({ db, signer, intervalMs: config.TRAIL_CHECKPOINT_MS, log: log.child({ component: 'trail-tree' }) });
   const services: Services = {
     grants,
     trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
+    trailVerification: createTrailVerification({ db, signer, checkpointer, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
     broker: createBrokerService({
       ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
       approvals: callApprovals,
@@ -238,6 +244,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     messages: approvalMessages.webhooks,
   });
   if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
+  checkpointer.start();
   const trailMaintenance = startTrailMaintenance({
     db,
     clock,
@@ -290,6 +297,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     approvalArgsSweep.stop();
     await webhookDispatcher.stop();
     await trailMaintenance.stop();
+    await checkpointer.stop();
     invalidation.close();
     await services.broker.settle();
     await tallies.close();

@@ -12,7 +12,13 @@ export const CallRecordSchema = z
   .object({
     id: z.string(),
     grantId: z.string(),
+    rootId: z.string().openapi({ description: "The grant's root grant (the grant itself for a root): a member of the record's leaf" }),
     tool: z.string(),
+    decision: z.enum(['allow', 'deny', 'approval_required']).openapi({
+      description:
+        "What the check answered, as the record's leaf in the trail's Merkle tree holds it. The leaf's `reason` is the record's, " +
+        'except for a call held for approval, whose leaf keeps `approval_required` whatever became of the approval',
+    }),
     outcome: z.enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval', 'approved']).openapi({
       description:
         'An allowed call: `pending` until its outcome is reported, then `succeeded` or `failed`. A call held for approval: ' +
@@ -44,6 +50,10 @@ export const CallRecordSchema = z
       })
       .nullable()
       .openapi({ description: 'The token minted for the call (`credential: true`): its fingerprint and expiry, never the token' }),
+    leafIndex: z.number().int().nullable().openapi({
+      description: "The record's leaf in the trail's Merkle tree (`GET /api/trail/proofs/inclusion`); null on records older than the tree",
+    }),
+    outcomeLeafIndex: z.number().int().nullable().openapi({ description: "The leaf of the call's reported outcome; null until reported" }),
   })
   .openapi('CallRecord', { description: 'The arguments themselves are never stored or returned; only their digest.' });
 

@@ -20,6 +20,7 @@ async function recordCall(grantId: string, tool: string, at = new Date()): Promi
     {
       id,
       grant_id: grantId,
+      root_id: grantId,
       tool,
       principal_kind: 'agent',
       principal_id: world.bot.agentId,
