@@ -73,7 +73,7 @@ export function trailVerificationRoutes(verification: TrailVerification, auth: C
           description: 'The inclusion proof',
           schema: z.object({ leafIndex: z.number().int(), treeSize: z.number().int(), hashes }).openapi('TrailInclusionProof'),
         },
-        errors: ['not_in_checkpoint'],
+        errors: ['not_found', 'not_in_checkpoint'],
       },
       async ({ principal, query }) => ({ body: await verification.inclusion(principal, query.callId, query.treeSize) }),
     ),
