@@ -51,7 +51,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`create table trail_tree (id smallint primary key check (id = 1), size bigint not null, frontier bytea[] not null)`);
   await knex.raw(`insert into trail_tree (id, size, frontier) values (1, 0, '{}')`);
   await knex.raw(`create table trail_hashes (level smallint not null, idx bigint not null, hash bytea not null, primary key (level, idx))`);
-  await knex.raw(`create table trail_checkpoints (size bigint primary key, note text not null, signed_at timestamptz not null default now())`);
+  await knex.raw(
+    `create table trail_checkpoints (size bigint primary key, note text not null, signed_at timestamptz not null default now())`,
+  );
   await knex.raw(APPEND);
   for (const table of ['call_records', 'held_call_records']) {
     await knex.raw(`alter table ${table} add column leaf_index bigint, add column outcome_leaf_index bigint`);

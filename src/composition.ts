@@ -184,11 +184,21 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
   const signer = trailSigner(config.TRAIL_LOG_ORIGIN, config.TRAIL_SIGNING_KEY, config.TRAIL_PREVIOUS_SIGNING_KEY);
-  const checkpointer = new Checkpointer({ db, signer, intervalMs: config.TRAIL_CHECKPOINT_MS, log: log.child({ component: 'trail-tree' }) });
+  const checkpointer = new Checkpointer({
+    db,
+    signer,
+    intervalMs: config.TRAIL_CHECKPOINT_MS,
+    log: log.child({ component: 'trail-tree' }),
+  });
   const services: Services = {
     grants,
     trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
-    trailVerification: createTrailVerification({ db, signer, checkpointer, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
+    trailVerification: createTrailVerification({
+      db,
+      signer,
+      checkpointer,
+      readableGrant: (principal, grantId) => grants.read(principal, grantId),
+    }),
     broker: createBrokerService({
       ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
       approvals: callApprovals,

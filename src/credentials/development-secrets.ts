@@ -33,7 +33,11 @@ function parse(text: string, file: string): DevelopmentSecrets {
  * all, and whoever loses reads the winner's.
  */
 export function developmentSecrets(file: string): DevelopmentSecrets {
-  return madeOnce(file, () => `${JSON.stringify(fresh(), null, 2)}\n`, (text) => parse(text, file));
+  return madeOnce(
+    file,
+    () => `${JSON.stringify(fresh(), null, 2)}\n`,
+    (text) => parse(text, file),
+  );
 }
 
 /**

@@ -45,7 +45,8 @@ export function trailVerificationRoutes(verification: TrailVerification, auth: C
         operationId: 'getTrailConsistencyProof',
         tag,
         summary: 'A proof that the tree of size `to` extends the tree of size `from`',
-        description: '`from` 0 or above `to`: 400; `from` equal to `to`: no hashes; `to` past the latest checkpoint: 409 `not_in_checkpoint`.',
+        description:
+          '`from` 0 or above `to`: 400; `from` equal to `to`: no hashes; `to` past the latest checkpoint: 409 `not_in_checkpoint`.',
         auth: null,
         query: z.strictObject({ from: size('The older tree size (at least 1)'), to: size('The newer tree size') }),
         success: { status: 200, description: 'The consistency proof', schema: z.object({ hashes }) },

@@ -103,9 +103,7 @@ async function treeSize(): Promise<number> {
 /** Checks through both instances at once: allowed ones and denied ones (a tool the grant lacks). */
 async function load(n: number): Promise<number[]> {
   const answers = await Promise.all(
-    Array.from({ length: n }, (_, i) =>
-      checkAs(i % 2 ? b : a, world, grantId, world.agent, i % 5 === 0 ? { tool: 'repos.delete' } : {}),
-    ),
+    Array.from({ length: n }, (_, i) => checkAs(i % 2 ? b : a, world, grantId, world.agent, i % 5 === 0 ? { tool: 'repos.delete' } : {})),
   );
   return answers.map((res) => {
     expect(res.body.receipt).toEqual({ leafIndex: expect.any(Number) });
@@ -115,7 +113,7 @@ async function load(n: number): Promise<number[]> {
 
 beforeAll(async () => {
   await database.fresh();
-  db = createDatabase(database.url);
+  db = createDatabase(database.url, 2);
   await migrateToLatest(db);
   const settings = { DATABASE_URL: database.url, TRAIL_CHECKPOINT_MS: '100' };
   [a, b] = await Promise.all([startService(settings), startService(settings)]);
@@ -215,7 +213,11 @@ describe('the trail as Go’s transparency-log code reads it', () => {
     await coveredUpTo(await treeSize());
     expect((await verify(['-save', kept])).code).toBe(0);
     const leaves = await leavesOf();
-    const hash = (leaf: Buffer) => createHash('sha256').update(Buffer.from([0])).update(leaf).digest();
+    const hash = (leaf: Buffer) =>
+      createHash('sha256')
+        .update(Buffer.from([0]))
+        .update(leaf)
+        .digest();
     const forged = hash(Buffer.from(canonicalize({ callId: 'call_forged', outcome: 'succeeded', completedAt: new Date().toISOString() })));
     const rebuild = async (hashes: Buffer[]) => {
       await db.raw('truncate trail_hashes');
@@ -274,7 +276,10 @@ describe('the proof routes', () => {
     await a.http.get(url).set(other.owner.auth).expect(404);
     const proof = (await a.http.get(url).set(world.owner.auth).expect(200)).body;
     expect(proof).toMatchObject({ leafIndex: call.leafIndex, treeSize: expect.any(Number) });
-    const missing = await a.http.get(`${url}&treeSize=${proof.treeSize + 12345}`).set(world.owner.auth).expect(409);
+    const missing = await a.http
+      .get(`${url}&treeSize=${proof.treeSize + 12345}`)
+      .set(world.owner.auth)
+      .expect(409);
     expect(missing.body.code ?? missing.body.type).toMatch(/not_in_checkpoint/);
   });
 });

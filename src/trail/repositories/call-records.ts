@@ -57,7 +57,10 @@ type OptionalColumns =
   'approval_id' | 'decision_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
 
 /** A row of call_records as a check writes it. */
-export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by' | 'outcome' | 'leaf_index' | 'outcome_leaf_index' | 'answered'> & {
+export type NewCallRecord = Omit<
+  CallRecordRow,
+  OptionalColumns | 'approval_decided_by' | 'outcome' | 'leaf_index' | 'outcome_leaf_index' | 'answered'
+> & {
   outcome: codec.Outcome;
   root_id: string;
 } & Partial<Pick<CallRecordRow, OptionalColumns>>;

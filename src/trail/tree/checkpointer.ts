@@ -13,9 +13,7 @@ export class Checkpointer {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(
-    private readonly deps: { db: Database; signer: TrailSigner; intervalMs: number; log: Logger },
-  ) {}
+  constructor(private readonly deps: { db: Database; signer: TrailSigner; intervalMs: number; log: Logger }) {}
 
   start(): void {
     this.timer ??= setInterval(() => {

@@ -41,9 +41,7 @@ type Range = [number, number];
 function inclusionRanges(m: number, lo: number, hi: number): Range[] {
   if (hi - lo <= 1) return [];
   const k = split(hi - lo);
-  return m < lo + k
-    ? [...inclusionRanges(m, lo, lo + k), [lo + k, hi]]
-    : [...inclusionRanges(m, lo + k, hi), [lo, lo + k]];
+  return m < lo + k ? [...inclusionRanges(m, lo, lo + k), [lo + k, hi]] : [...inclusionRanges(m, lo + k, hi), [lo, lo + k]];
 }
 
 /** RFC 9162 SUBPROOF(m, D[lo:hi], b). */
