@@ -1,7 +1,7 @@
 import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
 import { page } from '../kernel/schema';
 import { presentCallRecord } from './presenters';
-import { CallParams, CallRecordSchema, GrantParams, GrantUsageSchema, ListCallsQuery, OutcomeBody } from './schemas';
+import { CallParams, CallRecordSchema, GrantParams, GrantUsageSchema, ListCallsQuery, OutcomeAnswer, OutcomeBody } from './schemas';
 import type { TrailService } from './service';
 
 /** A grant's call records and budget use: for whoever may read the grant, asked first. */
@@ -54,12 +54,13 @@ export function outcomeRoutes(trail: TrailService, auth: CredentialAuthenticator
         auth: auth.credentials('broker'),
         params: CallParams,
         body: OutcomeBody,
-        success: { status: 200, description: 'The completed call record', schema: CallRecordSchema },
+        success: { status: 200, description: 'The completed call record, with the receipt of its outcome', schema: OutcomeAnswer },
         errors: ['outcome_already_recorded', 'call_denied', 'outcome_too_late'],
       },
-      async ({ principal, params, body }) => ({
-        body: presentCallRecord(await trail.recordOutcome(principal.brokerId, params.callId, body)),
-      }),
+      async ({ principal, params, body }) => {
+        const record = presentCallRecord(await trail.recordOutcome(principal.brokerId, params.callId, body));
+        return { body: { ...record, receipt: { leafIndex: record.outcomeLeafIndex! } } };
+      },
     ),
   ];
 }

@@ -104,3 +104,9 @@ export const OutcomeBody = z.strictObject({
     .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits and _ . : -, at most 100')
     .optional(),
 });
+
+export const OutcomeAnswer = CallRecordSchema.extend({
+  receipt: z
+    .object({ leafIndex: z.number().int() })
+    .openapi({ description: "The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`)" }),
+}).openapi('CompletedCallRecord');
