@@ -7,13 +7,14 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { canonicalize } from 'json-canonicalize';
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
 import { trailSigner } from '../../src/trail/tree/note';
+import { grantctl } from '../support/grantctl';
 import { ownDatabase } from '../support/own-database';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -163,6 +164,50 @@ describe('the trail as Go’s transparency-log code reads it', () => {
     const { code, out } = await verify(['-old', first]);
     expect(out).toMatch(/^ok consistency with the older checkpoint$/m);
     expect(code).toBe(0);
+  });
+
+  it('proves a record and the grown tree with grantctl, offline, and names what it cannot prove', async () => {
+    const save = (name: string, text: string) => {
+      writeFileSync(path.join(work, name), text);
+      return path.join(work, name);
+    };
+    const env = { url: a.baseUrl, token: world.owner.token };
+    const keyFile = save('key.txt', `${key}\n`);
+    const newer = save('newer.note', (await a.http.get('/api/trail/checkpoint').expect(200)).text);
+    const size = Number(readFileSync(newer, 'utf8').split('\n')[1]);
+    const [record] = (await a.http.get(`/api/grants/${grantId}/calls?limit=1`).set(world.owner.auth).expect(200)).body.items;
+    const proof = (await a.http.get(`/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${size}`).set(world.owner.auth).expect(200))
+      .body;
+    const files = ['--key', keyFile, '--checkpoint', newer, '--proof', save('proof.json', JSON.stringify(proof))];
+    const proven = await grantctl(['trail', 'verify', ...files, '--record', save('record.json', JSON.stringify(record))], env);
+    expect(proven).toMatchObject({
+      code: 0,
+      stdout: `call ${record.id} at leaf ${record.leafIndex} is in the checkpoint of size ${size}\n`,
+    });
+    const altered = save('altered.json', JSON.stringify({ ...record, tool: 'repos.delete' }));
+    const refused = await grantctl(['trail', 'verify', ...files, '--record', altered], env);
+    expect(refused).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`call ${record.id} at leaf ${record.leafIndex} is not proven`),
+    });
+
+    const oldSize = Number(readFileSync(first, 'utf8').split('\n')[1]);
+    const consistency = (await a.http.get(`/api/trail/proofs/consistency?from=${oldSize}&to=${size}`).expect(200)).body;
+    const proofFile = save('consistency.json', JSON.stringify(consistency));
+    const extends_ = await grantctl(['trail', 'consistency', '--key', keyFile, '--old', first, '--new', newer, '--proof', proofFile], env);
+    expect(extends_).toMatchObject({ code: 0, stdout: `consistent from size ${oldSize} to size ${size}\n` });
+    const rolledBack = await grantctl(
+      ['trail', 'consistency', '--key', keyFile, '--old', newer, '--new', first, '--proof', proofFile],
+      env,
+    );
+    expect(rolledBack).toMatchObject({ code: 1, stderr: expect.stringContaining('rollback') });
+    const otherKey = save(
+      'other-key.txt',
+      trailSigner(key.split('+')[0]!, generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString())
+        .verifierKey,
+    );
+    const wrongKey = await grantctl(['trail', 'consistency', '--key', otherKey, '--old', first, '--new', newer, '--proof', proofFile], env);
+    expect(wrongKey).toMatchObject({ code: 1, stderr: expect.stringContaining('no valid signature of the pinned key') });
   });
 
   it('catches a record changed in Postgres', async () => {
