@@ -82,7 +82,11 @@ export const ListCallsQuery = z.strictObject({
   outcome: z
     .enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval'])
     .optional()
-    .openapi({ description: 'Only calls with this outcome' }),
+    .openapi({
+      description:
+        'Only calls with this outcome as recorded at the check: a held call is found under `awaiting_approval` even once its ' +
+        'approval has ended, while the listing shows it as it ended (`approved`, or `denied` with `approval_denied`)',
+    }),
   reason: z
     .string()
     .regex(/^[a-z][a-z0-9_]{0,63}$/, 'a reason: snake_case, at most 64 characters')

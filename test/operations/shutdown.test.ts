@@ -39,12 +39,14 @@ it('finishes an in-flight request after SIGTERM, refuses new ones, and exits 0',
   });
   const exited = once(child, 'exit');
   await waitUntilReady(base);
-  // The demo world's agent has an event already (the grant its write waits on): acknowledge it,
-  // so the long poll below has nothing to return early with.
+  // The demo world's agent has an event coming (the approval its write waits on), which the
+  // service's outbox relay delivers after start: wait for it and acknowledge it, so the long poll
+  // below has nothing to return early with.
   const auth = { Authorization: `Bearer ${agentToken}` };
-  const waiting = (await (await fetch(`${base}/api/agents/runtime/events?waitMs=0`, { headers: auth })).json()) as {
-    items: Array<{ id: string }>;
+  const waiting = (await (await fetch(`${base}/api/agents/runtime/events?waitMs=10000`, { headers: auth })).json()) as {
+    items: Array<{ id: string; type: string }>;
   };
+  expect(waiting.items.map((event) => event.type)).toContain('approval.requested');
   for (const event of waiting.items) await fetch(`${base}/api/agents/runtime/events/${event.id}/ack`, { method: 'POST', headers: auth });
 
   const started = Date.now();

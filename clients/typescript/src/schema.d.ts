@@ -2418,7 +2418,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Only the calls that received the token of this fingerprint */
                 credential?: string;
-                /** @description Only calls with this outcome */
+                /** @description Only calls with this outcome as recorded at the check: a held call is found under `awaiting_approval` even once its approval has ended, while the listing shows it as it ended (`approved`, or `denied` with `approval_denied`) */
                 outcome?: "pending" | "denied" | "succeeded" | "failed" | "awaiting_approval";
                 /** @description Only calls with this reason (`allowed`, `approval_required`, a deny reason, an org rule's own) */
                 reason?: string;

@@ -154,7 +154,8 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
             <option value="">any</option>
             {OUTCOMES.map((outcome) => (
               <option key={outcome} value={outcome}>
-                {outcome.replaceAll('_', ' ')}
+                {/* The filter reads the outcome recorded at the check, so a held call stays under it once decided. */}
+                {outcome === 'awaiting_approval' ? 'held for approval (waiting or decided)' : outcome.replaceAll('_', ' ')}
               </option>
             ))}
           </select>
