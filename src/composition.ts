@@ -17,7 +17,7 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows, insertCallRecord } from './trail/repositories/call-records';
+import { callsInWindows, insertCallRecord, type NewCallRecord } from './trail/repositories/call-records';
 import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
 import { startTrailMaintenance } from './trail/maintenance';
@@ -181,7 +181,12 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const consoleUrl = consoleUrlOf(publicBaseUrl(config));
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
-  const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
+  const callApprovals = createCallApprovals<NewCallRecord>({
+    db,
+    vault: approvalArgs,
+    consoleUrl,
+    recordIn: (unit, record) => insertCallRecord(unit, record, config.TRAIL_TREE === 'on'),
+  });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
   const signer = trailSigner(config.TRAIL_LOG_ORIGIN, config.TRAIL_SIGNING_KEY, config.TRAIL_PREVIOUS_SIGNING_KEY);
   const checkpointer = new Checkpointer({
@@ -192,7 +197,13 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const services: Services = {
     grants,
-    trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
+    trail: createTrailService({
+      db,
+      policy,
+      clock,
+      tree: config.TRAIL_TREE === 'on',
+      readableGrant: (principal, grantId) => grants.read(principal, grantId),
+    }),
     trailVerification: createTrailVerification({
       db,
       signer,

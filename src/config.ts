@@ -120,6 +120,8 @@ const environmentSchema = z
     TRAIL_SIGNING_KEY: ed25519Pem.optional(),
     TRAIL_PREVIOUS_SIGNING_KEY: ed25519Pem.optional(),
     TRAIL_CHECKPOINT_MS: int(50, 3_600_000).default(1000),
+    // Off: no leaves, no receipts (the benchmark's baseline for what the tree costs a check).
+    TRAIL_TREE: z.enum(['on', 'off']).default('on'),
     // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is
     // refused (403). Only for brokers that authenticate their callers themselves and are trusted to.
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),

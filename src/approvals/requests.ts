@@ -50,7 +50,7 @@ export interface ApprovalFact {
 export interface ApprovalClaim<Record> {
   readonly approvalId: string;
   /** Writes the call's record and commits it with the approval's use; on a failure nothing is kept. Its receipt. */
-  commitWith(record: Record): Promise<number>;
+  commitWith(record: Record): Promise<number | undefined>;
   /** Gives the approval back, still approved (a budget that turned out full, a record not written). */
   release(): Promise<void>;
 }
@@ -84,7 +84,7 @@ export interface CallApprovals<Record> {
   ask(
     request: ApprovalRequest,
     recordFor: (approval: { id: string }) => Record,
-  ): Promise<{ id: string; expiresAt: string; receipt: number }>;
+  ): Promise<{ id: string; expiresAt: string; receipt: number | undefined }>;
 }
 
 export interface CallApprovalsDeps<Record> {
@@ -93,7 +93,7 @@ export interface CallApprovalsDeps<Record> {
   /** The approval's page in the web console, for its webhooks. */
   consoleUrl: (approvalId: string) => string;
   /** Writes a call's record in the approval's transaction: its receipt (the trail's leaf index). */
-  recordIn: (unit: Knex.Transaction, record: Record) => Promise<number>;
+  recordIn: (unit: Knex.Transaction, record: Record) => Promise<number | undefined>;
 }
 
 export function createCallApprovals<Record>(deps: CallApprovalsDeps<Record>): CallApprovals<Record> {
@@ -117,7 +117,7 @@ export function createCallApprovals<Record>(deps: CallApprovalsDeps<Record>): Ca
       return {
         approvalId,
         async commitWith(record) {
-          let receipt: number;
+          let receipt: number | undefined;
           try {
             receipt = await deps.recordIn(unit, record);
             await unit.commit();

@@ -15,7 +15,7 @@ export interface OutcomeReport {
  * decides). The conditional UPDATE settles a race between two reports of the same call.
  */
 export async function recordOutcome(
-  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock'>,
+  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock' | 'tree'>,
   brokerId: string,
   callId: string,
   report: OutcomeReport,
@@ -29,7 +29,7 @@ export async function recordOutcome(
       call: found ? { outcome: found.outcome, age_ms: now - found.requested_at.getTime() } : undefined,
     }),
   );
-  const updated = await completeCallRecord(deps.db, callId, report, new Date(now));
+  const updated = await completeCallRecord(deps.db, callId, report, new Date(now), deps.tree);
   if (!updated) throw new ApiError('outcome_already_recorded');
   return updated;
 }

@@ -59,7 +59,8 @@ export function outcomeRoutes(trail: TrailService, auth: CredentialAuthenticator
       },
       async ({ principal, params, body }) => {
         const record = presentCallRecord(await trail.recordOutcome(principal.brokerId, params.callId, body));
-        return { body: { ...record, receipt: { leafIndex: record.outcomeLeafIndex! } } };
+        const receipt = record.outcomeLeafIndex === null ? {} : { receipt: { leafIndex: record.outcomeLeafIndex } };
+        return { body: { ...record, ...receipt } };
       },
     ),
   ];

@@ -112,5 +112,8 @@ export const OutcomeBody = z.strictObject({
 export const OutcomeAnswer = CallRecordSchema.extend({
   receipt: z
     .object({ leafIndex: z.number().int() })
-    .openapi({ description: "The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`)" }),
+    .optional()
+    .openapi({
+      description: "The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off",
+    }),
 }).openapi('CompletedCallRecord');

@@ -3,7 +3,7 @@ import type { NewCallRecord } from './repositories/call-records';
 export type { NewCallRecord } from './repositories/call-records';
 
 /** Writes any number of call records in one statement (repositories/call-records.ts): their leaf indices, in order. */
-export type WriteRecords = (rows: readonly NewCallRecord[]) => Promise<number[]>;
+export type WriteRecords = (rows: readonly NewCallRecord[]) => Promise<Array<number | undefined>>;
 
 /**
  * How a check's record reaches the trail: `write` resolves once the record is durable, with its
@@ -11,16 +11,16 @@ export type WriteRecords = (rows: readonly NewCallRecord[]) => Promise<number[]>
  * writes each record alone; src/speedups/group-commit.ts shares statements between checks.
  */
 export interface TrailWriter {
-  write(row: NewCallRecord): Promise<number>;
+  write(row: NewCallRecord): Promise<number | undefined>;
   settle(): Promise<void>;
 }
 
 /** One statement per record. */
 export function plainTrailWriter(insert: WriteRecords): TrailWriter {
-  const writing = new Set<Promise<number>>();
+  const writing = new Set<Promise<number | undefined>>();
   return {
     write(row) {
-      const written = insert([row]).then((indices) => indices[0]!);
+      const written = insert([row]).then((indices) => indices[0]);
       writing.add(written);
       const done = () => void writing.delete(written);
       written.then(done, done);

@@ -299,6 +299,25 @@ describe('the trail as Go’s transparency-log code reads it', () => {
   });
 });
 
+describe('TRAIL_TREE=off (the benchmark baseline)', () => {
+  it('writes records with no leaf and answers with no receipt', async () => {
+    const off = await startService({ DATABASE_URL: database.url, TRAIL_TREE: 'off' });
+    try {
+      const size = await treeSize();
+      const res = await checkAs(off, world, grantId, world.agent).expect(200);
+      expect(res.body).toMatchObject({ decision: 'allow' });
+      expect(res.body).not.toHaveProperty('receipt');
+      const done = await off.http.post(`/api/broker/calls/${res.body.callId}/outcome`).set(world.broker.auth).send({ outcome: 'failed' });
+      expect(done.status).toBe(200);
+      expect(done.body).toMatchObject({ leafIndex: null, outcomeLeafIndex: null });
+      expect(done.body).not.toHaveProperty('receipt');
+      expect(await treeSize()).toBe(size);
+    } finally {
+      await off.close();
+    }
+  });
+});
+
 describe('the proof routes', () => {
   it('answers consistency between sizes, and 400 for sizes that have none', async () => {
     const size = await checkpointSize();

@@ -33,7 +33,7 @@ export async function settle(
     ...recordOf(call, verdict, answer),
     ...(handed ? { credential_fingerprint: fingerprintBytes(handed.token), credential_expires_at: new Date(handed.expiresAt) } : {}),
   };
-  let leafIndex: number;
+  let leafIndex: number | undefined;
   try {
     if (charged.kind === 'taken' && charged.claim) {
       leafIndex = await charged.claim.commitWith({ ...record, approval_id: charged.claim.approvalId });
@@ -59,7 +59,7 @@ export async function settle(
   }
   brokerDecisions.labels(answer.decision, answer.reason).inc();
   deps.tallies.count(talliedOf(call, answer));
-  return { ...answer, receipt: { leafIndex } };
+  return leafIndex === undefined ? answer : { ...answer, receipt: { leafIndex } };
 }
 
 /** The recorded check as the trail's tallies count it: an org rule's denial by its rule too. */

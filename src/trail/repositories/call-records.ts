@@ -177,21 +177,24 @@ const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason
 const COLUMNS = 'c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14';
 /** The records' leaves join the tree in the statement that writes them: both commit, or neither (trail_append). */
 const APPENDED = (leaves: string) => `with tree as (select trail_append(${leaves}) as first)`;
+/** TRAIL_TREE=off (the benchmark's baseline): the same statement, with no leaf. */
+const UNTREED = 'with tree as (select null::bigint as first)';
 
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
  * never changes, so it is a named prepared statement: each connection parses and plans it once,
  * and a batch sends only Bind and Execute (the trail is one write per check).
  */
-const INSERT_ROWS = {
-  name: 'call_records_insert_v6',
-  text: `${APPENDED('$15::bytea[]')} ${INSERTED}
+const insertRows = (tree: boolean) => ({
+  name: tree ? 'call_records_insert_v6' : 'call_records_insert_untreed_v6',
+  text: `${tree ? APPENDED('$15::bytea[]') : UNTREED} ${INSERTED}
 select ${COLUMNS}, tree.first + ord - 1 from tree,
        unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
               $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[], $14::uuid[])
          with ordinality as u(${COLUMNS}, ord)
 returning leaf_index`,
-};
+});
+const INSERT_ROWS = { on: insertRows(true), off: insertRows(false) };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
 interface PgConnection {
@@ -203,16 +206,23 @@ interface PgConnection {
  * leaf, in the order given: their leaf indices. `shapes` keeps the shape codes seen committed
  * (src/speedups/memo.ts); without it each write makes or finds its shapes first.
  */
-export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[], shapes?: ShapeMemo): Promise<number[]> {
+export async function insertCallRecords(
+  db: Database,
+  rows: readonly NewCallRecord[],
+  shapes?: ShapeMemo,
+  tree = true,
+): Promise<Array<number | undefined>> {
   const codes = await shapeCodes(db, rows, shapes);
   const encoded = rows.map((row, i) => encode(row, codes[i]!));
   // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
   const values = encoded[0]!.map((_, column) => encoded.map((row) => row[column]));
-  values.push(rows.map(recordLeafHash));
+  if (tree) values.push(rows.map(recordLeafHash));
   // Straight to a connection of knex's pool: knex cannot send a named statement.
   const connection = (await db.client.acquireConnection()) as PgConnection;
   try {
-    const { rows: appended } = (await connection.query({ ...INSERT_ROWS, values })) as { rows: Array<{ leaf_index: string }> };
+    const statement = INSERT_ROWS[tree ? 'on' : 'off'];
+    const { rows: appended } = (await connection.query({ ...statement, values })) as { rows: Array<{ leaf_index: string | null }> };
+    if (!tree) return rows.map(() => undefined);
     const first = Math.min(...appended.map((row) => Number(row.leaf_index)));
     return rows.map((_, i) => first + i);
   } finally {
@@ -221,15 +231,15 @@ export async function insertCallRecords(db: Database, rows: readonly NewCallReco
 }
 
 /** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. Its leaf index. */
-export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<number> {
+export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord, tree = true): Promise<number | undefined> {
   const [shape] = await shapeCodes(trx, [row]);
-  const { rows } = await trx.raw<{ rows: Array<{ leaf_index: string }> }>(
-    `${APPENDED('array[?::bytea]')} ${INSERTED} select ?::uuid, ?::uuid, ?::integer, ?::smallint, ?::text, ?::uuid, ?::text, ?::bytea, ?::timestamptz,
+  const { rows } = await trx.raw<{ rows: Array<{ leaf_index: string | null }> }>(
+    `${tree ? APPENDED('array[?::bytea]') : UNTREED} ${INSERTED} select ?::uuid, ?::uuid, ?::integer, ?::smallint, ?::text, ?::uuid, ?::text, ?::bytea, ?::timestamptz,
             ?::integer, ?::integer, ?::bytea, ?::timestamptz, ?::uuid, tree.first from tree
      returning leaf_index`,
-    [recordLeafHash(row), ...encode(row, shape!)] as Knex.RawBinding[],
+    [...(tree ? [recordLeafHash(row)] : []), ...encode(row, shape!)] as Knex.RawBinding[],
   );
-  return Number(rows[0]!.leaf_index);
+  return tree ? Number(rows[0]!.leaf_index) : undefined;
 }
 
 /**
@@ -274,12 +284,13 @@ export async function completeCallRecord(
   callId: string,
   report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
   completedAt: Date,
+  tree = true,
 ): Promise<CallRecordRow | undefined> {
   const where = byCallId(callId);
   if (!where) return undefined;
   const completed = await db.transaction(async (trx) => {
     const row = await completeInUnit(trx, where, report, completedAt);
-    if (!row) return undefined;
+    if (!row || !tree) return row;
     // The row is ours until the commit: its outcome's leaf joins the tree with it, exactly once.
     const leaf = leafHash(outcomeLeaf({ callId, outcome: report.outcome, completedAt: completedAt.toISOString() }));
     const { rows } = await trx.raw<{ rows: Array<{ outcome_leaf_index: string }> }>(
