@@ -1130,8 +1130,8 @@ export interface components {
         };
         /** @description The arguments themselves are never stored or returned; only their digest. */
         CompletedCallRecord: components["schemas"]["CallRecord"] & {
-            /** @description The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`) */
-            receipt: {
+            /** @description The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off */
+            receipt?: {
                 leafIndex: number;
             };
         };
