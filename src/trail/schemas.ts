@@ -110,10 +110,7 @@ export const OutcomeBody = z.strictObject({
 });
 
 export const OutcomeAnswer = CallRecordSchema.extend({
-  receipt: z
-    .object({ leafIndex: z.number().int() })
-    .optional()
-    .openapi({
-      description: "The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off",
-    }),
+  receipt: z.object({ leafIndex: z.number().int() }).optional().openapi({
+    description: "The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off",
+  }),
 }).openapi('CompletedCallRecord');
