@@ -125,6 +125,11 @@ describe('the call trail', () => {
       credential: null,
       durationMs: 12,
       argsDigest: `sha256:${'0'.repeat(64)}`,
+      // What the record's leaf in the trail's tree holds, beside the record.
+      rootId: grants.pod,
+      decision: 'allow',
+      leafIndex: expect.any(Number),
+      outcomeLeafIndex: null,
     });
   });
 
