@@ -68,12 +68,12 @@ async function hashesOf(ranges: Range[], read: ReadNodes): Promise<Buffer[]> {
   });
 }
 
-export function inclusionProof(leafIndex: number, treeSize: number, read: ReadNodes): Promise<Buffer[]> {
+export async function inclusionProof(leafIndex: number, treeSize: number, read: ReadNodes): Promise<Buffer[]> {
   if (leafIndex < 0 || leafIndex >= treeSize) throw new RangeError('the leaf is not in a tree of that size');
   return hashesOf(inclusionRanges(leafIndex, 0, treeSize), read);
 }
 
-export function consistencyProof(from: number, to: number, read: ReadNodes): Promise<Buffer[]> {
+export async function consistencyProof(from: number, to: number, read: ReadNodes): Promise<Buffer[]> {
   if (from < 1 || from > to) throw new RangeError('no consistency proof between those sizes');
   return hashesOf(consistencyRanges(from, 0, to, true), read);
 }
