@@ -27,7 +27,14 @@ function storeOf(size: number) {
       stored.set(nodeKey({ level, index }), mth(index * 2 ** level, (index + 1) * 2 ** level));
     }
   }
-  return async (nodes: readonly Node[]) => new Map(nodes.map((node) => [nodeKey(node), stored.get(nodeKey(node))!]).filter(([, h]) => h));
+  return async (nodes: readonly Node[]) => {
+    const found = new Map<string, Buffer>();
+    for (const node of nodes) {
+      const hash = stored.get(nodeKey(node));
+      if (hash) found.set(nodeKey(node), hash);
+    }
+    return found;
+  };
 }
 
 /** The frontier trail_append keeps: the complete subtrees of the size's binary digits, largest first. */
