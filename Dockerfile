@@ -61,6 +61,8 @@ COPY examples/mcp-broker/package.json examples/mcp-broker/package.json
 COPY gateway/package.json gateway/package.json
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
+# Envoy's .proto files, read at start by the ext_authz gRPC service.
+COPY proto proto
 COPY --from=build /app/build/policy build/policy
 COPY --from=build /app/build/api-docs.html build/api-docs.html
 COPY --from=build /app/build/console build/console

@@ -67,6 +67,14 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
   console.log(`service CPU per check (user + system of its process, main run): ${r.cpuMicrosPerCheck} µs`);
+  if (r.extAuthz) {
+    const { plain, grpc, cpuRatio } = r.extAuthz;
+    console.log(
+      `Envoy ext_authz over gRPC (MCP metadata) / plain check, alternating rounds on one process: ${grpc.checksPerSec} / ${plain.checksPerSec} checks/s ` +
+        `(median round), ${grpc.cpuMicrosPerCheck} / ${plain.cpuMicrosPerCheck} µs CPU per check = ${cpuRatio}× (target ≤ 1.15×); ` +
+        `not allowed: ${grpc.notAllowed} / ${plain.notAllowed}`,
+    );
+  }
   console.log(
     `\nfixed rate: ${RATE} checks/s evenly spaced, at most ${RATE_CONNECTIONS} connections, ${RATE_WARMUP_S} s warm-up + ${RATE_S} s ` +
       `(latency in ms from each request's due time; generatorLoopDelay*: the load generator's own stalls)`,

@@ -12,6 +12,8 @@
 //   5b. the service on a module with the example information_flow enforced (its private
 //      repositories matching the checked one, so every check is labelled and reads its tree's
 //      labels), alternating with 1.: what session rules cost a check, and the Redis bytes of a tree;
+//   5c. 1. asked as Envoy's ext_authz over gRPC (scripts/bench-ext-authz.mjs), alternating with the
+//      plain check on the same process: checks/s and CPU per check of each;
 //   6. 1. on the Node pinned in tools/node (the release line the Docker image runs), when
 //      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1.
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,
@@ -43,6 +45,7 @@ import {
   stopService,
   waitFor,
 } from './bench-harness.mjs';
+import { extAuthzPair } from './bench-ext-authz.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
@@ -90,7 +93,9 @@ async function main() {
   const db = await benchDatabase();
   const results = {};
   try {
-    const base = await startService({ DECISION_LOG: DECISION_LOG });
+    // The default service also serves Envoy's ext_authz over gRPC, so both are measured on one process.
+    const grpcPort = await freePort();
+    const base = await startService({ DECISION_LOG: DECISION_LOG, EXT_AUTHZ_GRPC_PORT: String(grpcPort) });
     const world = await seed(base, db);
     const body = checkBody(world);
     const before = Object.values(await trailRecordsByOutcome(db)).reduce((sum, n) => sum + n, 0);
@@ -218,6 +223,8 @@ async function main() {
         roundsPerSec: runs[key].map((run) => Math.round(run.requests.average)),
       };
     }
+    // The same check asked as Envoy's ext_authz over gRPC (MCP metadata), alternating with the plain check.
+    results.extAuthz = await extAuthzPair({ base, grpcPort, world });
     // Its part is done: it would only idle beside the fixed-rate runs (and hold Postgres connections).
     if (imageNodeBase) await stopService(imageNodeBase);
     results.flowTree = await redisBytesPerTree(db, flowWorld.leafId);

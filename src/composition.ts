@@ -1,5 +1,11 @@
 import { localTimeIn } from './kernel/local-time';
 import { createBrokerService } from './broker/service';
+import { CheckBody } from './broker/schemas';
+import { parseInput } from './http/request';
+import { replaceRoutes, routesOf } from './protocols/ext-authz/repository';
+import type { RouteMap } from './protocols/ext-authz/route-map';
+import { createExtAuthzService } from './protocols/ext-authz/service';
+import { freshFor } from './speedups/fresh-for';
 import { checkParts } from './check-composition';
 import { readRedisDurability } from './redis/durability';
 import { treeSessionKeys } from './budget/keys';
@@ -195,6 +201,40 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     intervalMs: config.TRAIL_CHECKPOINT_MS,
     log: log.child({ component: 'trail-tree' }),
   });
+  const broker = createBrokerService({
+    ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
+    approvals: callApprovals,
+    policy,
+    log,
+    clock,
+    resolveCredential,
+    trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
+    localTime: localTimeIn(config.POLICY_TIME_ZONE),
+    tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
+    approvalTtlMs: config.APPROVAL_TTL_MS,
+    tokens,
+    tallies,
+  });
+  // Each broker's route map, kept a second per replica when the speed-ups are on (src/speedups/fresh-for.ts).
+  const keptRoutes = speedUps.enabled
+    ? freshFor((brokerId) => routesOf(db, brokerId), { freshMs: 1000, max: 1000, now: () => clock.now() })
+    : { read: (brokerId: string) => routesOf(db, brokerId), forget: () => undefined };
+  const routeMaps = {
+    routesOf: keptRoutes.read,
+    replaceRoutes: async (brokerId: string, routes: RouteMap) => {
+      await replaceRoutes(db, brokerId, routes, new Date(clock.now()));
+      keptRoutes.forget(brokerId);
+    },
+  };
+  // Envoy's external authorization: the same broker check, its input judged by the check's own rules.
+  const extAuthz = createExtAuthzService({
+    check: broker.check,
+    brokerCredentials: broker.credentials,
+    validate: (body) => parseInput(CheckBody, body, 'body'),
+    routesOf: routeMaps.routesOf,
+    resolveCredential,
+    log: log.child({ component: 'ext-authz' }),
+  });
   const services: Services = {
     grants,
     trail: createTrailService({
@@ -210,20 +250,8 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       checkpointer,
       readableGrant: (principal, grantId) => grants.read(principal, grantId),
     }),
-    broker: createBrokerService({
-      ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
-      approvals: callApprovals,
-      policy,
-      log,
-      clock,
-      resolveCredential,
-      trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
-      localTime: localTimeIn(config.POLICY_TIME_ZONE),
-      tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
-      approvalTtlMs: config.APPROVAL_TTL_MS,
-      tokens,
-      tallies,
-    }),
+    broker,
+    extAuthz: { ...routeMaps, ...extAuthz },
     approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
     runtime: createRuntimeService({
       db,
@@ -301,7 +329,8 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
+    passThrough: routes.passThrough,
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS, routes.passThrough)),
   });
   const app: HttpApp = {
     callback() {

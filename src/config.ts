@@ -38,6 +38,8 @@ const environmentSchema = z
     // Loopback unless told otherwise: a development service is reachable from this machine only.
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: int(0, 65535).default(8080),
+    // Envoy's external authorization over gRPC (src/protocols/ext-authz/grpc.ts): off unless set; on HOST.
+    EXT_AUTHZ_GRPC_PORT: int(0, 65535).optional(),
     DATABASE_URL: urlOf('postgres:', 'postgresql:').default('postgres://postgres@127.0.0.1:5432/grant_broker'),
     DATABASE_POOL_MAX: int(1, 200).default(20),
     REDIS_URL: urlOf('redis:', 'rediss:').default('redis://127.0.0.1:6379/0'),

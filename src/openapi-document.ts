@@ -9,7 +9,7 @@ import { buildOpenApiDocument } from './http/openapi';
 import type { Route } from './kernel/route';
 import { createPodsService } from './pods/service';
 import { createRegistryService } from './registry/service';
-import { allRoutes } from './routes';
+import { allRoutes, passThroughRoutes } from './routes';
 import { DEFAULT_MAX_BUNDLE_BYTES } from './policy/bundles/limits';
 import { createRuntimeService } from './runtime/service';
 import { createTrailService } from './trail/service';
@@ -38,6 +38,7 @@ export function declaredRoutes(): Route[] {
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
       overview: inert,
       playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
+      extAuthz: inert,
     },
     credentialAuthenticators(async () => null),
   );
@@ -46,5 +47,5 @@ export function declaredRoutes(): Route[] {
 
 /** The document GET /api/openapi.json serves, built offline (scripts/openapi.mjs writes it out). */
 export function openApiDocument() {
-  return buildOpenApiDocument(declaredRoutes(), API_DECISIONS);
+  return buildOpenApiDocument(declaredRoutes(), API_DECISIONS, passThroughRoutes({ extAuthz: {} as never }));
 }

@@ -7,6 +7,10 @@ import { connectionRoutes } from './connections/routes';
 import { grantRoutes } from './grants/routes';
 import type { GrantsService } from './grants/service';
 import type { CredentialAuthenticators, Route } from './kernel/route';
+import type { PassThroughRoute } from './kernel/pass-through';
+import { extAuthzHttpRoute } from './protocols/ext-authz/http';
+import { routeMapRoutes, type RouteMaps } from './protocols/ext-authz/routes';
+import type { ExtAuthzService } from './protocols/ext-authz/service';
 import { healthRoutes, metricsRoute, type OperationsDeps } from './operations/routes';
 import { policyStatusRoutes } from './operations/policy-status';
 import { podRoutes } from './pods/routes';
@@ -40,6 +44,7 @@ export interface Services {
   operations: OperationsDeps;
   overview: OverviewDeps;
   playground: PlaygroundDeps;
+  extAuthz: ExtAuthzService & RouteMaps;
 }
 
 /** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
@@ -48,6 +53,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...grantRoutes(services.grants, auth),
     ...grantTrailRoutes(services.trail, auth),
     ...brokerRoutes(services.broker),
+    ...routeMapRoutes(services.extAuthz, auth),
     ...outcomeRoutes(services.trail, auth),
     ...trailVerificationRoutes(services.trailVerification, auth),
     ...approvalRoutes(services.approvals, auth),
@@ -63,7 +69,15 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
   ];
 }
 
+/** The routes that take a forwarded request whole (Envoy's HTTP external authorization). */
+export function passThroughRoutes(services: Pick<Services, 'extAuthz'>): PassThroughRoute[] {
+  return [extAuthzHttpRoute(services.extAuthz)];
+}
+
 /** The API's routes and /metrics (served on the API port, or on METRICS_PORT). */
-export function allRoutes(services: Services, auth: CredentialAuthenticators): { api: Route[]; metrics: Route } {
-  return { api: apiRoutes(services, auth), metrics: metricsRoute(services.operations) };
+export function allRoutes(
+  services: Services,
+  auth: CredentialAuthenticators,
+): { api: Route[]; metrics: Route; passThrough: PassThroughRoute[] } {
+  return { api: apiRoutes(services, auth), metrics: metricsRoute(services.operations), passThrough: passThroughRoutes(services) };
 }

@@ -162,6 +162,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/brokers/{brokerId}/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The broker's route map */
+        get: operations["getBrokerRoutes"];
+        /**
+         * Replace the broker's route map for Envoy external authorization
+         * @description Maps a plain HTTP API (method and path template) or an MCP method other than tools/call to a tool, so Envoy can ask `/ext-authz/` or the gRPC Authorization service about it. Replaces the whole map. `{name}` matches one path segment, a last `{name*}` the rest; a request whose path holds `..`, an encoded slash or NUL matches nothing. `npm run admin -- broker routes --id brk_… --file routes.json` sends the same.
+         */
+        put: operations["putBrokerRoutes"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/broker/calls/{callId}/outcome": {
         parameters: {
             query?: never;
@@ -876,6 +897,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ext-authz/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        get: operations["extAuthzHttpGet"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        put: operations["extAuthzHttpPut"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        post: operations["extAuthzHttpPost"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        delete: operations["extAuthzHttpDelete"];
+        options?: never;
+        head?: never;
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        patch: operations["extAuthzHttpPatch"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1127,6 +1184,33 @@ export interface components {
             permissions: {
                 [key: string]: string;
             };
+        };
+        /** @description A broker's route map for Envoy external authorization. HTTP routes map a method and a path template to a tool; path parameters, query parameters and a JSON object body become its arguments (a path parameter wins over a query parameter, which wins over a body field of the same name). The first route that matches decides. */
+        RouteMap: {
+            routes: ({
+                /** @enum {string} */
+                method: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+                /** @example /repos/{owner}/{repo}/contents/{path*} */
+                path: string;
+                /**
+                 * @description The tool a matching request calls (or `mcp: true`)
+                 * @example repos.read_file
+                 */
+                tool?: string;
+                /**
+                 * @description An MCP endpoint: the tool and arguments are read from the JSON-RPC body's `tools/call`, not from the path
+                 * @enum {boolean}
+                 */
+                mcp?: true;
+                /** @description On allow, mint the call's credential (§18) and pass it upstream as `authorization: Bearer …` */
+                credential?: boolean;
+            } | {
+                /** @description An MCP method other than tools/call, checked as this tool with its `params` as arguments */
+                mcpMethod: string;
+                /** @example repos.read_file */
+                tool: string;
+                credential?: boolean;
+            })[];
         };
         /** @description The arguments themselves are never stored or returned; only their digest. */
         CompletedCallRecord: components["schemas"]["CallRecord"] & {
@@ -2765,6 +2849,216 @@ export interface operations {
                 };
             };
             /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed; `credential_unavailable`: No credential could be minted for the call; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getBrokerRoutes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brokerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The map in force (empty when none was put) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteMap"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putBrokerRoutes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brokerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RouteMap"];
+            };
+        };
+        responses: {
+            /** @description The map now in force */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteMap"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7602,6 +7896,381 @@ export interface operations {
                 };
             };
             /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
             503: {
                 headers: {
                     [name: string]: unknown;
