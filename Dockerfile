@@ -66,6 +66,8 @@ COPY proto proto
 COPY --from=build /app/build/policy build/policy
 COPY --from=build /app/build/api-docs.html build/api-docs.html
 COPY --from=build /app/build/console build/console
+# The OpenAPI document's introduction (GET /api/openapi.json), read at start.
+COPY docs/api-decisions.md docs/api-decisions.md
 # The SDK and grantctl, each built to its own dist: the MCP broker requires the SDK by its package
 # name, and `node clients/grantctl/bin/grantctl.js …` runs grantctl in the container.
 COPY --from=build /app/clients/typescript/dist clients/typescript/dist

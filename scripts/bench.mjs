@@ -26,6 +26,7 @@
 //      BENCH_SERVICE_STDOUT (a file the services' stdout is appended to: decision logs and V8
 //      traces; by default it is discarded).
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -166,6 +167,19 @@ async function main() {
     const imageNodeWorld = imageNodeBase && (await seed(imageNodeBase, db, { name: 'bench-image-node' }));
     results.imageNodeVersion = imageNode?.version;
 
+    // Every check traced and exported over OTLP/HTTP (to a sink here that takes and drops each
+    // batch): what OpenTelemetry at full sampling costs, beside the default service where it is off.
+    const otlpSink = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise((resolve) => otlpSink.listen(0, '127.0.0.1', resolve));
+    const tracedBase = await startService({
+      DECISION_LOG: DECISION_LOG,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpSink.address().port}`,
+    });
+    const tracedWorld = await seed(tracedBase, db, { name: 'bench-traced' });
+
     // Alternating rounds, so the drift of a shared machine falls on every variant alike.
     const variants = [
       ['pairPlain', `POST /api/broker/check, DECISION_LOG=${DECISION_LOG}`, base, world.brokerToken, body],
@@ -184,6 +198,7 @@ async function main() {
         flowBody,
       ],
       ['serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody],
+      ['serviceTraced', 'POST /api/broker/check, every check traced (OTLP)', tracedBase, tracedWorld.brokerToken, checkBody(tracedWorld)],
       ['serviceUntreed', 'POST /api/broker/check, TRAIL_TREE=off', untreedBase, untreedWorld.brokerToken, checkBody(untreedWorld)],
       ...(imageNodeBase
         ? [
@@ -227,6 +242,8 @@ async function main() {
     results.extAuthz = await extAuthzPair({ base, grpcPort, world });
     // Its part is done: it would only idle beside the fixed-rate runs (and hold Postgres connections).
     if (imageNodeBase) await stopService(imageNodeBase);
+    await stopService(tracedBase);
+    otlpSink.close();
     results.flowTree = await redisBytesPerTree(db, flowWorld.leafId);
     results.plainTree = await redisBytesPerTree(db, world.leafId);
     await stopService(flowBase);

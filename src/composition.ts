@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import { localTimeIn } from './kernel/local-time';
 import { createBrokerService } from './broker/service';
 import { CheckBody } from './broker/schemas';
@@ -32,11 +33,12 @@ import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
 import { loadConsoleFiles } from './console/static-files';
-import { API_DECISIONS } from './http/decisions';
+import { readApiDecisions } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
+import { approvalGrantReads, grantLookups, podPorts } from './domain-ports';
 import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
@@ -67,6 +69,8 @@ import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
 import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
+import { createTracing } from './operations/tracing';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
@@ -85,6 +89,8 @@ export interface ServiceOptions {
   migrate?: boolean;
   /** The system clock unless a test moves time itself. */
   clock?: Clock;
+  /** Where the check's spans go besides OTLP (a test's in-memory exporter). */
+  spanExporter?: SpanExporter;
 }
 
 /**
@@ -96,6 +102,12 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const clock = options.clock ?? systemClock;
   // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
   const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
+  // OpenTelemetry spans of the check's stages: exported when configured, and the bench's stage table.
+  const tracing = createTracing({
+    env: config,
+    processors: config.TRACE_STAGES ? [createStageTimings()] : [],
+    exporter: options.spanExporter,
+  });
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
   const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, log.child({ component: 'db' }));
   if (options.migrate) await migrateToLatest(db);
@@ -174,6 +186,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
     forgetTreeSession: async (rootId) => void (await redis.del(...treeSessionKeys(rootId))),
+    lookups: grantLookups,
   });
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);
@@ -193,6 +206,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     consoleUrl,
     recordIn: (unit, record) => insertCallRecord(unit, record, config.TRAIL_TREE === 'on'),
   });
+  const pods = podPorts({ db, policy });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
   const signer = trailSigner(config.TRAIL_LOG_ORIGIN, config.TRAIL_SIGNING_KEY, config.TRAIL_PREVIOUS_SIGNING_KEY);
   const checkpointer = new Checkpointer({
@@ -210,7 +224,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     resolveCredential,
     trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
     localTime: localTimeIn(config.POLICY_TIME_ZONE),
-    tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
+    tracer: tracing?.tracer ?? NO_TRACING,
     approvalTtlMs: config.APPROVAL_TTL_MS,
     tokens,
     tallies,
@@ -252,7 +266,15 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     }),
     broker,
     extAuthz: { ...routeMaps, ...extAuthz },
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
+    approvals: createApprovalsService({
+      db,
+      policy,
+      clock,
+      argsVault: approvalArgs,
+      consoleUrl,
+      waker: eventWaker,
+      grants: approvalGrantReads(db),
+    }),
     runtime: createRuntimeService({
       db,
       policy,
@@ -262,7 +284,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS,
       grants,
     }),
-    registry: createRegistryService({ db, policy, invalidation, clock }),
+    registry: createRegistryService({ db, policy, invalidation, clock, pods }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     webhooks: createWebhooksService({
@@ -272,6 +294,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       keys: keyRing,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
       maxPerPod: config.WEBHOOK_MAX_PER_POD,
+      pods,
     }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
@@ -306,6 +329,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;
+  const apiDecisions = readApiDecisions();
   const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
   const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
   if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
@@ -330,14 +354,15 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
     passThrough: routes.passThrough,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS, routes.passThrough)),
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], apiDecisions, routes.passThrough)),
   });
   const app: HttpApp = {
     callback() {
       const api = apiApp.callback();
-      return (req, res) => {
+      const listener: RequestListener = (req, res) => {
         if (!consoleHandler(req, res)) api(req, res);
       };
+      return tracing ? tracing.inbound(listener) : listener;
     },
   };
 
@@ -356,6 +381,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     await eventWaker.close();
     redis.disconnect();
     await db.destroy();
+    await tracing?.shutdown();
   }
 
   /** The infrastructure itself, for operators' commands and tests. */

@@ -179,6 +179,11 @@ const environmentSchema = z
     // kept input JSON). Off: the plain code alone, which answers the same, only slower.
     // The bench's table of where a check's time goes, written to stderr at exit (src/operations/stage-timings.ts).
     TRACE_STAGES: bool.default(false),
+    // OpenTelemetry: spans of each broker check and its stages go to an OTLP collector when one of
+    // these is set (the exporter reads OpenTelemetry's other OTEL_* variables itself).
+    OTEL_TRACES_EXPORTER: z.string().optional(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().optional(),
     SPEEDUPS: z.enum(['on', 'off']).default('on'),
     // GitHub Apps that connections mint per-call installation tokens through (JSON, by name; the
     // private keys are read from the variable or file each names, never from this text).

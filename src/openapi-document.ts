@@ -4,7 +4,7 @@ import { createBrokerService } from './broker/service';
 import { createConnectionsService } from './connections/service';
 import { credentialAuthenticators } from './credentials/authenticators';
 import { createGrantsService } from './grants/service';
-import { API_DECISIONS } from './http/decisions';
+import { readApiDecisions } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import type { Route } from './kernel/route';
 import { createPodsService } from './pods/service';
@@ -45,7 +45,10 @@ export function declaredRoutes(): Route[] {
   return [...declared.api, declared.metrics];
 }
 
-/** The document GET /api/openapi.json serves, built offline (scripts/openapi.mjs writes it out). */
-export function openApiDocument() {
-  return buildOpenApiDocument(declaredRoutes(), API_DECISIONS, passThroughRoutes({ extAuthz: {} as never }));
+/**
+ * The document GET /api/openapi.json serves, built offline (scripts/openapi.mjs writes it out),
+ * introduced by the decisions of docs/api-decisions.md.
+ */
+export function openApiDocument(decisions: string = readApiDecisions()) {
+  return buildOpenApiDocument(declaredRoutes(), decisions, passThroughRoutes({ extAuthz: {} as never }));
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import type { ApprovalBinding } from '../kernel/decisions/approvals';
 import { newId } from '../kernel/ids';
 import { iso } from '../kernel/schema';
 import type { ApprovalArgsVault } from './args-vault';
@@ -53,15 +54,6 @@ export interface ApprovalClaim<Record> {
   commitWith(record: Record): Promise<number | undefined>;
   /** Gives the approval back, still approved (a budget that turned out full, a record not written). */
   release(): Promise<void>;
-}
-
-/** A call as an approval binds it: what finds the open approval of the identical call. */
-export interface ApprovalBinding {
-  grantId: string;
-  tool: string;
-  principal: { kind: 'user' | 'agent'; id: string };
-  argsDigest: string;
-  now: Date;
 }
 
 export interface CallApprovals<Record> {

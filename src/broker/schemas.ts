@@ -1,4 +1,4 @@
-import { ToolName } from '../connections/schemas';
+import { ToolName } from '../kernel/schema';
 import { Explanation } from '../kernel/decisions/explanation';
 import { idParam, z } from '../kernel/schema';
 
@@ -83,5 +83,9 @@ export const CheckResult = z
         description:
           'With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint.',
       }),
+    grantVersion: z.string().optional().openapi({
+      description:
+        "The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same.",
+    }),
   })
   .openapi('BrokerCheckResult');

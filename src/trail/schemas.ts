@@ -114,3 +114,29 @@ export const OutcomeAnswer = CallRecordSchema.extend({
     description: "The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off",
   }),
 }).openapi('CompletedCallRecord');
+
+/** At most this many outcomes in one batch: one request stays small and quick to make durable. */
+export const MAX_OUTCOMES_PER_BATCH = 100;
+
+export const OutcomeBatchBody = z
+  .strictObject({
+    outcomes: z
+      .array(z.strictObject({ callId: idParam('call_01jd6x3c4vf8r9t2y5u7w0z1ab'), ...OutcomeBody.shape }))
+      .min(1)
+      .max(MAX_OUTCOMES_PER_BATCH),
+  })
+  .openapi('OutcomeBatch');
+
+export const OutcomeBatchResult = z
+  .object({
+    results: z.array(
+      z.object({
+        callId: z.string(),
+        status: z.enum(['recorded', 'outcome_already_recorded', 'call_denied', 'outcome_too_late', 'not_found']).openapi({
+          description:
+            '`recorded`: durable now. `outcome_already_recorded`: an earlier report (a retried batch) holds it. The others, as the single report would answer them: never taken.',
+        }),
+      }),
+    ),
+  })
+  .openapi('OutcomeBatchResult');

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { activityCommands } from './activity';
 import { grantCommands } from './grants';
-import { fail } from './output';
+import { fail } from './failure';
 import { podAndConnectionCommands } from './pods-and-connections';
 import { policyCommands } from './policy';
 import { trailCommands } from './trail';

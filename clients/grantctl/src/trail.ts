@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { EXIT } from './output';
+import { EXIT } from './failure';
 import { leafHash, openCheckpoint, recordLeaf, verifyConsistency, verifyInclusion } from './trail-proofs';
 
 /**

@@ -203,6 +203,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/broker/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record the outcomes of up to 100 allowed calls at once
+         * @description For a broker that reports off its calls’ path. Each outcome is taken as `POST /api/broker/calls/{callId}/outcome` takes it, and is durable before the answer; its status says how it went (a call of another broker’s grant: `not_found`). A 5xx promises nothing: send the batch again, and what an earlier send recorded answers `outcome_already_recorded`.
+         */
+        post: operations["recordCallOutcomes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/trail/key": {
         parameters: {
             query?: never;
@@ -1146,6 +1166,8 @@ export interface components {
                 resetMs: number;
             };
             credential?: components["schemas"]["MintedCredential"];
+            /** @description The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same. */
+            grantVersion?: string;
         };
         /** @description With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object. */
         DenialExplanation: {
@@ -1218,6 +1240,26 @@ export interface components {
             receipt?: {
                 leafIndex: number;
             };
+        };
+        OutcomeBatchResult: {
+            results: {
+                callId: string;
+                /**
+                 * @description `recorded`: durable now. `outcome_already_recorded`: an earlier report (a retried batch) holds it. The others, as the single report would answer them: never taken.
+                 * @enum {string}
+                 */
+                status: "recorded" | "outcome_already_recorded" | "call_denied" | "outcome_too_late" | "not_found";
+            }[];
+        };
+        OutcomeBatch: {
+            outcomes: {
+                /** @example call_01jd6x3c4vf8r9t2y5u7w0z1ab */
+                callId: string;
+                /** @enum {string} */
+                outcome: "succeeded" | "failed";
+                durationMs?: number;
+                errorCode?: string;
+            }[];
         };
         TrailInclusionProof: {
             leafIndex: number;
@@ -3136,6 +3178,102 @@ export interface operations {
             };
             /** @description `outcome_already_recorded`: The outcome of this call is already recorded; `call_denied`: The call was denied; a denied call takes no outcome; `outcome_too_late`: The call was checked more than 24 days ago; its outcome is no longer taken */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    recordCallOutcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OutcomeBatch"];
+            };
+        };
+        responses: {
+            /** @description One status per outcome, in the order sent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutcomeBatchResult"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

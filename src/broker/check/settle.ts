@@ -1,10 +1,8 @@
 import { DependencyUnavailableError } from '../../kernel/dependency';
 import { fingerprintBytes, type MintedCredential } from '../../github-apps/installation-tokens';
 import { ApiError } from '../../kernel/errors';
-import type { NewCallRecord } from '../../trail/writer';
-import type { BrokerDeps } from '../deps';
+import type { BrokerDeps, NewCallRecord, TalliedCheck } from '../deps';
 import { brokerDecisions } from '../metrics';
-import type { TalliedCheck } from '../../trail/tally-writer';
 import { budgetLevels } from './charge';
 import { decisions, type DecisionInput } from '../../kernel/decisions/catalogue';
 import type { CheckAnswer, Resolved, Settled, Verdict } from './stages';

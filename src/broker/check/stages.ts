@@ -40,6 +40,8 @@ export interface CheckAnswer {
   receipt?: { leafIndex: number };
   /** With `credential: true`, on allow: the token for this call alone. */
   credential?: { token: string; expiresAt: string; repositories: string[]; permissions: Record<string, string> };
+  /** The version of the grant's tree the check read its facts under (opaque; changes with any change to the tree). */
+  grantVersion?: string;
 }
 
 /** What a check knows before it reads anything: made once, whatever the attempts. */

@@ -1,5 +1,4 @@
-import { ToolName } from '../../connections/schemas';
-import { z } from '../../kernel/schema';
+import { ToolName, z } from '../../kernel/schema';
 
 /**
  * A broker's route map: how a plain HTTP API's requests, and MCP methods other than `tools/call`,
