@@ -27,10 +27,13 @@ import type { PlaygroundDeps } from './playground/deps';
 import type { WebhooksService } from './webhooks/service';
 import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
 import type { TrailService } from './trail/service';
+import type { TrailVerification } from './trail/verification';
+import { trailVerificationRoutes } from './trail/verification-routes';
 
 export interface Services {
   grants: GrantsService;
   trail: TrailService;
+  trailVerification: TrailVerification;
   broker: BrokerService;
   approvals: ApprovalsService;
   runtime: RuntimeService;
@@ -52,6 +55,7 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...brokerRoutes(services.broker),
     ...routeMapRoutes(services.extAuthz, auth),
     ...outcomeRoutes(services.trail, auth),
+    ...trailVerificationRoutes(services.trailVerification, auth),
     ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),

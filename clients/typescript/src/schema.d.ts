@@ -223,6 +223,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/trail/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The trail's verifier key in signed-note format (`<origin>+<key id>+<base64 key>`), one line of text/plain */
+        get: operations["getTrailKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The trail's latest signed checkpoint (a C2SP checkpoint in a signed note), text/plain
+         * @description A new one at least every TRAIL_CHECKPOINT_MS while records arrive.
+         */
+        get: operations["getTrailCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/proofs/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A proof that the tree of size `to` extends the tree of size `from`
+         * @description `from` 0 or above `to`: 400; `from` equal to `to`: no hashes; `to` past the latest checkpoint: 409 `not_in_checkpoint`.
+         */
+        get: operations["getTrailConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/proofs/inclusion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A proof that a call's record is in the tree of a signed checkpoint
+         * @description Whoever may read the call's grant (else 404). `treeSize` omitted: the latest checkpoint's. A record no signed checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.
+         */
+        get: operations["getTrailInclusionProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/approvals": {
         parameters: {
             query?: never;
@@ -988,7 +1065,14 @@ export interface components {
         CallRecord: {
             id: string;
             grantId: string;
+            /** @description The grant's root grant (the grant itself for a root): a member of the record's leaf */
+            rootId: string;
             tool: string;
+            /**
+             * @description What the check answered, as the record's leaf in the trail's Merkle tree holds it. The leaf's `reason` is the record's, except for a call held for approval, whose leaf keeps `approval_required` whatever became of the approval
+             * @enum {string}
+             */
+            decision: "allow" | "deny" | "approval_required";
             /**
              * @description An allowed call: `pending` until its outcome is reported, then `succeeded` or `failed`. A call held for approval: `awaiting_approval` while the approval is pending, then `approved` (the call itself is the re-sent check, a record of its own) or `denied` (`reason` `approval_denied`, or `approval_expired` when nobody decided in time). Any other refusal: `denied`.
              * @enum {string}
@@ -1032,6 +1116,10 @@ export interface components {
                  */
                 expiresAt: string;
             } | null;
+            /** @description The record's leaf in the trail's Merkle tree (`GET /api/trail/proofs/inclusion`); null on records older than the tree */
+            leafIndex: number | null;
+            /** @description The leaf of the call's reported outcome; null until reported */
+            outcomeLeafIndex: number | null;
         };
         /** @description A grant's budget use now, counted from the call trail as the service rebuilds its windows (a budget over 1,000 calls is kept in buckets, so the service may admit by up to one bucket more or less), and the size of its subtree. */
         GrantUsage: {
@@ -1070,6 +1158,7 @@ export interface components {
             /** @description With budget_exhausted: when the first unit frees */
             retryAfterMs?: number;
             explanation?: components["schemas"]["DenialExplanation"];
+            receipt?: components["schemas"]["TrailReceipt"];
             budget: {
                 /** @description Calls left now, the least over the whole chain */
                 remaining: number;
@@ -1099,6 +1188,11 @@ export interface components {
              * @enum {string}
              */
             unlock: "attenuate_from_parent" | "ask_connection_owner" | "request_approval" | "wait" | "none";
+        };
+        /** @description With every recorded answer: where the call record is in the trail. Prove it against a signed checkpoint with `GET /api/trail/proofs/inclusion?callId=…` once a checkpoint covers it (within `TRAIL_CHECKPOINT_MS`). */
+        TrailReceipt: {
+            /** @description The call record's leaf in the trail's Merkle tree */
+            leafIndex: number;
         };
         /** @description With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint. */
         MintedCredential: {
@@ -1140,6 +1234,13 @@ export interface components {
                 credential?: boolean;
             })[];
         };
+        /** @description The arguments themselves are never stored or returned; only their digest. */
+        CompletedCallRecord: components["schemas"]["CallRecord"] & {
+            /** @description The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off */
+            receipt?: {
+                leafIndex: number;
+            };
+        };
         OutcomeBatchResult: {
             results: {
                 callId: string;
@@ -1159,6 +1260,12 @@ export interface components {
                 durationMs?: number;
                 errorCode?: string;
             }[];
+        };
+        TrailInclusionProof: {
+            leafIndex: number;
+            treeSize: number;
+            /** @description The proof: base64 SHA-256 hashes, in the order of RFC 9162 */
+            hashes: string[];
         };
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {
@@ -3024,13 +3131,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The completed call record */
+            /** @description The completed call record, with the receipt of its outcome */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallRecord"];
+                    "application/json": components["schemas"]["CompletedCallRecord"];
                 };
             };
             /** @description `invalid_request`: The request is malformed */
@@ -3167,6 +3274,356 @@ export interface operations {
             };
             /** @description `credential_not_accepted`: This kind of credential is not accepted here */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verifier key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed note */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailConsistencyProof: {
+        parameters: {
+            query?: {
+                /** @description The older tree size (at least 1) */
+                from?: number | null;
+                /** @description The newer tree size */
+                to?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consistency proof */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The proof: base64 SHA-256 hashes, in the order of RFC 9162 */
+                        hashes: string[];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailInclusionProof: {
+        parameters: {
+            query: {
+                /** @description The call (`call_…`) */
+                callId: string;
+                /** @description The size of a signed checkpoint */
+                treeSize?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The inclusion proof */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrailInclusionProof"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
