@@ -61,9 +61,13 @@ COPY examples/mcp-broker/package.json examples/mcp-broker/package.json
 COPY gateway/package.json gateway/package.json
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
+# Envoy's .proto files, read at start by the ext_authz gRPC service.
+COPY proto proto
 COPY --from=build /app/build/policy build/policy
 COPY --from=build /app/build/api-docs.html build/api-docs.html
 COPY --from=build /app/build/console build/console
+# The OpenAPI document's introduction (GET /api/openapi.json), read at start.
+COPY docs/api-decisions.md docs/api-decisions.md
 # The SDK and grantctl, each built to its own dist: the MCP broker requires the SDK by its package
 # name, and `node clients/grantctl/bin/grantctl.js …` runs grantctl in the container.
 COPY --from=build /app/clients/typescript/dist clients/typescript/dist

@@ -13,7 +13,9 @@
 // the argument validation, the grant broker's check and the outcome report), and the CPU per
 // call of the gateway process and of the service.
 // Env: BENCH_GATEWAY_RATE (200), BENCH_GATEWAY_ROUNDS (3), BENCH_GATEWAY_ROUND_S (10),
-//      BENCH_GATEWAY_WARMUP_S (3), plus the service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
+//      BENCH_GATEWAY_WARMUP_S (3), BENCH_GATEWAY_BASELINE (another build's gateway main.js, measured
+//      in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), plus the
+//      service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -129,76 +131,96 @@ const stats = (latencies) => {
 };
 const ms = (value) => `${value.toFixed(2)} ms`;
 
+/** A gateway process from `main` (a built dist/…/main.js) in front of the upstream, and an agent connected through it. */
+async function startGateway(label, main, base, world, everything, folder) {
+  const port = await freePort();
+  const configFile = path.join(folder, `gateway-${port}.json`);
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      brokerUrl: base,
+      brokerTokenEnv: 'GATEWAY_BROKER_TOKEN',
+      upstream: { url: everything.url },
+      tools: { echo: { grantTool: 'everything.echo', access: 'read' } },
+      listen: { port, host: '127.0.0.1' },
+    }),
+  );
+  const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
+  const child = start('node', [...nodeArgs, main, '--config', configFile], { GATEWAY_BROKER_TOKEN: world.brokerToken });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  await waitFor(url.replace('/mcp', '/healthz')).catch(() => undefined);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const agent = await client(url, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
+  return { label, child, agent, latencies: [], cpu: 0, serviceCpu: 0, calls: 0, idleMsPerS: 0 };
+}
+
 async function main() {
   const db = await benchDatabase();
   try {
     const base = await startService();
     const world = await seed(base, db);
     const everything = await startEverything();
-    const port = await freePort();
     const folder = mkdtempSync(path.join(tmpdir(), 'bench-gateway-'));
-    const configFile = path.join(folder, 'gateway.json');
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        brokerUrl: base,
-        brokerTokenEnv: 'GATEWAY_BROKER_TOKEN',
-        upstream: { url: everything.url },
-        tools: { echo: { grantTool: 'everything.echo', access: 'read' } },
-        listen: { port, host: '127.0.0.1' },
-      }),
-    );
-    const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
-    const gateway = start('node', [...nodeArgs, 'dist/gateway/src/main.js', '--config', configFile], {
-      GATEWAY_BROKER_TOKEN: world.brokerToken,
-    });
-    const gatewayUrl = `http://127.0.0.1:${port}/mcp`;
-    await waitFor(gatewayUrl.replace('/mcp', '/healthz')).catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // BENCH_GATEWAY_BASELINE: another build's main.js (an earlier commit's gateway), measured in the same rounds.
+    const builds = [['through the gateway, checked', 'dist/gateway/src/main.js']];
+    if (process.env.BENCH_GATEWAY_BASELINE) builds.push(['through the baseline gateway', process.env.BENCH_GATEWAY_BASELINE]);
+    const gateways = [];
+    for (const [label, main] of builds) gateways.push(await startGateway(label, main, base, world, everything, folder));
     const direct = await client(everything.url);
-    const through = await client(gatewayUrl, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
 
-    console.log(`machine: ${machine()}; bench pid ${process.pid}, gateway pid ${gateway.pid}`);
+    console.log(`machine: ${machine()}; bench pid ${process.pid}, gateway pids ${gateways.map((g) => g.child.pid).join(', ')}`);
     console.log(`warm-up: ${WARMUP_S} s each path at ${RATE} calls/s`);
     await atRate(direct, WARMUP_S);
-    await atRate(through, WARMUP_S);
+    for (const gateway of gateways) await atRate(gateway.agent, WARMUP_S);
 
-    // What the gateway burns with no call at all (its sessions, timers, the upstream's open stream),
+    // What each gateway burns with no call at all (its sessions, timers, the upstream's open stream),
     // so that the CPU per call below counts only the calls.
-    const idleBefore = processCpuMs(gateway.pid);
+    const idleBefore = gateways.map((g) => processCpuMs(g.child.pid));
     await new Promise((resolve) => setTimeout(resolve, IDLE_S * 1000));
-    const idleMsPerS = (processCpuMs(gateway.pid) - idleBefore) / IDLE_S;
-    console.log(`gateway idle: ${idleMsPerS.toFixed(1)} ms of CPU per second`);
+    gateways.forEach((g, i) => (g.idleMsPerS = (processCpuMs(g.child.pid) - idleBefore[i]) / IDLE_S));
+    console.log(`gateway idle: ${gateways.map((g) => `${g.idleMsPerS.toFixed(1)}`).join(' / ')} ms of CPU per second`);
 
-    const all = { direct: [], through: [] };
+    const straightAll = [];
     let failures = 0;
-    let gatewayCpu = 0;
-    let serviceCpu = 0;
-    let gatewayCalls = 0;
     for (let round = 1; round <= ROUNDS; round += 1) {
       const straight = await atRate(direct, ROUND_S);
-      const [gatewayBefore, serviceBefore] = [processCpuMs(gateway.pid), serviceCpuMs(base)];
-      const gated = await atRate(through, ROUND_S);
-      gatewayCpu += processCpuMs(gateway.pid) - gatewayBefore - idleMsPerS * gated.seconds;
-      serviceCpu += serviceCpuMs(base) - serviceBefore;
-      gatewayCalls += gated.latencies.length;
-      failures += straight.failures + gated.failures;
-      all.direct.push(...straight.latencies);
-      all.through.push(...gated.latencies);
-      const [a, b] = [stats(straight.latencies), stats(gated.latencies)];
-      console.log(`round ${round}: direct p50 ${ms(a.p50)} p99 ${ms(a.p99)} | gateway p50 ${ms(b.p50)} p99 ${ms(b.p99)}`);
+      failures += straight.failures;
+      straightAll.push(...straight.latencies);
+      const line = [`round ${round}: direct p50 ${ms(stats(straight.latencies).p50)} p99 ${ms(stats(straight.latencies).p99)}`];
+      for (const gateway of gateways) {
+        const [gatewayBefore, serviceBefore] = [processCpuMs(gateway.child.pid), serviceCpuMs(base)];
+        const gated = await atRate(gateway.agent, ROUND_S);
+        gateway.cpu += processCpuMs(gateway.child.pid) - gatewayBefore - gateway.idleMsPerS * gated.seconds;
+        gateway.serviceCpu += serviceCpuMs(base) - serviceBefore;
+        gateway.calls += gated.latencies.length;
+        gateway.latencies.push(...gated.latencies);
+        failures += gated.failures;
+        const b = stats(gated.latencies);
+        line.push(`${gateway.label} p50 ${ms(b.p50)} p99 ${ms(b.p99)}`);
+      }
+      console.log(line.join(' | '));
     }
-    const [a, b] = [stats(all.direct), stats(all.through)];
+    const a = stats(straightAll);
     console.log(`\n${RATE} calls/s, ${ROUNDS} alternating rounds of ${ROUND_S} s per path; ${failures} failed calls`);
-    console.log('| path | calls | p50 | p90 | p99 |');
-    console.log('| --- | --- | --- | --- | --- |');
-    console.log(`| straight to server-everything | ${a.n} | ${ms(a.p50)} | ${ms(a.p90)} | ${ms(a.p99)} |`);
-    console.log(`| through the gateway, checked | ${b.n} | ${ms(b.p50)} | ${ms(b.p90)} | ${ms(b.p99)} |`);
-    console.log(`| added by the gateway | | ${ms(b.p50 - a.p50)} | ${ms(b.p90 - a.p90)} | ${ms(b.p99 - a.p99)} |`);
-    console.log(
-      `gateway CPU per call (its idle CPU taken out): ${((gatewayCpu / gatewayCalls) * 1000).toFixed(0)} µs; the service's (check + outcome): ${((serviceCpu / gatewayCalls) * 1000).toFixed(0)} µs`,
-    );
-    await Promise.allSettled([direct.close(), through.close()]);
+    console.log('| path | calls | p50 | p90 | p99 | p99 ÷ direct p99 | gateway CPU per call | service CPU per call (check + outcome) |');
+    console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+    console.log(`| straight to server-everything | ${a.n} | ${ms(a.p50)} | ${ms(a.p90)} | ${ms(a.p99)} | 1 | | |`);
+    for (const gateway of gateways) {
+      const b = stats(gateway.latencies);
+      const perCall = (total) => `${((total / gateway.calls) * 1000).toFixed(0)} µs`;
+      console.log(
+        `| ${gateway.label} | ${b.n} | ${ms(b.p50)} | ${ms(b.p90)} | ${ms(b.p99)} | ${(b.p99 / a.p99).toFixed(1)} | ${perCall(gateway.cpu)} | ${perCall(gateway.serviceCpu)} |`,
+      );
+    }
+    console.log("(gateway CPU: its idle CPU taken out; the service CPU is all of its CPU during the path's rounds)");
+    await direct.close().catch(() => undefined);
+    for (const gateway of gateways) {
+      await gateway.agent.close().catch(() => undefined);
+      // The gateway ends on its own SIGTERM, so that a --cpu-prof given in BENCH_GATEWAY_NODE_ARGS is written.
+      const ended = new Promise((resolve) => gateway.child.once('exit', resolve));
+      gateway.child.kill('SIGTERM');
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 5000))]);
+    }
     everything.child.kill('SIGTERM');
   } finally {
     killChildren();

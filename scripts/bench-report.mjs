@@ -61,11 +61,21 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     [`service, org packages + resources, alternating`]: tableRow(r.serviceOrg),
     [`service, information_flow enforced, alternating`]: tableRow(r.serviceInformationFlow),
     [`service, DECISION_LOG=off, alternating`]: tableRow(r.serviceUnlogged),
+    [`service, every check traced (OpenTelemetry, OTLP), alternating`]: tableRow(r.serviceTraced),
+    ...(r.serviceUntreed ? { [`service, TRAIL_TREE=off, alternating`]: tableRow(r.serviceUntreed) } : {}),
     ...(r.serviceImageNode ? { [`service on Node ${r.imageNodeVersion} (the image's), alternating`]: tableRow(r.serviceImageNode) } : {}),
     'opa run --server (REST)': r.opaRest,
   });
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
   console.log(`service CPU per check (user + system of its process, main run): ${r.cpuMicrosPerCheck} µs`);
+  if (r.extAuthz) {
+    const { plain, grpc, cpuRatio } = r.extAuthz;
+    console.log(
+      `Envoy ext_authz over gRPC (MCP metadata) / plain check, alternating rounds on one process: ${grpc.checksPerSec} / ${plain.checksPerSec} checks/s ` +
+        `(median round), ${grpc.cpuMicrosPerCheck} / ${plain.cpuMicrosPerCheck} µs CPU per check = ${cpuRatio}× (target ≤ 1.15×); ` +
+        `not allowed: ${grpc.notAllowed} / ${plain.notAllowed}`,
+    );
+  }
   console.log(
     `\nfixed rate: ${RATE} checks/s evenly spaced, at most ${RATE_CONNECTIONS} connections, ${RATE_WARMUP_S} s warm-up + ${RATE_S} s ` +
       `(latency in ms from each request's due time; generatorLoopDelay*: the load generator's own stalls)`,
@@ -113,6 +123,13 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
           `${ratio(imageNode.requestsPerSec, r.pairPlain.requestsPerSec, 3)}× its checks/s`
         : ''),
   );
+  if (r.serviceUntreed) {
+    console.log(
+      `trail tree on / off (alternating rounds): service CPU per check ${r.pairPlain.cpuMicrosPerCheck} / ${r.serviceUntreed.cpuMicrosPerCheck} µs = ` +
+        `${ratio(r.pairPlain.cpuMicrosPerCheck, r.serviceUntreed.cpuMicrosPerCheck, 3)}×; checks/s ` +
+        `${ratio(r.pairPlain.requestsPerSec, r.serviceUntreed.requestsPerSec, 3)}× (the tree's hashing in Postgres shows in checks/s, not in the service's CPU)`,
+    );
+  }
   // Steal is time the hypervisor kept the guest's cores from it: other guests, and on a virtual
   // machine also its own emulation of this guest's disk flushes (an fdatasync per commit: 1 000
   // flushes a second alone can show several per cent of steal).

@@ -12,6 +12,8 @@
 //   5b. the service on a module with the example information_flow enforced (its private
 //      repositories matching the checked one, so every check is labelled and reads its tree's
 //      labels), alternating with 1.: what session rules cost a check, and the Redis bytes of a tree;
+//   5c. 1. asked as Envoy's ext_authz over gRPC (scripts/bench-ext-authz.mjs), alternating with the
+//      plain check on the same process: checks/s and CPU per check of each;
 //   6. 1. on the Node pinned in tools/node (the release line the Docker image runs), when
 //      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1.
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,
@@ -24,6 +26,7 @@
 //      BENCH_SERVICE_STDOUT (a file the services' stdout is appended to: decision logs and V8
 //      traces; by default it is discarded).
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,6 +46,7 @@ import {
   stopService,
   waitFor,
 } from './bench-harness.mjs';
+import { extAuthzPair } from './bench-ext-authz.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
@@ -90,7 +94,9 @@ async function main() {
   const db = await benchDatabase();
   const results = {};
   try {
-    const base = await startService({ DECISION_LOG: DECISION_LOG });
+    // The default service also serves Envoy's ext_authz over gRPC, so both are measured on one process.
+    const grpcPort = await freePort();
+    const base = await startService({ DECISION_LOG: DECISION_LOG, EXT_AUTHZ_GRPC_PORT: String(grpcPort) });
     const world = await seed(base, db);
     const body = checkBody(world);
     const before = Object.values(await trailRecordsByOutcome(db)).reduce((sum, n) => sum + n, 0);
@@ -151,12 +157,28 @@ async function main() {
     const unloggedBase = await startService({ DECISION_LOG: 'off' });
     const unloggedWorld = await seed(unloggedBase, db, { name: 'bench-unlogged' });
     const unloggedBody = checkBody(unloggedWorld);
+    // A fourth with no Merkle tree over the trail (TRAIL_TREE=off): what the tree costs a check.
+    const untreedBase = await startService({ DECISION_LOG: DECISION_LOG, TRAIL_TREE: 'off' });
+    const untreedWorld = await seed(untreedBase, db, { name: 'bench-untreed' });
     // The default service on the pinned Node (the line the Docker image runs), beside the same build
     // on this machine's Node: what a deployment from the image gets.
     const imageNode = pinnedNode();
     const imageNodeBase = imageNode && (await startService({ DECISION_LOG: DECISION_LOG, ...imageNode.env }));
     const imageNodeWorld = imageNodeBase && (await seed(imageNodeBase, db, { name: 'bench-image-node' }));
     results.imageNodeVersion = imageNode?.version;
+
+    // Every check traced and exported over OTLP/HTTP (to a sink here that takes and drops each
+    // batch): what OpenTelemetry at full sampling costs, beside the default service where it is off.
+    const otlpSink = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise((resolve) => otlpSink.listen(0, '127.0.0.1', resolve));
+    const tracedBase = await startService({
+      DECISION_LOG: DECISION_LOG,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpSink.address().port}`,
+    });
+    const tracedWorld = await seed(tracedBase, db, { name: 'bench-traced' });
 
     // Alternating rounds, so the drift of a shared machine falls on every variant alike.
     const variants = [
@@ -176,6 +198,8 @@ async function main() {
         flowBody,
       ],
       ['serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody],
+      ['serviceTraced', 'POST /api/broker/check, every check traced (OTLP)', tracedBase, tracedWorld.brokerToken, checkBody(tracedWorld)],
+      ['serviceUntreed', 'POST /api/broker/check, TRAIL_TREE=off', untreedBase, untreedWorld.brokerToken, checkBody(untreedWorld)],
       ...(imageNodeBase
         ? [
             [
@@ -214,8 +238,12 @@ async function main() {
         roundsPerSec: runs[key].map((run) => Math.round(run.requests.average)),
       };
     }
+    // The same check asked as Envoy's ext_authz over gRPC (MCP metadata), alternating with the plain check.
+    results.extAuthz = await extAuthzPair({ base, grpcPort, world });
     // Its part is done: it would only idle beside the fixed-rate runs (and hold Postgres connections).
     if (imageNodeBase) await stopService(imageNodeBase);
+    await stopService(tracedBase);
+    otlpSink.close();
     results.flowTree = await redisBytesPerTree(db, flowWorld.leafId);
     results.plainTree = await redisBytesPerTree(db, world.leafId);
     await stopService(flowBase);
@@ -263,7 +291,7 @@ async function main() {
 
     // Scale: the default service as one process, as WORKERS=2, and on a Redis Cluster, each
     // alone (the services above have done their part).
-    for (const done of [base, orgBase, unloggedBase]) await stopService(done);
+    for (const done of [base, orgBase, unloggedBase, untreedBase]) await stopService(done);
     const scaled = async (key, title, env) => {
       const scaledBase = await startService({ DECISION_LOG: 'all', ...env });
       const scaledWorld = await seed(scaledBase, db, { name: `bench-${key}` });

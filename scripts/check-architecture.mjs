@@ -1,10 +1,13 @@
-// The layering of src/, checked on every test run (dependency-cruiser reads the imports, type-only
-// ones included):
-//   - no circle of files and no circle of folders;
+// The layering of the code, checked by `npm run lint` (dependency-cruiser reads the imports,
+// type-only ones included):
+//   - in each tree (src/, gateway/, clients/, console/) no circle of files and no circle of folders;
 //   - src/kernel imports nothing of src/ outside itself;
-//   - only the top (src/*.ts: composition, routes, entry scripts), src/admin and src/speedups (the
-//     performance seam, which serves the hot route ahead of the framework) import src/http, so no
-//     domain knows the web framework;
+//   - floors (HTTP_FLOOR and SERVICES below): the HTTP floor (the framework, the speed-ups, the
+//     surfaces over several domains, the wiring) over the domains, over the services, over the
+//     kernel; nothing imports a floor above its own; a domain imports another domain only in its
+//     `deps.ts`, and only types (the ports it declares, which composition fills), and a domain
+//     whose ports name another domain's types names only domains that name none: the domains
+//     stand on two floors at most;
 //   - the README's "Who imports whom" block names exactly the folder imports the code has;
 //   - SQL only in repositories: outside `repository.ts`, `repositories/*.ts` and `src/db/`, no file
 //     (read with the TypeScript parser, so comments never count) calls a knex raw method (`.raw(`,
@@ -22,10 +25,14 @@ import path from 'node:path';
 import ts from 'typescript';
 
 const root = path.resolve(import.meta.dirname, '..');
+/** The trees beside src/ that hold no domain but must hold no circle either: where each one's folders start. */
+const OTHER_TREES = ['gateway/src', 'clients', 'console/src'];
+/** What is read of them: their sources, not what a build left beside them. */
+const OTHER_SOURCES = ['gateway/src', 'clients/typescript/src', 'clients/grantctl/src', 'console/src'];
 const cruise = JSON.parse(
   execFileSync(
     path.join(root, 'node_modules/.bin/depcruise'),
-    ['src', '--output-type', 'json', '--ts-config', 'tsconfig.json', '--no-config', '--ts-pre-compilation-deps'],
+    ['src', ...OTHER_SOURCES, '--output-type', 'json', '--ts-config', 'tsconfig.json', '--no-config', '--ts-pre-compilation-deps'],
     {
       cwd: root,
       encoding: 'utf8',
@@ -33,6 +40,29 @@ const cruise = JSON.parse(
     },
   ),
 );
+
+/**
+ * Each tree's files and the imports among them, and its folders (the first level under the tree;
+ * a file at the tree's top stands for itself, as an entry file and the module it builds on are
+ * not one layer).
+ */
+function treeGraph(prefix) {
+  const inTree = (file) => file.startsWith(`${prefix}/`);
+  const files = cruise.modules.filter((m) => inTree(m.source));
+  const folder = (file) => {
+    const parts = file.slice(prefix.length + 1).split('/');
+    return parts.length > 1 ? `${parts[0]}/` : parts[0];
+  };
+  const edges = new Map(files.map((m) => [m.source, m.dependencies.map((d) => d.resolved).filter(inTree)]));
+  const folders = new Map();
+  for (const [from, tos] of edges)
+    for (const to of tos) {
+      if (folder(from) === folder(to)) continue;
+      if (!folders.has(folder(from))) folders.set(folder(from), new Set());
+      folders.get(folder(from)).add(folder(to));
+    }
+  return { files, edges, folders };
+}
 
 const modules = cruise.modules.filter((m) => m.source.startsWith('src/'));
 const folderOf = (file) => (file.split('/').length > 2 ? file.split('/')[1] : '(top)');
@@ -84,13 +114,52 @@ const problems = [];
 for (const circle of circles(new Map([...fileEdges].map(([k, v]) => [k, new Set(v)]))))
   problems.push(`circle of files: ${circle.join(' -> ')}`);
 for (const circle of circles(folderEdges)) problems.push(`circle of folders: ${circle.join(' -> ')}`);
+const otherTrees = OTHER_TREES.map((prefix) => ({ prefix, ...treeGraph(prefix) }));
+for (const { prefix, edges, folders } of otherTrees) {
+  for (const circle of circles(new Map([...edges].map(([k, v]) => [k, new Set(v)]))))
+    problems.push(`circle of files: ${circle.join(' -> ')}`);
+  for (const circle of circles(folders)) problems.push(`circle of folders in ${prefix}/: ${circle.join(' -> ')}`);
+}
 for (const [from, tos] of fileEdges) {
   for (const to of tos) {
     if (folderOf(from) === 'kernel' && folderOf(to) !== 'kernel') problems.push(`the kernel imports upward: ${from} -> ${to}`);
-    if (folderOf(to) === 'http' && !['http', '(top)', 'admin', 'speedups'].includes(folderOf(from)))
-      problems.push(`a domain knows HTTP: ${from} -> ${to}`);
   }
 }
+
+/**
+ * The floors of src/, top down. A folder not named here is a domain's. Surfaces that own no table
+ * and speak for several domains sit on the HTTP floor with the framework: the installed agent's
+ * runtime (its pods, seat, grants and events), the protocol adapters over the broker check, OAuth.
+ */
+const HTTP_FLOOR = new Set(['(top)', 'admin', 'http', 'speedups', 'runtime', 'protocols', 'oauth']);
+const SERVICES = new Set(['budget', 'cache', 'credentials', 'db', 'events', 'github-apps', 'outbound', 'policy', 'redis']);
+const floorOf = (folder) =>
+  HTTP_FLOOR.has(folder) ? 'http' : folder === 'kernel' ? 'kernel' : SERVICES.has(folder) ? 'service' : 'domain';
+const RANK = { kernel: 0, service: 1, domain: 2, http: 3 };
+const typeOnly = new Map(
+  modules.flatMap((m) =>
+    m.dependencies.filter((d) => d.dependencyTypes.includes('type-only')).map((d) => [`${m.source} ${d.resolved}`, true]),
+  ),
+);
+const portEdges = new Map();
+for (const [from, tos] of fileEdges) {
+  for (const to of tos) {
+    const [a, b] = [folderOf(from), folderOf(to)];
+    if (a === b) continue;
+    if (RANK[floorOf(b)] > RANK[floorOf(a)]) problems.push(`an import up a floor (${floorOf(a)} -> ${floorOf(b)}): ${from} -> ${to}`);
+    if (floorOf(a) !== 'domain' || floorOf(b) !== 'domain') continue;
+    if (from !== `src/${a}/deps.ts` || !typeOnly.has(`${from} ${to}`))
+      problems.push(`a domain imports another outside its ports (src/${a}/deps.ts, types only): ${from} -> ${to}`);
+    else {
+      if (!portEdges.has(a)) portEdges.set(a, new Set());
+      portEdges.get(a).add(b);
+    }
+  }
+}
+for (const [a, bs] of portEdges)
+  for (const b of bs)
+    if (portEdges.has(b))
+      problems.push(`a third floor of domains: ${a}'s ports name ${b}, whose ports name ${[...portEdges.get(b)].join(', ')}`);
 
 /** Whether a file may hold SQL: a repository, or the database's own folder. */
 const mayHoldSql = (file) => /(^|\/)repository\.ts$/.test(file) || /\/repositories\/[^/]+\.ts$/.test(file) || file.startsWith('src/db/');
@@ -197,5 +266,6 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `architecture: ${modules.length} files in ${new Set(modules.map((m) => folderOf(m.source))).size} folders, no circle, layers hold`,
+  `architecture: ${modules.length} files in ${new Set(modules.map((m) => folderOf(m.source))).size} folders of src/, layers hold; ` +
+    `no circle in src/, ${otherTrees.map(({ prefix, files }) => `${prefix}/ (${files.length} files)`).join(', ')}`,
 );

@@ -1,5 +1,12 @@
+import type { RequestListener } from 'node:http';
 import { localTimeIn } from './kernel/local-time';
 import { createBrokerService } from './broker/service';
+import { CheckBody } from './broker/schemas';
+import { parseInput } from './http/request';
+import { replaceRoutes, routesOf } from './protocols/ext-authz/repository';
+import type { RouteMap } from './protocols/ext-authz/route-map';
+import { createExtAuthzService } from './protocols/ext-authz/service';
+import { freshFor } from './speedups/fresh-for';
 import { checkParts } from './check-composition';
 import { readRedisDurability } from './redis/durability';
 import { treeSessionKeys } from './budget/keys';
@@ -17,7 +24,7 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows, insertCallRecord } from './trail/repositories/call-records';
+import { callsInWindows, insertCallRecord, type NewCallRecord } from './trail/repositories/call-records';
 import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
 import { startTrailMaintenance } from './trail/maintenance';
@@ -26,11 +33,12 @@ import { createApp, type HttpApp } from './http/app';
 import { ConsoleLinks } from './console/console-links';
 import { createConsoleHandler } from './console/handler';
 import { loadConsoleFiles } from './console/static-files';
-import { API_DECISIONS } from './http/decisions';
+import { readApiDecisions } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
+import { approvalGrantReads, grantLookups, podPorts } from './domain-ports';
 import { catalogue } from './kernel/decisions/catalogue';
 import { readFile } from 'node:fs/promises';
 import packageJson from '../package.json';
@@ -42,6 +50,9 @@ import { createCallApprovals } from './approvals/requests';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
 import { TallyWriter } from './trail/tally-writer';
+import { Checkpointer } from './trail/tree/checkpointer';
+import { trailSigner } from './trail/tree/note';
+import { createTrailVerification } from './trail/verification';
 import { overviewPorts, playgroundPorts } from './console-ports';
 import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
@@ -58,6 +69,8 @@ import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
 import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
+import { createTracing } from './operations/tracing';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
 async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
@@ -76,6 +89,8 @@ export interface ServiceOptions {
   migrate?: boolean;
   /** The system clock unless a test moves time itself. */
   clock?: Clock;
+  /** Where the check's spans go besides OTLP (a test's in-memory exporter). */
+  spanExporter?: SpanExporter;
 }
 
 /**
@@ -87,6 +102,12 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const clock = options.clock ?? systemClock;
   // The performance machinery, made once here and handed to what it speeds up (src/speedups/).
   const speedUps = createSpeedUps({ enabled: config.SPEEDUPS === 'on' });
+  // OpenTelemetry spans of the check's stages: exported when configured, and the bench's stage table.
+  const tracing = createTracing({
+    env: config,
+    processors: config.TRACE_STAGES ? [createStageTimings()] : [],
+    exporter: options.spanExporter,
+  });
   if (options.migrate) await ensureDatabaseExists(config.DATABASE_URL);
   const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, log.child({ component: 'db' }));
   if (options.migrate) await migrateToLatest(db);
@@ -165,6 +186,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     limits: { maxDelegationDepth: config.MAX_DELEGATION_DEPTH, maxLiveChildrenPerGrant: config.MAX_LIVE_CHILDREN_PER_GRANT },
     expireApprovals: expireApprovalsOfGrants,
     forgetTreeSession: async (rootId) => void (await redis.del(...treeSessionKeys(rootId))),
+    lookups: grantLookups,
   });
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);
@@ -178,26 +200,81 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const consoleUrl = consoleUrlOf(publicBaseUrl(config));
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
-  const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
+  const callApprovals = createCallApprovals<NewCallRecord>({
+    db,
+    vault: approvalArgs,
+    consoleUrl,
+    recordIn: (unit, record) => insertCallRecord(unit, record, config.TRAIL_TREE === 'on'),
+  });
+  const pods = podPorts({ db, policy });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
+  const signer = trailSigner(config.TRAIL_LOG_ORIGIN, config.TRAIL_SIGNING_KEY, config.TRAIL_PREVIOUS_SIGNING_KEY);
+  const checkpointer = new Checkpointer({
+    db,
+    signer,
+    intervalMs: config.TRAIL_CHECKPOINT_MS,
+    log: log.child({ component: 'trail-tree' }),
+  });
+  const broker = createBrokerService({
+    ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
+    approvals: callApprovals,
+    policy,
+    log,
+    clock,
+    resolveCredential,
+    trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
+    localTime: localTimeIn(config.POLICY_TIME_ZONE),
+    tracer: tracing?.tracer ?? NO_TRACING,
+    approvalTtlMs: config.APPROVAL_TTL_MS,
+    tokens,
+    tallies,
+  });
+  // Each broker's route map, kept a second per replica when the speed-ups are on (src/speedups/fresh-for.ts).
+  const keptRoutes = speedUps.enabled
+    ? freshFor((brokerId) => routesOf(db, brokerId), { freshMs: 1000, max: 1000, now: () => clock.now() })
+    : { read: (brokerId: string) => routesOf(db, brokerId), forget: () => undefined };
+  const routeMaps = {
+    routesOf: keptRoutes.read,
+    replaceRoutes: async (brokerId: string, routes: RouteMap) => {
+      await replaceRoutes(db, brokerId, routes, new Date(clock.now()));
+      keptRoutes.forget(brokerId);
+    },
+  };
+  // Envoy's external authorization: the same broker check, its input judged by the check's own rules.
+  const extAuthz = createExtAuthzService({
+    check: broker.check,
+    brokerCredentials: broker.credentials,
+    validate: (body) => parseInput(CheckBody, body, 'body'),
+    routesOf: routeMaps.routesOf,
+    resolveCredential,
+    log: log.child({ component: 'ext-authz' }),
+  });
   const services: Services = {
     grants,
-    trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
-    broker: createBrokerService({
-      ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
-      approvals: callApprovals,
+    trail: createTrailService({
+      db,
       policy,
-      log,
       clock,
-      resolveCredential,
-      trustAssertedPrincipal: config.BROKER_TRUST_ASSERTED_PRINCIPAL,
-      localTime: localTimeIn(config.POLICY_TIME_ZONE),
-      tracer: config.TRACE_STAGES ? createStageTimings() : NO_TRACING,
-      approvalTtlMs: config.APPROVAL_TTL_MS,
-      tokens,
-      tallies,
+      tree: config.TRAIL_TREE === 'on',
+      readableGrant: (principal, grantId) => grants.read(principal, grantId),
     }),
-    approvals: createApprovalsService({ db, policy, clock, argsVault: approvalArgs, consoleUrl, waker: eventWaker }),
+    trailVerification: createTrailVerification({
+      db,
+      signer,
+      checkpointer,
+      readableGrant: (principal, grantId) => grants.read(principal, grantId),
+    }),
+    broker,
+    extAuthz: { ...routeMaps, ...extAuthz },
+    approvals: createApprovalsService({
+      db,
+      policy,
+      clock,
+      argsVault: approvalArgs,
+      consoleUrl,
+      waker: eventWaker,
+      grants: approvalGrantReads(db),
+    }),
     runtime: createRuntimeService({
       db,
       policy,
@@ -207,7 +284,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       visibilityMs: config.EVENT_VISIBILITY_TIMEOUT_MS,
       grants,
     }),
-    registry: createRegistryService({ db, policy, invalidation, clock }),
+    registry: createRegistryService({ db, policy, invalidation, clock, pods }),
     pods: createPodsService({ db, policy, invalidation, clock }),
     connections: createConnectionsService({ db, policy, invalidation, clock, apps }),
     webhooks: createWebhooksService({
@@ -217,6 +294,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       keys: keyRing,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
       maxPerPod: config.WEBHOOK_MAX_PER_POD,
+      pods,
     }),
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
@@ -239,6 +317,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     messages: approvalMessages.webhooks,
   });
   if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
+  checkpointer.start();
   const trailMaintenance = startTrailMaintenance({
     db,
     clock,
@@ -251,6 +330,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;
+  const apiDecisions = readApiDecisions();
   const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
   const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
   if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
@@ -274,14 +354,16 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], API_DECISIONS)),
+    passThrough: routes.passThrough,
+    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], apiDecisions, routes.passThrough)),
   });
   const app: HttpApp = {
     callback() {
       const api = apiApp.callback();
-      return (req, res) => {
+      const listener: RequestListener = (req, res) => {
         if (!consoleHandler(req, res)) api(req, res);
       };
+      return tracing ? tracing.inbound(listener) : listener;
     },
   };
 
@@ -291,6 +373,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     approvalArgsSweep.stop();
     await webhookDispatcher.stop();
     await trailMaintenance.stop();
+    await checkpointer.stop();
     invalidation.close();
     await services.broker.settle();
     await tallies.close();
@@ -299,6 +382,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     await eventWaker.close();
     redis.disconnect();
     await db.destroy();
+    await tracing?.shutdown();
   }
 
   /** The infrastructure itself, for operators' commands and tests. */

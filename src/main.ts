@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config';
 import { createLogger } from './kernel/log';
 import { createHttpServer } from './http/server';
 import { buildService } from './composition';
+import { startExtAuthzGrpc } from './protocols/ext-authz/grpc';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -14,6 +15,10 @@ async function main(): Promise<void> {
   metricsServer?.listen(config.METRICS_PORT, config.METRICS_HOST, () =>
     log.info({ port: config.METRICS_PORT, host: config.METRICS_HOST }, 'metrics listening'),
   );
+  const extAuthzGrpc =
+    config.EXT_AUTHZ_GRPC_PORT === undefined
+      ? undefined
+      : await startExtAuthzGrpc(service.services.extAuthz, { host: config.HOST, port: config.EXT_AUTHZ_GRPC_PORT }, log);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -26,7 +31,9 @@ async function main(): Promise<void> {
     }, config.SHUTDOWN_TIMEOUT_MS);
     deadline.unref();
     metricsServer?.close();
+    const grpcClosed = extAuthzGrpc?.close();
     server.close(async () => {
+      await grpcClosed;
       await service.close();
       log.info('stopped');
       process.exit(0);

@@ -4,15 +4,16 @@ import { createBrokerService } from './broker/service';
 import { createConnectionsService } from './connections/service';
 import { credentialAuthenticators } from './credentials/authenticators';
 import { createGrantsService } from './grants/service';
-import { API_DECISIONS } from './http/decisions';
+import { readApiDecisions } from './http/decisions';
 import { buildOpenApiDocument } from './http/openapi';
 import type { Route } from './kernel/route';
 import { createPodsService } from './pods/service';
 import { createRegistryService } from './registry/service';
-import { allRoutes } from './routes';
+import { allRoutes, passThroughRoutes } from './routes';
 import { DEFAULT_MAX_BUNDLE_BYTES } from './policy/bundles/limits';
 import { createRuntimeService } from './runtime/service';
 import { createTrailService } from './trail/service';
+import { createTrailVerification } from './trail/verification';
 import { createWebhooksService } from './webhooks/service';
 
 /**
@@ -26,6 +27,7 @@ export function declaredRoutes(): Route[] {
     {
       grants: createGrantsService(inert),
       trail: createTrailService(inert),
+      trailVerification: createTrailVerification(inert),
       broker: createBrokerService(inert as BrokerDeps),
       approvals: createApprovalsService(inert),
       runtime: createRuntimeService(inert),
@@ -37,13 +39,17 @@ export function declaredRoutes(): Route[] {
       overview: inert,
       playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
       publicUrl: 'https://broker.example',
+      extAuthz: inert,
     },
     credentialAuthenticators(async () => null),
   );
   return [...declared.api, declared.metrics];
 }
 
-/** The document GET /api/openapi.json serves, built offline (scripts/openapi.mjs writes it out). */
-export function openApiDocument() {
-  return buildOpenApiDocument(declaredRoutes(), API_DECISIONS);
+/**
+ * The document GET /api/openapi.json serves, built offline (scripts/openapi.mjs writes it out),
+ * introduced by the decisions of docs/api-decisions.md.
+ */
+export function openApiDocument(decisions: string = readApiDecisions()) {
+  return buildOpenApiDocument(declaredRoutes(), decisions, passThroughRoutes({ extAuthz: {} as never }));
 }

@@ -7,6 +7,10 @@ import { connectionRoutes } from './connections/routes';
 import { grantRoutes } from './grants/routes';
 import type { GrantsService } from './grants/service';
 import type { CredentialAuthenticators, Route } from './kernel/route';
+import type { PassThroughRoute } from './kernel/pass-through';
+import { extAuthzHttpRoute } from './protocols/ext-authz/http';
+import { routeMapRoutes, type RouteMaps } from './protocols/ext-authz/routes';
+import type { ExtAuthzService } from './protocols/ext-authz/service';
 import { healthRoutes, metricsRoute, type OperationsDeps } from './operations/routes';
 import { policyStatusRoutes } from './operations/policy-status';
 import { podRoutes } from './pods/routes';
@@ -25,10 +29,13 @@ import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
 import { authzenRoutes } from './protocols/authzen/routes';
 import { opaDataRoutes, type GatewayCheck } from './protocols/opa-data/routes';
 import type { TrailService } from './trail/service';
+import type { TrailVerification } from './trail/verification';
+import { trailVerificationRoutes } from './trail/verification-routes';
 
 export interface Services {
   grants: GrantsService;
   trail: TrailService;
+  trailVerification: TrailVerification;
   broker: BrokerService;
   approvals: ApprovalsService;
   runtime: RuntimeService;
@@ -43,6 +50,7 @@ export interface Services {
   publicUrl: string;
   /** How a gateway's forwarded request becomes a check (the broker's route map); none: `no_route`. */
   gatewayCheck?: GatewayCheck;
+  extAuthz: ExtAuthzService & RouteMaps;
 }
 
 /** Every route of the API port, in the order of the spec; the OpenAPI document lists the same. */
@@ -51,9 +59,11 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...grantRoutes(services.grants, auth),
     ...grantTrailRoutes(services.trail, auth),
     ...brokerRoutes(services.broker),
+    ...routeMapRoutes(services.extAuthz, auth),
     ...outcomeRoutes(services.trail, auth),
     ...authzenRoutes(services.broker, { baseUrl: services.publicUrl }),
     ...opaDataRoutes(services.broker, services.gatewayCheck),
+    ...trailVerificationRoutes(services.trailVerification, auth),
     ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),
@@ -67,7 +77,15 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
   ];
 }
 
+/** The routes that take a forwarded request whole (Envoy's HTTP external authorization). */
+export function passThroughRoutes(services: Pick<Services, 'extAuthz'>): PassThroughRoute[] {
+  return [extAuthzHttpRoute(services.extAuthz)];
+}
+
 /** The API's routes and /metrics (served on the API port, or on METRICS_PORT). */
-export function allRoutes(services: Services, auth: CredentialAuthenticators): { api: Route[]; metrics: Route } {
-  return { api: apiRoutes(services, auth), metrics: metricsRoute(services.operations) };
+export function allRoutes(
+  services: Services,
+  auth: CredentialAuthenticators,
+): { api: Route[]; metrics: Route; passThrough: PassThroughRoute[] } {
+  return { api: apiRoutes(services, auth), metrics: metricsRoute(services.operations), passThrough: passThroughRoutes(services) };
 }

@@ -1,8 +1,16 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolRequest,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
 import { checkedCall, type CallContext } from './checked-call';
 import type { ToolMapping } from './config';
+import type { GrantCache } from './grant-cache';
+import { callerContext, inSpan } from './tracing';
 import { refusal } from './refusals';
 import { canonicalPaths } from './resource-paths';
 import type { ToolCatalog } from './tool-catalog';
@@ -15,9 +23,13 @@ export interface GatewayCore {
   broker: GrantBrokerClient;
   upstream: Upstream;
   catalog: ToolCatalog;
+  /** Each grant as its listing needs it, kept while its checks see the same version (./grant-cache.ts). */
+  grants: GrantCache;
   fetch?: typeof fetch;
   /** The upstream's own root, for paths it takes absolute (./resource-paths.ts). */
   pathRoot?: string;
+  /** Sends the outcomes still held to the grant broker (within a bound) and closes its sockets. */
+  close(): Promise<void>;
 }
 
 export interface AgentIdentity {
@@ -28,17 +40,30 @@ export interface AgentIdentity {
 
 /**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
- * grant allows now (read afresh, as the agent, on every listing) and whose `tools/call` runs each
+ * grant allows (read as the agent, kept while the grant's checks see it unchanged) and whose `tools/call` runs each
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
   const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
-  const context: CallContext = { grantId: identity.grantId, agentToken: identity.agentToken };
+  const context: CallContext = {
+    grantId: identity.grantId,
+    agentToken: identity.agentToken,
+    checked: (version) => core.grants.saw(identity.grantId, version),
+    refused: () => core.grants.forget(identity.grantId),
+  };
   const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
+    inSpan('tools/list', callerContext(request.params?._meta, extra.requestInfo?.headers), { 'mcp.method.name': 'tools/list' }, () =>
+      listTools(),
+    ),
+  );
+  const listTools = async () => {
     const [grant, tools] = await Promise.all([
-      asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId: identity.grantId } } })),
+      // Read as the agent (the door verified it may), once per grant while its checks see no change.
+      core.grants.grant(identity.grantId, () =>
+        asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId: identity.grantId } } })),
+      ),
       core.catalog.tools(),
     ]);
     const listed: Tool[] = [];
@@ -51,9 +76,19 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
       );
     }
     return { tools: listed };
-  });
+  };
 
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    inSpan(
+      `tools/call ${request.params.name}`,
+      callerContext(request.params._meta, extra.requestInfo?.headers),
+      { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
+      () => callTool(request),
+      // A refusal's reason (or the upstream's own tool error) says how the call went.
+      (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
+    ),
+  );
+  const callTool = async (request: CallToolRequest): Promise<CallToolResult> => {
     let tool;
     try {
       tool = await core.catalog.tool(request.params.name);
@@ -65,7 +100,7 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     if (!tool) return refusal(`There is no tool ${request.params.name} on this gateway.`, { reason: 'unknown_tool' });
     const args = canonicalPaths(request.params.arguments ?? {}, tool.mapping, core.pathRoot);
     return checkedCall(core.broker, core.upstream, tool, args, context);
-  });
+  };
   return server;
 }
 
@@ -75,5 +110,13 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
  * budgets and org rules depend on the call's arguments and time, so the check decides those.)
  */
 function allowsListing(grant: Grant, mapping: ToolMapping): boolean {
-  return grant.status === 'active' && grant.tools.includes(mapping.grantTool) && (mapping.access === 'read' || grant.writeMode !== 'read');
+  // A kept grant may have expired since it was read.
+  const live = grant.status === 'active' && Date.parse(grant.expiresAt) > Date.now();
+  return live && grant.tools.includes(mapping.grantTool) && (mapping.access === 'read' || grant.writeMode !== 'read');
+}
+
+/** The gateway's own refusal reason of a result (`structuredContent.reason`), if it has one. */
+function reasonOf(result: CallToolResult): string | undefined {
+  const reason = (result.structuredContent as { reason?: unknown } | undefined)?.reason;
+  return typeof reason === 'string' ? reason : undefined;
 }

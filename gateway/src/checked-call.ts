@@ -12,6 +12,10 @@ import { UpstreamFailure, type Upstream } from './upstream/upstream';
 export interface CallContext {
   grantId: string;
   agentToken: string;
+  /** The grant broker answered a check of this grant, under this version of it. */
+  checked?: (grantVersion: string | undefined) => void;
+  /** The grant broker refused a check of this grant. */
+  refused?: () => void;
 }
 
 /**
@@ -28,9 +32,11 @@ class ToolReportedError extends Error {
 
 /**
  * One tool call through the gateway: the arguments against the tool's input schema (before the
- * check: a call its own schema forbids is neither recorded, nor counted, nor sent), the grant
- * broker's check with the agent's token forwarded as `subjectToken`, the upstream only on allow,
- * and the outcome reported. Every refusal and failure is a tool error with `structuredContent`.
+ * check: a call its own schema forbids is neither recorded, nor counted, nor sent), then the SDK's
+ * `withCheck`: the grant broker's check with the agent's token forwarded as `subjectToken` (and a
+ * minted credential asked for when the upstream wants one), the upstream only on allow, and the
+ * outcome handed to the client's batch (./gateway.ts), off the call's path. Every refusal and
+ * failure is a tool error with `structuredContent`.
  */
 export async function checkedCall(
   broker: GrantBrokerClient,
@@ -42,8 +48,7 @@ export async function checkedCall(
   const problem = tool.argumentsProblem(args);
   if (problem) return refusal(`Invalid arguments for ${tool.name}: ${problem}. The call was not made.`, { reason: 'invalid_arguments' });
   try {
-    return await checkThenCall(
-      broker,
+    const { result } = await broker.withCheck(
       {
         grantId: context.grantId,
         tool: tool.mapping.grantTool,
@@ -51,10 +56,11 @@ export async function checkedCall(
         subjectToken: context.agentToken,
         ...(upstream.wantsCredential ? { credential: true } : {}),
       },
-      async (credential) => {
+      async (check) => {
+        context.checked?.(check.grantVersion);
         let answer: CallToolResult;
         try {
-          answer = await upstream.callTool(tool.name, args, credential);
+          answer = await upstream.callTool(tool.name, args, check.credential?.token);
         } catch (error) {
           // Whatever the upstream threw is its failure, never taken for the grant broker's.
           throw error instanceof UpstreamFailure ? error : new UpstreamFailure('upstream_error', 'the upstream failed');
@@ -63,46 +69,10 @@ export async function checkedCall(
         return answer;
       },
     );
+    return result;
   } catch (error) {
+    if (error instanceof CallDenied) context.refused?.();
     return refusalFor(error);
-  }
-}
-
-type CheckBody = {
-  grantId: string;
-  tool: string;
-  args: Record<string, unknown>;
-  subjectToken: string;
-  credential?: boolean;
-};
-
-/**
- * The SDK's `withCheck` loop (check; the call only on allow; the outcome reported, a failed report
- * never turning the call's result into a failure), with the minted credential of the check handed
- * to the call.
- */
-async function checkThenCall<T>(broker: GrantBrokerClient, body: CheckBody, run: (credential?: string) => Promise<T>): Promise<T> {
-  const check = await broker.unwrap(broker.api.POST('/api/broker/check', { body }));
-  if (check.decision === 'approval_required') throw new ApprovalRequired(check.approvalId!, check.callId, check.approval!.expiresAt);
-  if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message, check.explanation);
-  const started = Date.now();
-  let result: T;
-  try {
-    result = await run(check.credential?.token);
-  } catch (error) {
-    await report(broker, check.callId, 'failed', Date.now() - started, (error as { code?: unknown }).code);
-    throw error;
-  }
-  await report(broker, check.callId, 'succeeded', Date.now() - started);
-  return result;
-}
-
-async function report(broker: GrantBrokerClient, callId: string, outcome: 'succeeded' | 'failed', durationMs: number, errorCode?: unknown) {
-  try {
-    await broker.recordOutcome(callId, outcome, durationMs, typeof errorCode === 'string' ? errorCode : undefined);
-  } catch (error) {
-    // The call happened: its result stands. The record stays pending, and the operator hears of it.
-    process.stderr.write(`mcp-gateway: the ${outcome} outcome of ${callId} was not recorded (${(error as Error).message})\n`);
   }
 }
 

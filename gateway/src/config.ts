@@ -111,6 +111,8 @@ export const GatewayConfig = z.strictObject({
   callTimeoutMs: z.number().int().min(1).max(600_000).default(30_000),
   /** How long one request to the grant broker may take; past it the call is not made (fail closed). */
   brokerTimeoutMs: z.number().int().min(1).max(60_000).default(10_000),
+  /** How long a call's outcome waits for others to share one report to the grant broker. */
+  outcomeBatchMs: z.number().int().min(0).max(10_000).default(20),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 export type ToolMapping = GatewayConfig['tools'][string];

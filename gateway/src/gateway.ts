@@ -1,5 +1,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createClient } from '@grant-broker/client';
+import { createClient, type OutcomeTrouble } from '@grant-broker/client';
+import { keptAliveFetch } from './broker-transport';
+import { GrantCache } from './grant-cache';
 import { createAgentSession, type AgentIdentity, type GatewayCore } from './agent-session';
 import type { GatewayConfig } from './config';
 import { GithubUpstream } from './github/upstream';
@@ -14,6 +16,8 @@ export interface GatewayOptions {
   fetch?: typeof fetch;
   /** The upstream itself, for a program that builds its own (the config's `upstream` is then not read). */
   upstream?: Upstream;
+  /** Run last when the gateway closes (the traces' last batch sent, say). */
+  onClose?: () => Promise<void>;
 }
 
 /** The parts every session shares, built from a validated config; throws naming what is missing. */
@@ -22,10 +26,53 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const brokerToken = env[config.brokerTokenEnv];
   if (!brokerToken) throw new Error(`set ${config.brokerTokenEnv} (brokerTokenEnv: the gateway's broker token)`);
   const upstream = options.upstream ?? upstreamOf(config, env);
-  const fetchWithin = bounded(options.fetch ?? fetch, config.brokerTimeoutMs);
-  const broker = createClient({ baseUrl: config.brokerUrl, token: brokerToken, fetch: fetchWithin });
+  const transport = options.fetch ? { fetch: options.fetch, close: async () => undefined } : keptAliveFetch();
+  const fetchWithin = bounded(transport.fetch, config.brokerTimeoutMs);
+  const broker = createClient({
+    baseUrl: config.brokerUrl,
+    token: brokerToken,
+    fetch: fetchWithin,
+    // Off the call's path: the agent has its result as soon as the upstream answered (./outcomes.ts).
+    batchOutcomes: { maxDelayMs: config.outcomeBatchMs },
+    onOutcomeTrouble: reportTrouble,
+  });
   const pathRoot = 'pathRoot' in config.upstream ? config.upstream.pathRoot : undefined;
-  return { brokerUrl: config.brokerUrl, broker, upstream, catalog: new ToolCatalog(upstream, config.tools), fetch: fetchWithin, pathRoot };
+  return {
+    brokerUrl: config.brokerUrl,
+    broker,
+    upstream,
+    catalog: new ToolCatalog(upstream, config.tools),
+    grants: new GrantCache(),
+    fetch: fetchWithin,
+    pathRoot,
+    close: () => closeBroker(broker, transport.close).then(options.onClose),
+  };
+}
+
+/** How long the outcomes still held may take to reach the grant broker when the gateway stops. */
+const FLUSH_ON_CLOSE_MS = 5_000;
+
+/** Ends the gateway's ties to the grant broker: the outcomes it holds sent (within a bound), then its sockets. */
+async function closeBroker(broker: GatewayCore['broker'], closeTransport: () => Promise<void>): Promise<void> {
+  try {
+    await broker.flushOutcomes(AbortSignal.timeout(FLUSH_ON_CLOSE_MS));
+  } catch {
+    process.stderr.write(
+      `mcp-gateway: ${broker.pendingOutcomes()} call outcomes could not be sent to the grant broker; their records stay pending\n`,
+    );
+  }
+  await closeTransport();
+}
+
+/** Never a call's arguments or a token: the call's id and what went wrong. */
+function reportTrouble(trouble: OutcomeTrouble): void {
+  const what =
+    trouble.kind === 'unreachable'
+      ? `the grant broker did not take ${trouble.pending} call outcomes (${(trouble.cause as Error).message}); sending them again`
+      : trouble.kind === 'dropped'
+        ? `the outcome of ${trouble.report.callId} was dropped (too many waiting); its record stays pending`
+        : `the outcome of ${trouble.report.callId} was refused: ${trouble.status}`;
+  process.stderr.write(`mcp-gateway: ${what}\n`);
 }
 
 /** fetch that gives up after `timeoutMs`: a grant broker that never answers must not hold an agent's call. */
@@ -50,9 +97,9 @@ function upstreamOf(config: GatewayConfig, env: NodeJS.ProcessEnv): Upstream {
  */
 export async function serveStdio(core: GatewayCore, identity: AgentIdentity): Promise<void> {
   const server = createAgentSession(core, identity);
-  server.onclose = () => void core.upstream.close();
+  server.onclose = () => void Promise.all([core.upstream.close(), core.close()]);
   await server.connect(new StdioServerTransport());
-  endWithHost(() => core.upstream.close());
+  endWithHost(() => Promise.all([core.upstream.close(), core.close()]).then(() => undefined));
 }
 
 /** Many agents over streamable HTTP on `listen`. */

@@ -6,6 +6,7 @@
  */
 import { ConfigError, connectionTools, loadConfig } from './config';
 import { createGatewayCore, serveHttp, serveStdio } from './gateway';
+import { startTracing } from './tracing';
 
 async function main(argv: string[]): Promise<void> {
   const command = argv[0] === 'connection-tools' ? argv.shift() : undefined;
@@ -22,11 +23,16 @@ async function main(argv: string[]): Promise<void> {
     );
     return;
   }
-  const core = createGatewayCore(config);
+  const stopTracing = startTracing(process.env);
+  const core = createGatewayCore(config, { onClose: stopTracing });
   if (config.listen) {
     const listener = await serveHttp(core, config.listen);
     process.stderr.write(`mcp-gateway: agents at ${listener.url()}\n`);
-    const stop = () => void Promise.all([listener.close(), core.upstream.close()]).finally(() => process.exit(0));
+    // The sessions first (no new call), then the outcomes still held are sent before the process ends.
+    const stop = () =>
+      void Promise.all([listener.close(), core.upstream.close()])
+        .then(() => core.close())
+        .finally(() => process.exit(0));
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     return;

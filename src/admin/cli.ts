@@ -4,6 +4,7 @@ import { loadConfig, publicBaseUrl } from '../config';
 import { createLogger } from '../kernel/log';
 import { buildService } from '../composition';
 import { registerBroker, revokeBrokerTokens } from './brokers';
+import { putBrokerRoutes } from './broker-routes';
 import { consoleLink } from './console-link';
 import { bindInstallation } from '../github-apps/bindings';
 import { ApiError } from '../kernel/errors';
@@ -16,6 +17,9 @@ import { trailCommand } from './trail';
 const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
   broker revoke --id BROKER_ID  revoke every token of a broker
+  broker routes --id BROKER_ID --file routes.json
+                                replace the broker's route map for Envoy external
+                                authorization (as PUT /api/brokers/:brokerId/routes)
   github-app bind --app NAME --installation ID --owner USER_ID
                                 bind an installation of a GITHUB_APPS app to the one user who
                                 may connect it (its connections then mint per-call tokens)
@@ -60,6 +64,7 @@ async function main(argv: string[]): Promise<number> {
       grant: { type: 'string' },
       day: { type: 'string' },
       out: { type: 'string' },
+      file: { type: 'string' },
     },
   });
   const config = loadConfig();
@@ -120,6 +125,16 @@ async function main(argv: string[]): Promise<number> {
       });
       console.log(JSON.stringify({ revoked }));
       return 0;
+    }
+    if (command === 'broker' && sub === 'routes' && values.id && values.file) {
+      try {
+        console.log(JSON.stringify(await putBrokerRoutes(service.infrastructure.db, values.id, values.file, new Date())));
+        return 0;
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error;
+        console.error(error.message);
+        return 2;
+      }
     }
     if (command === 'console-link') {
       const link = await consoleLink(service.infrastructure.consoleLinks, config, { as: values.as, user: values.user });

@@ -1,10 +1,9 @@
 import { decisions } from '../kernel/decisions/catalogue';
 import { ApiError } from '../kernel/errors';
 import type { HumanPrincipal } from '../kernel/principals';
-import { decodeCursor, encodeCursor } from '../grants/cursor';
-import { brokerOfGrant, currentMemberIds, loadGrantFacts, loadGrantFactsMany, policyFacts, type LoadedGrant } from '../grants/facts';
+import { decodeCursor, encodeCursor } from '../kernel/cursor';
 import { enforce } from '../policy/enforce';
-import type { ApprovalsDeps } from './deps';
+import type { ApprovalGrant, ApprovalsDeps } from './deps';
 import { tellOfApproval } from './messages';
 import { approvalsByOutcome, approvalTimeToDecision } from './metrics';
 import { presentApproval, stateOf } from './presenters';
@@ -30,7 +29,7 @@ interface ListQuery {
 }
 
 interface GrantContext {
-  facts: LoadedGrant;
+  facts: ApprovalGrant;
   members: string[];
   role: string | undefined;
 }
@@ -42,9 +41,9 @@ interface GrantContext {
  */
 export function createApprovalsService(deps: ApprovalsDeps) {
   /** What approvals/decide is asked about on a grant: its facts, its pod's members, the caller's role there. */
-  async function grantContext(principal: HumanPrincipal, facts: LoadedGrant) {
+  async function grantContext(principal: HumanPrincipal, facts: ApprovalGrant) {
     const podId = facts.grant.target_pod_id;
-    const [members, role] = await Promise.all([currentMemberIds(deps.db, podId), roleIn(deps.db, podId, principal.userId)]);
+    const [members, role] = await Promise.all([deps.grants.memberIds(podId), roleIn(deps.db, podId, principal.userId)]);
     return { facts, members, role };
   }
 
@@ -61,7 +60,7 @@ export function createApprovalsService(deps: ApprovalsDeps) {
           state: row.state,
           expires_at_ms: row.expires_at.getTime(),
         },
-        grant: policyFacts(context.facts, context.members),
+        grant: { chain: context.facts.chain, members: context.members, connection: context.facts.connection },
       });
     const decision = evaluate(action);
     /** Whether this caller reads the call's arguments: whoever may decide it now. */
@@ -71,7 +70,7 @@ export function createApprovalsService(deps: ApprovalsDeps) {
 
   /** approvals/decide's answer for this caller, row and action; undefined when the grant is gone. */
   async function ask(principal: HumanPrincipal, row: ApprovalRow, action: Action) {
-    const facts = await loadGrantFacts(deps.db, row.grant_id);
+    const facts = await deps.grants.facts(row.grant_id);
     if (!facts) return undefined;
     return answer(principal, row, await grantContext(principal, facts), action);
   }
@@ -141,7 +140,7 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     // The facts are loaded once per distinct grant (one chain query for the page) and pod; the
     // rule is still asked per approval, since its answer depends on the approval's own principal,
     // state and expiry.
-    const grants = await loadGrantFactsMany(deps.db, [...new Set(page.map((row) => row.grant_id))]);
+    const grants = await deps.grants.factsMany([...new Set(page.map((row) => row.grant_id))]);
     const contexts = new Map<string, GrantContext>();
     await Promise.all([...grants].map(async ([grantId, facts]) => contexts.set(grantId, await grantContext(principal, facts))));
     // What the caller may decide (approvals/decide, action `list`): not their own calls, and
@@ -170,7 +169,7 @@ export function createApprovalsService(deps: ApprovalsDeps) {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const row = await findApproval(deps.db, id);
-      const grantBroker = row ? await brokerOfGrant(deps.db, row.grant_id) : undefined;
+      const grantBroker = row ? await deps.grants.brokerOf(row.grant_id) : undefined;
       if (!row || grantBroker !== brokerId) throw new ApiError('not_found');
       const approval = presentApproval(row, deps.clock.now());
       if (approval.state !== 'pending' || Date.now() >= deadline) return approval;

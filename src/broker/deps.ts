@@ -15,6 +15,8 @@ import type { BrokerTokenReads, CheckReads } from './reads';
 /** An approval taken for a call, held until the call's record commits with it (approvals/requests.ts). */
 export type ApprovalClaim = Claim<NewCallRecord>;
 export type { ApprovalRequest } from '../approvals/requests';
+export type { TalliedCheck } from '../trail/tally-writer';
+export type { NewCallRecord } from '../trail/writer';
 export type { ApprovalFact } from './reads';
 
 /**

@@ -1,6 +1,6 @@
 import jsonPointer from 'jsonpointer';
 import type { DecisionInput, decisions } from '../kernel/decisions/catalogue';
-import type { ToolResourcePointers } from '../connections/facts';
+import type { ToolResourcePointers } from '../kernel/decisions/catalogue';
 import type { LocalTime } from '../kernel/local-time';
 import type { TreeSession } from '../budget/sliding-window';
 import type { Chain, MutableFacts } from './tree-facts';

@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import type { ApprovalBinding } from '../approvals/requests';
+import type { ApprovalBinding } from '../kernel/decisions/approvals';
 import type { TreeSession } from '../budget/sliding-window';
 import type { CredentialResolver } from '../credentials/authenticators';
 import type { Database } from '../db/database';

@@ -1,4 +1,4 @@
-import { toConnectionFact, type ToolResourcePointers } from '../connections/facts';
+import { toConnectionFact, type ToolResourcePointers } from '../kernel/decisions/catalogue';
 import type { Database } from '../db/database';
 import type { ConnectionFact } from '../kernel/decisions/catalogue';
 import type { CallPrincipal } from '../kernel/principals';

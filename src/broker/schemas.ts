@@ -1,4 +1,4 @@
-import { ToolName } from '../connections/schemas';
+import { ToolName } from '../kernel/schema';
 import { Explanation } from '../kernel/decisions/explanation';
 import { idParam, z } from '../kernel/schema';
 
@@ -57,6 +57,14 @@ export const CheckResult = z
           'With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object.',
       })
       .optional(),
+    receipt: z
+      .object({ leafIndex: z.number().int().openapi({ description: "The call record's leaf in the trail's Merkle tree" }) })
+      .optional()
+      .openapi('TrailReceipt', {
+        description:
+          'With every recorded answer: where the call record is in the trail. Prove it against a signed checkpoint with ' +
+          '`GET /api/trail/proofs/inclusion?callId=…` once a checkpoint covers it (within `TRAIL_CHECKPOINT_MS`).',
+      }),
     budget: z.object({
       remaining: z.number().int().openapi({ description: 'Calls left now, the least over the whole chain' }),
       resetMs: z.number().int().openapi({ description: 'When the oldest counted call of that level leaves the window' }),
@@ -75,5 +83,9 @@ export const CheckResult = z
         description:
           'With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint.',
       }),
+    grantVersion: z.string().optional().openapi({
+      description:
+        "The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same.",
+    }),
   })
   .openapi('BrokerCheckResult');

@@ -1,4 +1,4 @@
-import type { ToolResourcePointers } from '../connections/facts';
+import type { ToolResourcePointers } from '../kernel/decisions/catalogue';
 import type { ChainLink, ConnectionFact } from '../kernel/decisions/catalogue';
 
 /**

@@ -91,7 +91,7 @@ export interface RestoredWindow extends BudgetLevel {
 
 /**
  * The shape of windows. Budgets up to `exactMaxCalls` calls keep the exact time of every allowed
- * call (about 11 bytes each); larger ones count per bucket, `buckets` a window, so no grant holds
+ * call (a few bytes each); larger ones count per bucket, `buckets` a window, so no grant holds
  * more than that many entries whatever its budget.
  */
 export interface WindowShape {

@@ -1,9 +1,8 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import { toConnectionFact } from '../kernel/decisions/catalogue';
 import type { ConnectionFact } from '../kernel/decisions/catalogue';
 import { connectionsWithTools, toolCredentialSource } from './repository';
-
-export type { ToolResourcePointers } from './repository';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -11,14 +10,6 @@ type Queryable = Database | Knex.Transaction;
  * What other domains read of connections (connections/repository.ts is this domain's own): a
  * connection as the grant and broker decisions see it (kernel/decisions/facts.ts).
  */
-
-/** The one builder of the connection fact, whatever query loaded the row. */
-export function toConnectionFact(
-  row: Pick<ConnectionFact, 'id' | 'owner_id' | 'kind' | 'status'>,
-  tools: ConnectionFact['tools'],
-): ConnectionFact {
-  return { id: row.id, owner_id: row.owner_id, kind: row.kind, status: row.status, tools };
-}
 
 /** The facts of connections by id, each with its enabled tools; unknown ids are absent. */
 export async function loadConnectionFacts(db: Queryable, ids: readonly string[]): Promise<Map<string, ConnectionFact>> {

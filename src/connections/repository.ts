@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
 import type { ListPosition } from '../kernel/cursor';
+import type { ToolResourcePointers } from '../kernel/decisions/catalogue';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -16,12 +17,6 @@ export interface ConnectionRow {
   status: 'connected' | 'disconnected';
   created_at: Date;
   updated_at: Date;
-}
-
-export interface ToolResourcePointers {
-  repository?: string;
-  ref?: string;
-  path?: string;
 }
 
 export interface ConnectionTool {

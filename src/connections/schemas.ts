@@ -1,10 +1,5 @@
 import { GITHUB_APP_PERMISSIONS } from '../github-apps/permission-names';
-import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';
-
-export const ToolName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, 'letters, digits and . _ : / -, at most 128')
-  .openapi({ example: 'repos.read_file' });
+import { cursor, idParam, listLimit, timestamp, ToolName, z } from '../kernel/schema';
 
 /** An RFC 6901 JSON pointer into a call's `args`: `/owner_repo`, `/ref`, `/files/0/path`. */
 const ArgsPointer = z

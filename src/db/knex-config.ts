@@ -7,7 +7,7 @@ export function knexConfig(databaseUrl: string, poolMax = 10): Knex.Config {
     client: 'pg',
     // JIT off: this service's queries are short, and Postgres's cost estimates for its JSON-fed
     // CTEs (json_to_recordset is assumed to yield 100 rows) are high enough to trigger JIT
-    // compilation that costs 20-500 ms on a query that runs in under 10 (the budget rebuild).
+    // compilation that costs far more than the query it compiles (the budget rebuild's).
     connection: { connectionString: databaseUrl, application_name: 'grant-broker', options: '-c jit=off' },
     pool: { min: 0, max: poolMax },
     acquireConnectionTimeout: 5000,

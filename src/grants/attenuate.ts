@@ -6,9 +6,8 @@ import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
 import { PolicyUnavailableError, type Decided } from '../policy/engine';
 import { enforce } from '../policy/enforce';
-import { agentById } from '../registry/facts';
 import { emitGrantEvent } from './events';
-import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type LoadedGrant } from './facts';
+import { loadGrantFacts, policyFacts, toGrantFact, type LoadedGrant } from './facts';
 import { presentGrant } from './presenters';
 import { countLiveChildren, insertGrant, lockTree, rootIdOf, type GrantRow } from './repository';
 import { inheritResources } from './resource-patterns';
@@ -19,6 +18,7 @@ import type { AttenuateGrantInput } from './schemas';
  * is for `grants/attenuate` to say; this only fills in the blanks.
  */
 async function childOf(
+  deps: GrantsDeps,
   trx: Knex.Transaction,
   parent: GrantRow,
   body: AttenuateGrantInput,
@@ -26,7 +26,7 @@ async function childOf(
   now: number,
 ): Promise<GrantRow> {
   const target = body.target ?? { kind: parent.target_kind, id: parent.target_id };
-  const seat = target.kind === 'seat' ? await agentById(trx, target.id) : undefined;
+  const seat = target.kind === 'seat' ? await deps.lookups.agent(trx, target.id) : undefined;
   const isSeat = target.kind === 'seat';
   const id = newId('grant');
   return {
@@ -79,10 +79,10 @@ export async function attenuateGrant(deps: GrantsDeps, principal: AgentPrincipal
   return deps.db.transaction(async (trx) => {
     if (rootId) await lockTree(trx, rootId);
     const now = deps.clock.now();
-    const parent = await loadGrantFacts(trx, grantId);
-    const members = parent ? await currentMemberIds(trx, parent.grant.target_pod_id) : [];
-    const agent = await agentById(trx, principal.agentId);
-    const child = parent ? await childOf(trx, parent.grant, body, principal.agentId, now) : undefined;
+    const parent = await loadGrantFacts(deps.lookups, trx, grantId);
+    const members = parent ? await deps.lookups.memberIds(trx, parent.grant.target_pod_id) : [];
+    const agent = await deps.lookups.agent(trx, principal.agentId);
+    const child = parent ? await childOf(deps, trx, parent.grant, body, principal.agentId, now) : undefined;
     const decision = deps.policy.evaluate(decisions.grantsAttenuate, {
       now_ms: now,
       max_depth: deps.limits.maxDelegationDepth,

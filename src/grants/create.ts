@@ -1,15 +1,12 @@
 import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
-import { grantableConnection } from '../connections/facts';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
 import { enforce } from '../policy/enforce';
-import { podById } from '../pods/facts';
-import { agentById } from '../registry/facts';
 import { callerFact, readDecision, viewOf } from './access';
 import { emitGrantEvent } from './events';
-import { currentMemberIds, policyFacts, toGrantFact } from './facts';
+import { policyFacts, toGrantFact } from './facts';
 import { presentGrant } from './presenters';
 import { insertGrant, type GrantRow } from './repository';
 import type { CreateGrantInput } from './schemas';
@@ -23,11 +20,11 @@ export const GRANT_DEFAULTS = {
 
 /** The target pod (a seat's own pod for a seat) with its members, and the seat if it is one. */
 async function targetFacts(deps: GrantsDeps, target: { kind: string; id: string }) {
-  const seat = target.kind === 'seat' ? await agentById(deps.db, target.id) : undefined;
+  const seat = target.kind === 'seat' ? await deps.lookups.agent(deps.db, target.id) : undefined;
   const podId = target.kind === 'pod' ? target.id : seat?.pod_id;
-  const pod = podId ? await podById(deps.db, podId) : undefined;
+  const pod = podId && (await deps.lookups.podExists(deps.db, podId)) ? podId : undefined;
   return {
-    pod: pod ? { id: pod.id, members: await currentMemberIds(deps.db, pod.id) } : undefined,
+    pod: pod ? { id: pod, members: await deps.lookups.memberIds(deps.db, pod) } : undefined,
     seat: seat ? { id: seat.id, pod_id: seat.pod_id } : undefined,
   };
 }
@@ -55,7 +52,7 @@ function enforceNamingKind(kind: string | undefined, decision: Parameters<typeof
  */
 export async function createGrant(deps: GrantsDeps, principal: HumanPrincipal, body: CreateGrantInput) {
   const now = deps.clock.now();
-  const found = await grantableConnection(deps.db, body.connectionId);
+  const found = await deps.lookups.grantableConnection(deps.db, body.connectionId);
   const connection = found?.fact;
   const { pod, seat } = await targetFacts(deps, body.target);
   const writeMode = body.writeMode ?? GRANT_DEFAULTS.writeMode;

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { GrantsDeps } from './deps';
 import { emitEvent, type EventType } from '../events/outbox';
-import { podAgentIds } from '../pods/facts';
 import { readDecision } from './access';
 import type { GrantFacts } from './facts';
 
@@ -19,7 +18,7 @@ export async function emitGrantEvent(
 ): Promise<void> {
   const podId = grant.chain[0]?.target.pod_id;
   if (!podId) return;
-  const agentIds = await podAgentIds(trx, podId);
+  const agentIds = await deps.lookups.agentIds(trx, podId);
   const readers = agentIds.filter((id) => readDecision(deps, { kind: 'agent', id }, grant).allow);
   await emitEvent(trx, { type, podId, data, agentIds: readers });
 }

@@ -1,13 +1,10 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
-import { loadConnectionFacts } from '../connections/facts';
 import type { ChainLink, ConnectionFact, GrantFact, GrantFacts } from '../kernel/decisions/catalogue';
-import { podMemberIds } from '../pods/facts';
+import type { GrantsLookups } from './deps';
 import { brokerIdOf, loadChain, loadChains, type GrantRow } from './repository';
 
 export type { ConnectionFact, GrantFact, GrantFacts } from '../kernel/decisions/catalogue';
-/** The broker's import, until it takes it from connections/facts.ts. */
-export { toConnectionFact } from '../connections/facts';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -58,9 +55,13 @@ export function policyFacts(facts: Pick<LoadedGrant, 'chain' | 'connection'>, me
  * Loads several grants with their chains (grants/repository.ts's one chain query) and their
  * connections (with their enabled tools). Unknown ids are simply absent from the map.
  */
-export async function loadGrantFactsMany(db: Queryable, grantIds: readonly string[]): Promise<Map<string, LoadedGrant>> {
+export async function loadGrantFactsMany(
+  lookups: Pick<GrantsLookups, 'connectionFacts'>,
+  db: Queryable,
+  grantIds: readonly string[],
+): Promise<Map<string, LoadedGrant>> {
   const chains = await loadChains(db, grantIds);
-  const connections = await loadConnectionFacts(
+  const connections = await lookups.connectionFacts(
     db,
     [...chains.values()].map((chain) => chain[0]!.connection_id),
   );
@@ -74,8 +75,12 @@ export async function loadGrantFactsMany(db: Queryable, grantIds: readonly strin
 }
 
 /** The chain of one grant (the grant first, the root last) with its connection. */
-export async function loadGrantFacts(db: Queryable, grantId: string): Promise<LoadedGrant | undefined> {
-  return (await loadGrantFactsMany(db, [grantId])).get(grantId);
+export async function loadGrantFacts(
+  lookups: Pick<GrantsLookups, 'connectionFacts'>,
+  db: Queryable,
+  grantId: string,
+): Promise<LoadedGrant | undefined> {
+  return (await loadGrantFactsMany(lookups, db, [grantId])).get(grantId);
 }
 
 /** The chain of one grant as the broker check reads it, the grant first; empty when there is no such grant. */
@@ -86,9 +91,4 @@ export async function loadChainLinks(db: Queryable, grantId: string): Promise<Ch
 /** The broker a grant's calls go through; undefined when there is no such grant. */
 export function brokerOfGrant(db: Queryable, grantId: string): Promise<string | undefined> {
   return brokerIdOf(db, grantId);
-}
-
-/** Current members of a pod, humans and installed agents: what effective audiences are made of. */
-export function currentMemberIds(db: Queryable, podId: string): Promise<string[]> {
-  return podMemberIds(db, podId);
 }

@@ -2,8 +2,8 @@ import { decisions } from '../kernel/decisions/catalogue';
 import type { GrantsDeps } from './deps';
 import { enforce } from '../policy/enforce';
 import { callerFact, readableGrant, readDecision, viewOf, type GrantCaller } from './access';
-import { decodeCursor, encodeCursor } from './cursor';
-import { currentMemberIds, loadGrantFactsMany, policyFacts } from './facts';
+import { decodeCursor, encodeCursor } from '../kernel/cursor';
+import { loadGrantFactsMany, policyFacts } from './facts';
 import { presentGrant, type GrantView } from './presenters';
 import { readCandidatesAfter } from './repository';
 
@@ -26,7 +26,7 @@ export async function listPodGrants(
 ) {
   const caller = callerFact(principal);
   let after = decodeCursor(query.cursor);
-  const members = await currentMemberIds(deps.db, podId);
+  const members = await deps.lookups.memberIds(deps.db, podId);
   enforce(deps.policy.evaluate(decisions.grantsList, { caller, pod: members.length > 0 ? { members } : undefined }));
   // One more than the page proves a next page; later batches grow, should the policy refuse rows.
   let batchSize = query.limit + 1;
@@ -34,6 +34,7 @@ export async function listPodGrants(
   while (found.length <= query.limit) {
     const rows = await readCandidatesAfter(deps.db, podId, caller, after, batchSize);
     const facts = await loadGrantFactsMany(
+      deps.lookups,
       deps.db,
       rows.map((row) => row.id),
     );

@@ -5,7 +5,7 @@ import { iso } from '../kernel/schema';
 import { enforce } from '../policy/enforce';
 import { callerFact, readDecision, viewOf } from './access';
 import { emitGrantEvent } from './events';
-import { currentMemberIds, loadGrantFacts, policyFacts, toGrantFact, type LoadedGrant } from './facts';
+import { loadGrantFacts, policyFacts, toGrantFact, type LoadedGrant } from './facts';
 import { presentGrant } from './presenters';
 import { lockTree, revokeSubtree, rootIdOf } from './repository';
 
@@ -21,8 +21,8 @@ export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, g
   // that answered 503 invalidation_pending.
   const { facts, members } = await deps.invalidation.change(async (trx, touch) => {
     if (rootId) await lockTree(trx, rootId);
-    const found = await loadGrantFacts(trx, grantId);
-    const members = found ? await currentMemberIds(trx, found.grant.target_pod_id) : [];
+    const found = await loadGrantFacts(deps.lookups, trx, grantId);
+    const members = found ? await deps.lookups.memberIds(trx, found.grant.target_pod_id) : [];
     enforce(deps.policy.evaluate(decisions.grantsRevoke, { caller, grant: found ? policyFacts(found, members) : undefined }));
     const { connection } = found as LoadedGrant;
     const revokedAt = new Date(deps.clock.now());
@@ -43,7 +43,7 @@ export async function revokeGrant(deps: GrantsDeps, principal: HumanPrincipal, g
       });
     }
     await touch('grant-tree', grantId);
-    return { facts: await loadGrantFacts(trx, grantId), members };
+    return { facts: await loadGrantFacts(deps.lookups, trx, grantId), members };
   });
   // Best effort, after the commit: the tree refuses every call from now on whatever its session
   // says, and its keys expire on their own.

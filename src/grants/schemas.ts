@@ -1,4 +1,4 @@
-import { ToolName } from '../connections/schemas';
+import { ToolName } from '../kernel/schema';
 import { ResourcesSchema } from './resource-patterns';
 import { ApiError } from '../kernel/errors';
 import { cursor, idParam, listLimit, timestamp, z } from '../kernel/schema';

@@ -4,11 +4,12 @@ import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
 import { ApiError } from '../kernel/errors';
 import type { Logger } from '../kernel/log';
+import type { PassThroughRoute } from '../kernel/pass-through';
 import type { Route } from '../kernel/route';
 import { serveApiDocs } from './api-docs';
 import { httpMetrics } from './metrics';
 import { problemBody } from './problem';
-import { parseQuery, readBody } from './request';
+import { parseQuery, readBody, readText } from './request';
 import { readForm } from './form';
 import { ClientGone, requestIdOf, runRoute, toApiError } from './route-call';
 
@@ -26,6 +27,8 @@ export interface AppOptions {
    * marked `direct`); without one, Koa serves every request.
    */
   front?: FrontHandlerFactory;
+  /** Routes that see every method and path under their prefix, as forwarded (Envoy's HTTP ext_authz). */
+  passThrough?: readonly PassThroughRoute[];
 }
 
 /** What the HTTP server runs: Node's request listener for every route of the app. */
@@ -92,6 +95,24 @@ export function createApp(routes: readonly Route[], options: AppOptions): HttpAp
     }
   });
 
+  for (const route of options.passThrough ?? []) {
+    app.use(async (ctx, next) => {
+      if (ctx.path !== route.prefix && !ctx.path.startsWith(`${route.prefix}/`)) return next();
+      (ctx as { routerPath?: string }).routerPath = `${route.prefix}/*`;
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(ctx.req.headers)) {
+        if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      }
+      const body = await readText(ctx.req, route.maxBodyBytes);
+      const answer = await route.handle({ method: ctx.method, path: ctx.url.slice(route.prefix.length) || '/', headers, body });
+      ctx.status = answer.status;
+      for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
+      if (answer.body !== undefined) {
+        ctx.type = answer.status >= 300 ? 'application/problem+json' : 'application/json';
+        ctx.body = answer.body;
+      }
+    });
+  }
   for (const route of routes) {
     router[route.method](route.path, (ctx) => serve(route, ctx, strictContracts));
   }

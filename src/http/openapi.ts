@@ -1,6 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { z } from '../kernel/schema';
 import { PROBLEMS, type ProblemCode } from '../kernel/errors';
+import type { PassThroughRoute } from '../kernel/pass-through';
 import { errorCodesOf, type FormSpec, type Route } from '../kernel/route';
 
 const ProblemSchema = z
@@ -62,7 +63,7 @@ function errorResponses(route: Route) {
   );
 }
 
-export function buildOpenApiDocument(routes: readonly Route[], decisions: string) {
+export function buildOpenApiDocument(routes: readonly Route[], decisions: string, passThrough: readonly PassThroughRoute[] = []) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'humanJwt', { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
   registry.registerComponent('securitySchemes', 'agentRuntimeToken', {
@@ -105,6 +106,8 @@ export function buildOpenApiDocument(routes: readonly Route[], decisions: string
     });
   }
 
+  for (const route of passThrough) registerPassThrough(registry, route);
+
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
@@ -115,4 +118,34 @@ export function buildOpenApiDocument(routes: readonly Route[], decisions: string
     },
     servers: [{ url: '/' }],
   });
+}
+
+/** A pass-through route: one operation per method on `<prefix>/{path}`, any headers, any body. */
+function registerPassThrough(registry: OpenAPIRegistry, route: PassThroughRoute): void {
+  const methods = ['get', 'post', 'put', 'patch', 'delete'] as const;
+  for (const method of methods) {
+    registry.registerPath({
+      method,
+      path: `${route.prefix}/{path}`,
+      operationId: `${route.operationId}${method[0]!.toUpperCase()}${method.slice(1)}`,
+      summary: route.summary,
+      description: route.description,
+      tags: [route.tag],
+      security: [{ [SECURITY.broker]: [] }],
+      request: {
+        params: z.strictObject({
+          path: z.string().openapi({ description: "The original request's path (and query), as Envoy forwards it" }),
+        }) as never,
+      },
+      responses: Object.fromEntries(
+        Object.entries(route.responses).map(([status, description]) => [
+          status,
+          {
+            description,
+            content: Number(status) >= 300 ? { 'application/problem+json': { schema: ProblemSchema } } : undefined,
+          },
+        ]),
+      ),
+    });
+  }
 }

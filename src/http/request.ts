@@ -113,15 +113,15 @@ function parseStrictJson(raw: string): unknown {
   }
 }
 
-/** The body as UTF-8 text, BODY_LIMIT_BYTES at most (413 past it, as co-body). */
-function readText(req: IncomingMessage): Promise<string> {
-  if (Number(req.headers['content-length'] ?? 0) > BODY_LIMIT_BYTES) return Promise.reject(new ApiError('payload_too_large'));
+/** The body as UTF-8 text, `limit` bytes at most (413 past it, as co-body). */
+export function readText(req: IncomingMessage, limit = BODY_LIMIT_BYTES): Promise<string> {
+  if (Number(req.headers['content-length'] ?? 0) > limit) return Promise.reject(new ApiError('payload_too_large'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= BODY_LIMIT_BYTES) {
+      if (size <= limit) {
         chunks.push(chunk);
         return;
       }

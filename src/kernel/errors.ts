@@ -31,6 +31,7 @@ export const PROBLEMS = {
   outcome_already_recorded: { status: 409, title: 'The outcome of this call is already recorded' },
   call_denied: { status: 409, title: 'The call was denied; a denied call takes no outcome' },
   outcome_too_late: { status: 409, title: 'The call was checked more than 24 days ago; its outcome is no longer taken' },
+  not_in_checkpoint: { status: 409, title: 'No signed checkpoint of the trail covers this yet, or none has that size' },
   runtime_stopped: { status: 409, title: "The agent's runtime is stopped" },
   member_exists: { status: 409, title: 'The identity is already a member of the pod' },
   agent_exists: { status: 409, title: 'An agent with this name is already installed in the pod' },

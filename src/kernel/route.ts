@@ -8,7 +8,7 @@ import type { CredentialKind, Principal } from './principals';
  * requests, type the handler and write the OpenAPI document), and every problem code it may
  * answer with. src/http mounts routes on Koa; nothing else knows Koa.
  */
-export type Method = 'get' | 'post' | 'patch' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** What an authenticator sees of a request. */
 export interface RequestHead {

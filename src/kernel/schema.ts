@@ -21,6 +21,12 @@ export const cursor = z.string().max(512).optional().openapi({ description: 'nex
 
 export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
+/** A tool's name, as connections enable it and grants and checks name it. */
+export const ToolName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, 'letters, digits and . _ : / -, at most 128')
+  .openapi({ example: 'repos.read_file' });
+
 /** Ids are validated loosely on the way in: an id of the wrong shape is simply not found. */
 export const idParam = (example: string) => z.string().min(1).max(64).openapi({ example });
 

@@ -48,7 +48,7 @@ export const MASK = '**REDACTED**';
 
 /**
  * The most of a `resource` value an event carries: resources come from the call's arguments, as
- * long as a caller makes them, and a 60 KB path in every event filled the upload buffer. What is
+ * long as a caller makes them, and a long path in every event would fill the upload buffer. What is
  * cut is marked and named in `masked`, as a mask's upsert would be (so `policy impact` does not
  * replay on a value that is not the call's).
  */
@@ -78,9 +78,10 @@ export interface DecisionLogOptions {
 /**
  * How long a queued decision waits for the others to share its write. Each write is a system call
  * and, through pino's asynchronous destination, a hop to libuv's thread pool and back, which a
- * write per check pays at every check; after 10 ms, at a steady load, it is one write per ten
- * checks or more (with the line writer of src/speedups/log-lines.ts). Events keep their own
- * timestamps, and shutdown writes what is queued (`close`).
+ * write per check pays at every check; a short wait lets a steady load share one write among many
+ * checks (with the line writer of src/speedups/log-lines.ts), while no event waits long enough to
+ * matter to whoever reads the log. Events keep their own timestamps, and shutdown writes what is
+ * queued (`close`).
  */
 export const DECISION_WRITE_DELAY_MS = 10;
 

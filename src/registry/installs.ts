@@ -1,12 +1,9 @@
-import type { RegistryDeps } from './deps';
+import type { PodAction, RegistryDeps } from './deps';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
 import { emitEvent } from '../events/outbox';
 import { hashToken, mintToken } from '../credentials/tokens';
-import { authorizePodAction, type PodAction } from '../pods/access';
-import { podAgentIds } from '../pods/facts';
-import { addAgentMember } from '../pods/membership';
 import {
   deleteAgent,
   deleteRuntimeToken,
@@ -26,7 +23,7 @@ export async function agentForAction(
   name: string,
   action: PodAction,
 ): Promise<AgentRow> {
-  await authorizePodAction(deps, caller, podId, action);
+  await deps.pods.authorize(caller, podId, action);
   const agent = await findAgentByName(deps.db, podId, name);
   if (!agent) throw new ApiError('not_found', 'no agent of that name is installed in the pod');
   return agent;
@@ -38,9 +35,9 @@ export async function installAgent(
   podId: string,
   input: { name: string; displayName?: string; description?: string },
 ): Promise<AgentRow> {
-  await authorizePodAction(deps, caller, podId, 'agents.install');
+  await deps.pods.authorize(caller, podId, 'agents.install');
   return deps.db.transaction(async (trx) => {
-    const others = await podAgentIds(trx, podId);
+    const others = await deps.pods.agentIds(trx, podId);
     const agent = await insertAgent(trx, {
       id: newId('agent'),
       pod_id: podId,
@@ -55,7 +52,7 @@ export async function installAgent(
       runtime_changed_at: new Date(deps.clock.now()),
     });
     if (!agent) throw new ApiError('agent_exists', `an agent named ${input.name} is already installed in the pod`);
-    await addAgentMember(trx, podId, agent.id, caller.userId);
+    await deps.pods.addAgentMember(trx, podId, agent.id, caller.userId);
     await emitEvent(trx, {
       type: 'pod.member_added',
       podId,
@@ -78,7 +75,7 @@ export async function uninstallAgent(deps: RegistryDeps, caller: HumanPrincipal,
       type: 'pod.member_removed',
       podId,
       data: { podId, memberId: agent.id, kind: 'agent', name: agent.name },
-      agentIds: await podAgentIds(trx, podId),
+      agentIds: await deps.pods.agentIds(trx, podId),
     });
   });
 }

@@ -3,7 +3,6 @@ import type { RegistryDeps } from './deps';
 import type { HumanPrincipal } from '../kernel/principals';
 import { ApiError } from '../kernel/errors';
 import { emitEvent } from '../events/outbox';
-import { authorizePodAction } from '../pods/access';
 import { listAgentsOfPod, lockAgent, recordPoll, setDesiredState, updateAgentRecord, type AgentRow } from './repository';
 import { agentForAction } from './installs';
 
@@ -25,7 +24,7 @@ export async function listAgents(
   podId: string,
   page: { limit: number; cursor?: string },
 ): Promise<{ items: AgentRow[]; nextCursor: string | null }> {
-  await authorizePodAction(deps, caller, podId, 'agents.read');
+  await deps.pods.authorize(caller, podId, 'agents.read');
   const rows = await listAgentsOfPod(deps.db, podId, page.limit + 1, page.cursor);
   const items = rows.slice(0, page.limit);
   return { items, nextCursor: rows.length > page.limit ? items[items.length - 1]!.name : null };

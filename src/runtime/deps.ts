@@ -7,6 +7,8 @@ import type { OutboxFeed } from '../kernel/outbox';
 import type { GrantsService } from '../grants/service';
 import type { PolicyEngine } from '../policy/engine';
 
+export type { GrantsService };
+
 /** What the installed agent's surface uses, and nothing more. */
 export interface RuntimeDeps {
   db: Database;

@@ -1,6 +1,5 @@
-import type { RuntimeDeps } from './deps';
+import type { GrantsService, RuntimeDeps } from './deps';
 import type { AgentPrincipal } from '../kernel/principals';
-import type { GrantsService } from '../grants/service';
 
 type GrantRecord = Awaited<ReturnType<GrantsService['listOfPod']>>['items'][number];
 

@@ -1,7 +1,18 @@
 import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
 import { page } from '../kernel/schema';
 import { presentCallRecord } from './presenters';
-import { CallParams, CallRecordSchema, GrantParams, GrantUsageSchema, ListCallsQuery, OutcomeBody } from './schemas';
+import {
+  CallParams,
+  CallRecordSchema,
+  GrantParams,
+  GrantUsageSchema,
+  ListCallsQuery,
+  MAX_OUTCOMES_PER_BATCH,
+  OutcomeBatchBody,
+  OutcomeAnswer,
+  OutcomeBatchResult,
+  OutcomeBody,
+} from './schemas';
 import type { TrailService } from './service';
 
 /** A grant's call records and budget use: for whoever may read the grant, asked first. */
@@ -54,12 +65,29 @@ export function outcomeRoutes(trail: TrailService, auth: CredentialAuthenticator
         auth: auth.credentials('broker'),
         params: CallParams,
         body: OutcomeBody,
-        success: { status: 200, description: 'The completed call record', schema: CallRecordSchema },
+        success: { status: 200, description: 'The completed call record, with the receipt of its outcome', schema: OutcomeAnswer },
         errors: ['outcome_already_recorded', 'call_denied', 'outcome_too_late'],
       },
-      async ({ principal, params, body }) => ({
-        body: presentCallRecord(await trail.recordOutcome(principal.brokerId, params.callId, body)),
-      }),
+      async ({ principal, params, body }) => {
+        const record = presentCallRecord(await trail.recordOutcome(principal.brokerId, params.callId, body));
+        const receipt = record.outcomeLeafIndex === null ? {} : { receipt: { leafIndex: record.outcomeLeafIndex } };
+        return { body: { ...record, ...receipt } };
+      },
+    ),
+    defineRoute(
+      {
+        method: 'post',
+        path: '/api/broker/outcomes',
+        operationId: 'recordCallOutcomes',
+        tag: 'Broker',
+        summary: `Record the outcomes of up to ${MAX_OUTCOMES_PER_BATCH} allowed calls at once`,
+        description:
+          'For a broker that reports off its calls’ path. Each outcome is taken as `POST /api/broker/calls/{callId}/outcome` takes it, and is durable before the answer; its status says how it went (a call of another broker’s grant: `not_found`). A 5xx promises nothing: send the batch again, and what an earlier send recorded answers `outcome_already_recorded`.',
+        auth: auth.credentials('broker'),
+        body: OutcomeBatchBody,
+        success: { status: 200, description: 'One status per outcome, in the order sent', schema: OutcomeBatchResult },
+      },
+      async ({ principal, body }) => ({ body: { results: await trail.recordOutcomes(principal.brokerId, body.outcomes) } }),
     ),
   ];
 }

@@ -1,6 +1,6 @@
 import type { TrailDeps } from './deps';
 import { listGrantCalls } from './listing';
-import { recordOutcome } from './outcome';
+import { recordOutcome, recordOutcomes } from './outcome';
 import { readGrantUsage } from './usage';
 
 /** The call trail's surface: a grant's records and budget use, and a call's outcome. */
@@ -9,6 +9,7 @@ export function createTrailService(deps: TrailDeps) {
     callsOfGrant: listGrantCalls.bind(null, deps),
     usageOfGrant: readGrantUsage.bind(null, deps),
     recordOutcome: recordOutcome.bind(null, deps),
+    recordOutcomes: recordOutcomes.bind(null, deps),
   };
 }
 

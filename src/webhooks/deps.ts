@@ -1,7 +1,10 @@
+import type { Knex } from 'knex';
 import type { KeyRing } from '../credentials/sealed-box';
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
+import type { HumanPrincipal } from '../kernel/principals';
 import type { PolicyEngine } from '../policy/engine';
+import type { PodActionFacts } from '../pods/access';
 
 /** What the webhooks domain uses, and nothing more. */
 export interface WebhooksDeps {
@@ -14,4 +17,16 @@ export interface WebhooksDeps {
   allowPrivate: boolean;
   /** WEBHOOK_MAX_PER_POD: the most webhooks one pod may have. */
   maxPerPod: number;
+  /** What webhooks ask of pods/: a port, filled in composition.ts (src/domain-ports.ts). */
+  pods: WebhooksPodPorts;
+}
+
+export type WebhookAction = 'webhooks.create' | 'webhooks.list' | 'webhooks.read' | 'webhooks.delete';
+
+export interface WebhooksPodPorts {
+  /**
+   * pods/access's answer on a webhook action in a pod, enforced (a pod the caller is not in is a
+   * 404); with the pod's webhooks as facts and in the caller's transaction on create.
+   */
+  authorize(caller: HumanPrincipal, podId: string, action: WebhookAction, facts?: PodActionFacts, trx?: Knex.Transaction): Promise<unknown>;
 }

@@ -1,9 +1,8 @@
-import { decodeCursor, encodeCursor } from '../grants/cursor';
+import { decodeCursor, encodeCursor } from '../kernel/cursor';
 import { ApiError } from '../kernel/errors';
 import { newId } from '../kernel/ids';
 import type { HumanPrincipal } from '../kernel/principals';
-import { authorizePodAction } from '../pods/access';
-import type { WebhooksDeps } from './deps';
+import type { WebhookAction, WebhooksDeps } from './deps';
 import { presentWebhook } from './presenters';
 import {
   countWebhooks,
@@ -23,11 +22,7 @@ import { checkTargetHost, parseTargetUrl } from './target-url';
  * judged before it is kept.
  */
 export function createWebhooksService(deps: WebhooksDeps) {
-  const authorize = (
-    principal: HumanPrincipal,
-    podId: string,
-    action: 'webhooks.create' | 'webhooks.list' | 'webhooks.read' | 'webhooks.delete',
-  ) => authorizePodAction(deps, principal, podId, action);
+  const authorize = (principal: HumanPrincipal, podId: string, action: WebhookAction) => deps.pods.authorize(principal, podId, action);
 
   async function create(principal: HumanPrincipal, podId: string, body: { url: string; events: WebhookEventType[] }) {
     await authorize(principal, podId, 'webhooks.create');
@@ -49,7 +44,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     await deps.db.transaction(async (trx) => {
       await lockPodWebhooks(trx, podId);
       const webhooks = { count: await countWebhooks(trx, podId), max: deps.maxPerPod };
-      await authorizePodAction(deps, principal, podId, 'webhooks.create', { webhooks }, trx);
+      await deps.pods.authorize(principal, podId, 'webhooks.create', { webhooks }, trx);
       await insertWebhook(trx, row);
     });
     return { ...presentWebhook(row), secret };

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
-import { bearer, startService, type TestService } from '../support/service';
+import { bearer, startedService } from '../support/service';
 import { AUTHENTICATED_NON_HUMAN, probeNonHuman } from '../support/credentials';
 
 /**
@@ -16,12 +16,7 @@ import { AUTHENTICATED_NON_HUMAN, probeNonHuman } from '../support/credentials';
  */
 const run = promisify(execFile);
 const cli = path.resolve(__dirname, '../../dist/src/admin/cli.js');
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = startedService();
 
 async function admin(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string }> {
   return run(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, timeout: 20_000 });

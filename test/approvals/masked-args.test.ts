@@ -1,8 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { brokerWorld, checkAs, type BrokerWorld } from '../support/broker-world';
+import { policyFromSources } from '../support/policy-sources';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { rootGrant } from '../support/world';
 
@@ -11,49 +8,35 @@ import { rootGrant } from '../support/world';
  * pending approval's arguments its deciders read: a value it names under `/input/args` reads
  * `**REDACTED**`, whether the rule erases it or upserts a value of its own; the rest is shown.
  */
-const root = path.resolve(__dirname, '../..');
-const work = mkdtempSync(path.join(tmpdir(), 'approval-mask-'));
 let service: TestService;
 let world: BrokerWorld;
 
 beforeAll(async () => {
-  const sources = path.join(work, 'policies');
-  cpSync(path.join(root, 'policies'), sources, { recursive: true });
-  mkdirSync(path.join(sources, 'system'), { recursive: true });
-  writeFileSync(
-    path.join(sources, 'system/log.rego'),
-    [
-      'package system.log',
-      '',
-      'mask contains "/input/args/token" if input.path == "broker/check/decision"',
-      '',
-      'mask contains {"op": "upsert", "path": "/input/args/auth/password", "value": "changed"} if {',
-      '\tinput.path == "broker/check/decision"',
-      '}',
-      '',
-      '# Only for one tool: the rule sees the check as the decision log does.',
-      'mask contains "/input/args/list/1" if input.input.tool.name == "issues.create_comment"',
-      '',
-      '# Outside the arguments: no concern of the approval.',
-      'mask contains "/input/resource" if input.path == "broker/check/decision"',
-      '',
-    ].join('\n'),
-  );
-  execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-    env: {
-      ...process.env,
-      POLICY_SOURCES: sources,
-      POLICY_BUILD_OUT: path.join(work, 'masked.wasm'),
-      POLICY_BUNDLE_OUT: path.join(work, 'masked.tar.gz'),
+  const masked = policyFromSources('masked', {
+    files: {
+      'system/log.rego': [
+        'package system.log',
+        '',
+        'mask contains "/input/args/token" if input.path == "broker/check/decision"',
+        '',
+        'mask contains {"op": "upsert", "path": "/input/args/auth/password", "value": "changed"} if {',
+        '\tinput.path == "broker/check/decision"',
+        '}',
+        '',
+        '# Only for one tool: the rule sees the check as the decision log does.',
+        'mask contains "/input/args/list/1" if input.input.tool.name == "issues.create_comment"',
+        '',
+        '# Outside the arguments: no concern of the approval.',
+        'mask contains "/input/resource" if input.path == "broker/check/decision"',
+        '',
+      ].join('\n'),
     },
-    stdio: 'ignore',
   });
-  service = await startService({ POLICY_WASM_PATH: path.join(work, 'masked.wasm'), DECISION_LOG: 'all' });
+  service = await startService({ POLICY_WASM_PATH: `${masked}.wasm`, DECISION_LOG: 'all' });
   world = await brokerWorld(service);
 }, 120_000);
 afterAll(async () => {
   await service.close();
-  rmSync(work, { recursive: true, force: true });
 });
 
 it('reads what the rule names as **REDACTED**, and the rest as it was', async () => {

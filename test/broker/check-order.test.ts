@@ -5,23 +5,16 @@ import jwt from 'jsonwebtoken';
 import { revokeBrokerTokens } from '../../src/admin/brokers';
 import { mintToken } from '../../src/credentials/tokens';
 import { signedPolicyEnv } from '../support/policy-bundles';
-import { newUserId, startService, type TestService } from '../support/service';
+import { newUserId, type TestService, startedServiceWith, startService } from '../support/service';
 import { broker } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 
 /**
  * The broker check judges a request in one order: the broker credential, the body, whether the
  * grant is the broker's own, then the subject and the rest. Nobody learns anything from a later
  * step before passing the earlier ones.
  */
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 const check = (auth: { Authorization: string }) => service.http.post('/api/broker/check').set(auth);
 

@@ -1,17 +1,10 @@
 import { digestOf } from '../../src/kernel/digest';
-import { decisionsWritten, startService, type TestService } from '../support/service';
+import { decisionsWritten, startedServiceWith, startService } from '../support/service';
 import { broker, human } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 import { callRecord, callRecordsOf } from '../support/call-records';
 
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 describe('POST /api/broker/check', () => {
   it('allows a usable call through a chain, records it pending, and takes one outcome', async () => {
@@ -23,6 +16,8 @@ describe('POST /api/broker/check', () => {
       callId: expect.stringMatching(/^call_/),
       reason: 'allowed',
       budget: { remaining: 9, resetMs: 60_000 },
+      receipt: { leafIndex: expect.any(Number) },
+      grantVersion: expect.any(String),
     });
 
     const record = await callRecord(service.deps.db, res.body.callId);

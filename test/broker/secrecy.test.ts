@@ -1,17 +1,10 @@
 import { Client } from 'pg';
 import { digestOf } from '../../src/kernel/digest';
-import { decisionsWritten, startService, type TestService } from '../support/service';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { decisionsWritten, startedServiceWith } from '../support/service';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 import { callRecord } from '../support/call-records';
 
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 async function digestOfCall(grantId: string, args: unknown): Promise<string> {
   const res = await checkAs(service, world, grantId, world.agent, { args });

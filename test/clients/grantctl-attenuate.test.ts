@@ -1,6 +1,6 @@
-import { brokerWorld, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld } from '../support/broker-world';
 import { grantctl as runGrantctl, type GrantctlRun } from '../support/grantctl';
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { installAgent, rootGrant } from '../support/world';
 
 /**
@@ -9,14 +9,7 @@ import { installAgent, rootGrant } from '../support/world';
  * against the real service. A refusal names the field and the tool at fault beside the parent's
  * value, and nothing is created.
  */
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 const grantctl = (args: string[], agentToken: string = world.agent.token) =>
   runGrantctl(args, { url: service.baseUrl, token: world.owner.token, agentToken });

@@ -1,20 +1,13 @@
-import { brokerWorld, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld } from '../support/broker-world';
 import { grantctl as runGrantctl, type GrantctlRun } from '../support/grantctl';
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { connection, human, podWith } from '../support/world';
 
 /**
  * `grantctl pods list` for a person (GET /api/pods) beside the installed agent's, and
  * `grantctl connections list` (GET /api/connections): what each lists, whose token it takes, and paging.
  */
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 /** A person's shell: GRANT_BROKER_TOKEN only, unless an agent's token is given too. */
 const grantctl = (args: string[], token: string = world.owner.token, agentToken?: string) =>

@@ -1,6 +1,6 @@
-import { brokerWorld, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld } from '../support/broker-world';
 import { grantctl as runGrantctl, type GrantctlRun } from '../support/grantctl';
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { human, podWith, rootGrant } from '../support/world';
 
 /**
@@ -8,14 +8,7 @@ import { human, podWith, rootGrant } from '../support/world';
  * refusals name: the id that is not there (or not theirs to see), the tool a connection lacks, the
  * variable to set on a 401.
  */
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 const grantctl = (args: string[], token: string = world.owner.token, agentToken: string = world.agent.token) =>
   runGrantctl(args, { url: service.baseUrl, token, agentToken });

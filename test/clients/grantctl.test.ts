@@ -1,9 +1,9 @@
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 import { grantctl as runGrantctl, type GrantctlRun } from '../support/grantctl';
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { attenuateGrant, rootGrant } from '../support/world';
 
 /**
@@ -11,14 +11,7 @@ import { attenuateGrant, rootGrant } from '../support/world';
  * GRANT_BROKER_URL and GRANT_BROKER_TOKEN, against the real service. `--json` prints exactly the
  * API's body; a refusal exits 1 with the problem document on stderr; an unreachable service exits 2.
  */
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 type Run = GrantctlRun;
 const grantctl = (args: string[], token: string = world.owner.token, url: string = service.baseUrl) => runGrantctl(args, { url, token });

@@ -146,8 +146,13 @@ it('an agent reads, is denied outside its grant, waits for a human, and runs out
   expect(text(exhausted)).toMatch(/Retry after \d+ s/);
   expect(codeHost.requests.filter((r) => r.method === 'GET')).toHaveLength(2);
 
-  // The call trail holds every one of them, and the broker reported the outcomes of the allowed.
-  const trail = await service.http.get(`/api/grants/${grantId}/calls`).set(owner.auth).expect(200);
+  // The call trail holds every one of them, and the broker reported the outcomes of the allowed
+  // (in a batch after the agent had its answer: read once none is left pending).
+  let trail = await service.http.get(`/api/grants/${grantId}/calls`).set(owner.auth).expect(200);
+  for (let tries = 0; tries < 100 && trail.body.items.some((c: { outcome: string }) => c.outcome === 'pending'); tries += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    trail = await service.http.get(`/api/grants/${grantId}/calls`).set(owner.auth).expect(200);
+  }
   const outcomes = trail.body.items.map((c: { tool: string; outcome: string }) => `${c.tool}:${c.outcome}`).reverse();
   expect(outcomes).toEqual([
     'repos.read_file:succeeded',

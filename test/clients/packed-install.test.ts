@@ -259,7 +259,12 @@ it("npx @grant-broker/mcp-gateway: prints a connection's tools, and serves an ag
     expect((await agent.listTools()).tools.map((tool) => tool.name)).toEqual(['echo']);
     const echoed = await agent.callTool({ name: 'echo', arguments: { message: 'from the tarball' } });
     expect(echoed).toMatchObject({ content: [{ type: 'text', text: 'Echo: from the tarball' }] });
-    const calls = await service.http.get(`/api/grants/${grant.id}/calls`).set(world.owner.auth).expect(200);
+    // The outcome is reported after the agent has its answer, in the gateway's next batch.
+    let calls = await service.http.get(`/api/grants/${grant.id}/calls`).set(world.owner.auth).expect(200);
+    for (let tries = 0; tries < 100 && calls.body.items[0]?.outcome === 'pending'; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      calls = await service.http.get(`/api/grants/${grant.id}/calls`).set(world.owner.auth).expect(200);
+    }
     expect(calls.body.items).toEqual([expect.objectContaining({ tool: 'repos.read_file', outcome: 'succeeded' })]);
     // The host quits: npx, the gateway and its upstream are gone within a second (the gateway holds the broker token).
     const tree = [transport.pid!, ...descendants(transport.pid!)];

@@ -155,6 +155,46 @@ describe('withCheck when the outcome cannot be reported', () => {
   });
 });
 
+describe('withCheck with batchOutcomes', () => {
+  it('returns before the outcome is sent, then records the batch in one request; a batch the service did not take is sent again', async () => {
+    const { leafId } = await chainOf(service, world, 0);
+    let down = true;
+    const batches: number[] = [];
+    // The first batch is lost on the way; the next ones go through.
+    const flaky: typeof fetch = async (input, init) => {
+      if (String(input instanceof Request ? input.url : input).endsWith('/api/broker/outcomes')) {
+        if (down) {
+          down = false;
+          throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } });
+        }
+        batches.push(((await (input as Request).clone().json()) as { outcomes: unknown[] }).outcomes.length);
+      }
+      return fetch(input, init);
+    };
+    const troubles: string[] = [];
+    const broker = createClient({
+      baseUrl: service.baseUrl,
+      token: world.broker.token,
+      fetch: flaky,
+      batchOutcomes: { maxDelayMs: 5_000 },
+      onOutcomeTrouble: (trouble) => troubles.push(trouble.kind),
+    });
+    const call = { grantId: leafId, tool: 'repos.read_file', args: { path: 'a' }, subjectToken: world.agent.token };
+    const made = await Promise.all([1, 2, 3].map((n) => broker.withCheck(call, async () => n)));
+    expect(made.map((each) => each.result)).toEqual([1, 2, 3]);
+    // Nothing sent yet: the call's path did not wait for its report.
+    const ids = made.map((each) => each.check.callId);
+    for (const id of ids) expect(await callRecord(service.deps.db, id)).toMatchObject({ outcome: 'pending' });
+    expect(broker.pendingOutcomes()).toBe(3);
+
+    await broker.flushOutcomes(AbortSignal.timeout(10_000));
+    expect(troubles).toEqual(['unreachable']);
+    expect(batches).toEqual([3]);
+    expect(broker.pendingOutcomes()).toBe(0);
+    for (const id of ids) expect(await callRecord(service.deps.db, id)).toMatchObject({ outcome: 'succeeded' });
+  });
+});
+
 describe('the agent loop: abort, leases, redelivery', () => {
   it('aborting ends the iteration during a long poll, not when the poll would have ended', async () => {
     await drain(service, world.agent);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config';
-import { bearer, startService, type TestService } from '../support/service';
+import { bearer, startedService, startService } from '../support/service';
 
 /**
  * The console's server side: its files under a strict Content-Security-Policy, and the
@@ -31,11 +31,7 @@ function fakeBuild(): string {
 // A key prefix of this file's own (under the run's, which the teardown clears): the demo users
 // that `console-link --as` reads are one per prefix, and other files seed demo worlds too.
 const REDIS_KEY_PREFIX = `${process.env.REDIS_KEY_PREFIX ?? 'gbtest:'}console-link:`;
-let service: TestService;
-beforeAll(async () => {
-  service = await startService({ CONSOLE_DIR: fakeBuild(), REDIS_KEY_PREFIX });
-});
-afterAll(() => service.close());
+const service = startedService(() => ({ overrides: { CONSOLE_DIR: fakeBuild(), REDIS_KEY_PREFIX } }));
 
 async function admin(args: string[], env: Record<string, string> = {}) {
   return run(process.execPath, [cli, ...args], { env: { ...process.env, REDIS_KEY_PREFIX, ...env }, timeout: 20_000 });

@@ -1,16 +1,12 @@
 import { signedPolicyEnv } from '../support/policy-bundles';
-import { bearer, startService, type TestService } from '../support/service';
+import { bearer, startedService, startService } from '../support/service';
 import { broker, human, installAgent, podWith } from '../support/world';
 
 /**
  * GET /api/policy/status, the console's policy page: what is serving and how it got there, for
  * people signed in (the `policy/status` decision); agents and brokers learn nothing.
  */
-let service: TestService;
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = startedService();
 
 describe('GET /api/policy/status', () => {
   it('shows a person the revision, source, signature, org packages with their modes, and no error', async () => {

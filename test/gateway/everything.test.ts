@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { GatewayConfig } from '../../gateway/src/config';
+import { metricsRegistry } from '../../src/kernel/metrics';
 import { attenuateGrant } from '../support/world';
 import {
   call,
@@ -36,6 +37,19 @@ const TOOLS = {
 } as const;
 
 let world: GatewayWorld;
+
+/** How many times the service has answered a read of a grant (its request histogram's count). */
+async function grantReads(): Promise<number> {
+  const { values } = await metricsRegistry.getSingleMetric('http_request_duration_seconds')!.get();
+  return values
+    .filter(
+      (v) =>
+        (v as { metricName?: string }).metricName === 'http_request_duration_seconds_count' &&
+        v.labels.route === '/api/grants/:grantId' &&
+        v.labels.method === 'GET',
+    )
+    .reduce((sum, v) => sum + v.value, 0);
+}
 const cleanups: Array<() => Promise<unknown>> = [];
 beforeAll(async () => {
   world = await gatewayWorld();
@@ -189,14 +203,25 @@ describe('server-everything over streamable HTTP, agents over streamable HTTP', 
     expect((await trail(world, child.id)).outcomes).toEqual(['everything.echo:denied', 'everything.sum:succeeded']);
   });
 
-  it('a revoke empties the list and cuts the next call', async () => {
+  it('a revoke cuts the next call, and the listing with it; the listing is kept while checks see the grant unchanged', async () => {
     const grantId = await grantOn(world, connectionId, { tools: ['everything.echo'] });
     const agent = await httpAgent(gateway.url, world.agent.token, grantId);
     cleanups.push(() => agent.close());
     expect(names((await agent.listTools()).tools)).toEqual(['echo']);
+    expect((await call(agent, 'echo', { message: 'x' })).isError).toBeFalsy();
+    // Read again once, under the version the check answered with; then kept while checks see that version.
+    expect(names((await agent.listTools()).tools)).toEqual(['echo']);
+    const before = await grantReads();
+    expect((await call(agent, 'echo', { message: 'y' })).isError).toBeFalsy();
+    expect(names((await agent.listTools()).tools)).toEqual(['echo']);
+    expect(names((await agent.listTools()).tools)).toEqual(['echo']);
+    // Two listings, no read of theirs (the door's own read, once per 5 s, may fall in between on a slow machine).
+    expect(await grantReads()).toBeLessThanOrEqual(before + 1);
+
     await world.service.http.post(`/api/grants/${grantId}/revoke`).set(world.owner.auth).expect(200);
-    expect((await agent.listTools()).tools).toEqual([]);
+    // Every call is checked whatever the listing holds.
     expect(await call(agent, 'echo', { message: 'x' })).toMatchObject({ isError: true, structuredContent: { reason: 'revoked' } });
+    expect((await agent.listTools()).tools).toEqual([]);
   });
 
   it('an upstream slower than callTimeoutMs is a failed outcome and a tool error, not a hang', async () => {

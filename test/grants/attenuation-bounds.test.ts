@@ -1,19 +1,14 @@
-import { startService, type TestService } from '../support/service';
-import { attenuate, grantWorld, postGrant, type GrantWorld } from '../support/grant-world';
+import { startedServiceWith } from '../support/service';
+import { attenuate, grantWorld, postGrant } from '../support/grant-world';
 
 /**
  * What one installed agent can make (issue 8, §4): before, nothing bounded the children an agent
  * created (282 in seconds). Live children of a grant are capped, and so are attenuation requests
  * per agent per window.
  */
-let service: TestService;
-let world: GrantWorld;
-
-beforeAll(async () => {
-  service = await startService({ MAX_LIVE_CHILDREN_PER_GRANT: '3', ATTENUATION_RATE_LIMIT: '8', ATTENUATION_RATE_WINDOW_MS: '60000' });
-  world = await grantWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(grantWorld, () => ({
+  overrides: { MAX_LIVE_CHILDREN_PER_GRANT: '3', ATTENUATION_RATE_LIMIT: '8', ATTENUATION_RATE_WINDOW_MS: '60000' },
+}));
 
 describe('bounds on attenuation', () => {
   it('caps live children of a grant at MAX_LIVE_CHILDREN_PER_GRANT; a revoked child frees its slot', async () => {

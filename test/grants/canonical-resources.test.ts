@@ -1,5 +1,5 @@
 import { expectProblem } from '../support/problems';
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { resourceWorld } from '../support/resource-world';
 
 /**
@@ -7,14 +7,7 @@ import { resourceWorld } from '../support/resource-world';
  * canonical spelling. The policy's own `opa test` suite holds the same rules; this holds the WASM
  * build to them (its regex, byte counting and string builtins are its own implementations).
  */
-let service: TestService;
-let world: Awaited<ReturnType<typeof resourceWorld>>;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await resourceWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(resourceWorld);
 
 const createGrant = (resources: unknown) => world.createGrant(resources ? { resources } : {});
 const check = (grantId: string, args: Record<string, unknown>) => world.check(grantId, 'repos.read_file', args);

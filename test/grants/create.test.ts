@@ -1,16 +1,9 @@
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { expectProblem } from '../support/problems';
 import { connection, human, installAgent, podWith } from '../support/world';
-import { grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
+import { grantWorld, inSeconds, postGrant, seatTarget } from '../support/grant-world';
 
-let service: TestService;
-let world: GrantWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await grantWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(grantWorld);
 
 const DAY = 86_400_000;
 

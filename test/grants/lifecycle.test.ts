@@ -1,18 +1,11 @@
 import { ManualClock } from '../support/clock';
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { human, installAgent, podWith, type Human } from '../support/world';
-import { attenuate, grantWorld, inSeconds, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
+import { attenuate, grantWorld, inSeconds, postGrant, seatTarget } from '../support/grant-world';
 
-let service: TestService;
 /** Time moves when the test says: an expiry is reached without sleeping. */
 const clock = new ManualClock();
-let world: GrantWorld;
-
-beforeAll(async () => {
-  service = await startService({}, { clock });
-  world = await grantWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(grantWorld, { clock });
 
 const read = (id: string, as: Human = world.owner) => service.http.get(`/api/grants/${id}`).set(as.auth).expect(200);
 

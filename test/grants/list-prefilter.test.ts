@@ -1,5 +1,6 @@
 import { decisions } from '../../src/kernel/decisions/catalogue';
 import { newId } from '../../src/kernel/ids';
+import { grantLookups } from '../../src/domain-ports';
 import { loadGrantFactsMany, policyFacts } from '../../src/grants/facts';
 import { startService, type TestService } from '../support/service';
 import { connection, human, installAgent, type Human, type InstalledAgent } from '../support/world';
@@ -64,6 +65,7 @@ async function readableByPolicy(caller: { kind: 'human' | 'agent'; id: string })
     ]);
   const members = await service.deps.db('pod_members').where('pod_id', world.podId).pluck('member_id');
   const facts = await loadGrantFactsMany(
+    grantLookups,
     service.deps.db,
     rows.map((r) => r.id),
   );

@@ -114,30 +114,45 @@ function witnesses(child: string, parent: string): string[] {
 }
 
 const runs = Number(process.env.FUZZ_RUNS ?? 300);
+/** Of the accepted pairs, at least this many must be other than a pattern under itself or under `**`. */
+const MIN_DISTINCT = (n: number) => Math.ceil(n / 10);
 
+/**
+ * The cases a property really checked: fc.pre skips the others, so each property below counts
+ * its own and asserts that every run was one (and that enough were not the trivial pair).
+ */
 it('a child accepted under its parent matches nothing its parent does not', () => {
+  let checked = 0;
+  let distinct = 0;
   fc.assert(
     fc.property(
       pattern,
       pattern.chain((child) => fc.tuple(fc.constant(child), fc.array(expansion(child), { minLength: 1, maxLength: 20 }))),
       (parent, [child, values]) => {
-        if (!policyLetsUnder(parent, child)) return;
+        fc.pre(policyLetsUnder(parent, child));
+        checked += 1;
+        if (parent !== child && parent !== '**') distinct += 1;
         for (const value of values) expect(modelMatches(parent, value)).toBe(true);
       },
     ),
     { numRuns: runs },
   );
+  expect(checked).toBeGreaterThanOrEqual(runs);
+  expect(distinct).toBeGreaterThanOrEqual(MIN_DISTINCT(runs));
 });
 
 it('a child refused under its parent matches a value its parent does not (patterns without **)', () => {
   const flat = pattern.filter((p) => !p.split('/').includes('**'));
+  let checked = 0;
   fc.assert(
     fc.property(flat, flat, (parent, child) => {
-      if (policyLetsUnder(parent, child)) return;
+      fc.pre(!policyLetsUnder(parent, child));
+      checked += 1;
       expect(witnesses(child, parent).some((value) => !modelMatches(parent, value))).toBe(true);
     }),
     { numRuns: runs },
   );
+  expect(checked).toBeGreaterThanOrEqual(runs);
 });
 
 it('a pattern is always under itself, and under **', () => {

@@ -1,14 +1,7 @@
-import { startService, type TestService } from '../support/service';
-import { attenuate, grantWorld, postGrant, seatTarget, type GrantWorld } from '../support/grant-world';
+import { startedServiceWith } from '../support/service';
+import { attenuate, grantWorld, postGrant, seatTarget } from '../support/grant-world';
 
-let service: TestService;
-let world: GrantWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await grantWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(grantWorld);
 
 const read = (id: string) => service.http.get(`/api/grants/${id}`).set(world.owner.auth).expect(200);
 const revoke = (id: string, auth = world.owner.auth) => service.http.post(`/api/grants/${id}/revoke`).set(auth);

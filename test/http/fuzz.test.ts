@@ -68,6 +68,7 @@ async function world() {
     'POST /api/grants/{grantId}/attenuate': { tools: ['repos.read_file'], budget: { calls: 5 } },
     'POST /api/broker/check': { grantId: leafId, tool: 'repos.read_file', subjectToken: w.agent.token, args: { path: 'README.md' } },
     'POST /api/broker/calls/{callId}/outcome': { outcome: 'succeeded', durationMs: 5 },
+    'POST /api/broker/outcomes': { outcomes: [{ callId: call.body.callId, outcome: 'succeeded', durationMs: 5 }] },
     'POST /api/registry/pods/{podId}/agents': { name: 'fuzz-bot', displayName: 'Fuzz' },
     'PATCH /api/registry/pods/{podId}/agents/{name}': { displayName: 'Renamed', description: 'x' },
     'POST /api/registry/pods/{podId}/agents/{name}/runtime-tokens': { name: 'fuzz' },

@@ -1,21 +1,14 @@
 import { request as httpRequest } from 'node:http';
 import { expectProblem } from '../support/problems';
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { human } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 
 /**
  * Hostile text and shapes, on the routes an adversarial test broke (issue 8): each answered 5xx
  * before, and each must be a 4xx problem document now.
  */
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld);
 
 const LONE_SURROGATE = '\ud800';
 

@@ -1,7 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { policyFromSources } from '../support/policy-sources';
 import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, rootGrant, type Human, type InstalledAgent } from '../support/world';
@@ -11,8 +8,6 @@ import { broker, connection, human, installAgent, podWith, rootGrant, type Human
  * denials by reason and by org rule (the repository allowlist enforced), the trees nearest their
  * budget, what waits for approval; members only.
  */
-const root = path.resolve(__dirname, '../..');
-const work = mkdtempSync(path.join(tmpdir(), 'overview-'));
 const TOOLS = [
   { name: 'repos.read_file', access: 'read', resource: { repository: '/repository' } },
   { name: 'issues.create_comment', access: 'write', resource: { repository: '/repository' } },
@@ -28,12 +23,8 @@ let brokerAuth: { Authorization: string };
 let connectionId: string;
 
 beforeAll(async () => {
-  const module = path.join(work, 'allowlist.wasm');
-  execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-    env: { ...process.env, ORG_POLICY_MODES: 'broker.check.repository_allowlist=enforce', POLICY_BUILD_OUT: module },
-    stdio: 'ignore',
-  });
-  service = await startService({ POLICY_WASM_PATH: module });
+  const allowlist = policyFromSources('allowlist', { modes: 'broker.check.repository_allowlist=enforce' });
+  service = await startService({ POLICY_WASM_PATH: `${allowlist}.wasm` });
   owner = human(service, 'owner');
   member = human(service, 'member');
   outsider = human(service, 'outsider');
@@ -45,7 +36,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await service?.close();
-  rmSync(work, { recursive: true, force: true });
 });
 
 const check = (grantId: string, tool: string, repository: string) =>

@@ -1,14 +1,9 @@
-import { startService, type TestService } from '../support/service';
+import { startedService } from '../support/service';
 import { expectProblem } from '../support/problems';
 import { human, installAgent, podWith, type Human } from '../support/world';
 
 /** GET /api/pods: a person's pods with their role in each, paged; nobody else's pods, ever. */
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = startedService();
 
 interface Listed {
   id: string;

@@ -1,14 +1,9 @@
-import { startService, type TestService } from '../support/service';
+import { startedService } from '../support/service';
 import { expectProblem } from '../support/problems';
 import { human, podWith, type Human } from '../support/world';
 
 /** Pods and members (CONTRACT §3): members read, owners and admins manage, outsiders see nothing. */
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(() => service.close());
+const service = startedService();
 
 async function memberIds(podId: string, reader: Human): Promise<Record<string, string>> {
   const res = await service.http.get(`/api/pods/${podId}/members`).set(reader.auth).expect(200);

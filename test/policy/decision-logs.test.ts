@@ -1,10 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { z } from 'zod';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { decisionCollector, metricValue } from '../support/decision-collector';
+import { policyFromSources } from '../support/policy-sources';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { callRecord } from '../support/call-records';
 
@@ -130,42 +127,28 @@ describe('a collector gone for long', () => {
 });
 
 describe("the policy's own mask rules (system.log.mask)", () => {
-  const root = path.resolve(__dirname, '../..');
-  const work = mkdtempSync(path.join(tmpdir(), 'mask-'));
   let service: TestService;
 
   beforeAll(async () => {
-    const sources = path.join(work, 'policies');
-    cpSync(path.join(root, 'policies'), sources, { recursive: true });
-    mkdirSync(path.join(sources, 'system'), { recursive: true });
-    writeFileSync(
-      path.join(sources, 'system/log.rego'),
-      [
-        'package system.log',
-        '',
-        '# Who asked to read a pod is nobody else’s business; the owner of a connection is replaced.',
-        'mask contains "/input/caller" if input.path == "pods/access/decision"',
-        '',
-        'mask contains {"op": "upsert", "path": "/input/connection/owner_id", "value": "**owner**"} if {',
-        '\tinput.path == "grants/create/decision"',
-        '}',
-        '',
-      ].join('\n'),
-    );
-    execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-      env: {
-        ...process.env,
-        POLICY_SOURCES: sources,
-        POLICY_BUILD_OUT: path.join(work, 'masked.wasm'),
-        POLICY_BUNDLE_OUT: path.join(work, 'masked.tar.gz'),
+    const masked = policyFromSources('masked', {
+      files: {
+        'system/log.rego': [
+          'package system.log',
+          '',
+          '# Who asked to read a pod is nobody else’s business; the owner of a connection is replaced.',
+          'mask contains "/input/caller" if input.path == "pods/access/decision"',
+          '',
+          'mask contains {"op": "upsert", "path": "/input/connection/owner_id", "value": "**owner**"} if {',
+          '\tinput.path == "grants/create/decision"',
+          '}',
+          '',
+        ].join('\n'),
       },
-      stdio: 'ignore',
     });
-    service = await startService({ POLICY_WASM_PATH: path.join(work, 'masked.wasm'), DECISION_LOG: 'all' });
+    service = await startService({ POLICY_WASM_PATH: `${masked}.wasm`, DECISION_LOG: 'all' });
   }, 60_000);
   afterAll(async () => {
     await service.close();
-    rmSync(work, { recursive: true, force: true });
   });
 
   it('erases and replaces what the rules name, as OPA does, on top of the built-in args mask', async () => {

@@ -1,8 +1,9 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { policyFromSources } from '../support/policy-sources';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, rootGrant } from '../support/world';
 
@@ -15,29 +16,17 @@ const root = path.resolve(__dirname, '../..');
 const cli = path.join(root, 'dist/src/admin/cli.js');
 const work = mkdtempSync(path.join(tmpdir(), 'impact-sessions-'));
 
+/** The service's policy with the org's repositories and a labeller, under these packages' modes. */
 function build(name: string, modes: string): string {
-  const sources = path.join(work, `${name}-policies`);
-  cpSync(path.join(root, 'policies'), sources, { recursive: true });
-  writeFileSync(
-    path.join(sources, 'org/repositories.rego'),
-    'package org\n\nprivate_repositories := ["acme/secret-*"]\n\npublic_repositories := ["oss/*"]\n',
-  );
-  writeFileSync(
-    path.join(sources, 'org/labeller.rego'),
-    '# METADATA\n# schemas:\n#   - input: schema.broker.check\npackage org.broker.check.labeller\n\n' +
-      'labels contains "private_data" if {\n\tinput.tool.access == "read"\n\tstartswith(input.resource.repository, "acme/secret-")\n}\n',
-  );
-  execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-    env: {
-      ...process.env,
-      POLICY_SOURCES: sources,
-      ORG_POLICY_MODES: modes,
-      POLICY_BUILD_OUT: path.join(work, `${name}.wasm`),
-      POLICY_BUNDLE_OUT: path.join(work, `${name}.tar.gz`),
+  return policyFromSources(name, {
+    files: {
+      'org/repositories.rego': 'package org\n\nprivate_repositories := ["acme/secret-*"]\n\npublic_repositories := ["oss/*"]\n',
+      'org/labeller.rego':
+        '# METADATA\n# schemas:\n#   - input: schema.broker.check\npackage org.broker.check.labeller\n\n' +
+        'labels contains "private_data" if {\n\tinput.tool.access == "read"\n\tstartswith(input.resource.repository, "acme/secret-")\n}\n',
     },
-    stdio: 'ignore',
+    modes,
   });
-  return path.join(work, name);
 }
 
 const TOOLS = [

@@ -1,11 +1,12 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
+import { policyFromSources } from '../support/policy-sources';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith } from '../support/world';
 
@@ -24,43 +25,19 @@ const ORG_RULES = {
   frozen_repository: 'deny contains {"reason": "repository_frozen", "message": "frozen"} if input.resource.repository == "acme/web"',
 };
 
-/** The service's policy plus what `change` adds to a copy of its sources, built as a bundle. */
-function build(name: string, change: (sources: string) => void = () => undefined): string {
-  const sources = path.join(work, `${name}-policies`);
-  cpSync(path.join(root, 'policies'), sources, { recursive: true });
-  change(sources);
-  execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-    env: {
-      ...process.env,
-      POLICY_SOURCES: sources,
-      POLICY_BUILD_OUT: path.join(work, `${name}.wasm`),
-      POLICY_BUNDLE_OUT: path.join(work, `${name}.tar.gz`),
-    },
-    stdio: 'ignore',
-  });
-  return path.join(work, name);
-}
-
-function withOrgRule(name: keyof typeof ORG_RULES) {
-  return (sources: string) =>
-    writeFileSync(
-      path.join(sources, `org/${name}.rego`),
-      `# METADATA\n# schemas:\n#   - input: schema.broker.check\npackage org.broker.check.${name}\n\n${ORG_RULES[name]}\n`,
-    );
-}
+/** An org package of one rule, for the broker check. */
+const orgRule = (name: keyof typeof ORG_RULES) => ({
+  [`org/${name}.rego`]: `# METADATA\n# schemas:\n#   - input: schema.broker.check\npackage org.broker.check.${name}\n\n${ORG_RULES[name]}\n`,
+});
 
 const candidates: Record<string, string> = {};
 beforeAll(() => {
-  candidates.current = build('current');
-  candidates.frozenTool = build('frozen-tool', withOrgRule('frozen_tool'));
-  candidates.frozenRepository = build('frozen-repository', withOrgRule('frozen_repository'));
+  candidates.current = policyFromSources('current');
+  candidates.frozenTool = policyFromSources('frozen-tool', { files: orgRule('frozen_tool') });
+  candidates.frozenRepository = policyFromSources('frozen-repository', { files: orgRule('frozen_repository') });
   // An org that keeps resources out of its decision logs (OPA's system.log.mask).
-  candidates.erasingResources = build('erasing-resources', (sources) => {
-    mkdirSync(path.join(sources, 'system'));
-    writeFileSync(
-      path.join(sources, 'system/log.rego'),
-      'package system.log\n\nmask contains "/input/resource" if input.path == "broker/check/decision"\n',
-    );
+  candidates.erasingResources = policyFromSources('erasing-resources', {
+    files: { 'system/log.rego': 'package system.log\n\nmask contains "/input/resource" if input.path == "broker/check/decision"\n' },
   });
 }, 120_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));

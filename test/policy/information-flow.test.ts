@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { treeCallsKey, treeLabelsKey, treeVersionKey, windowKey } from '../../src/budget/keys';
 import { shadowDisagreements } from '../../src/policy/shadow';
+import { policyFromSources } from '../support/policy-sources';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, rootGrant, type Human, type InstalledAgent } from '../support/world';
 
@@ -12,17 +12,16 @@ import { broker, connection, human, installAgent, podWith, rootGrant, type Human
  * repositories filled in, enforced and then in shadow mode; and the example that limits a tool by
  * the tree's calls (branch_deletions).
  */
-const root = path.resolve(__dirname, '../..');
 const work = mkdtempSync(path.join(tmpdir(), 'information-flow-'));
 const live = path.join(work, 'live.wasm');
-const sources = path.join(work, 'policies');
 
-function buildModule(file: string, modes: string): void {
-  execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-    env: { ...process.env, POLICY_SOURCES: sources, ORG_POLICY_MODES: modes, POLICY_BUILD_OUT: file },
-    stdio: 'ignore',
-  });
-}
+/** The module of the service's policy with the org's repositories named and these packages' modes. */
+const buildModule = (name: string, modes: string) =>
+  `${policyFromSources(name, {
+    files: { 'org/repositories.rego': 'package org\n\nprivate_repositories := ["acme/secret-*"]\n\npublic_repositories := ["oss/*"]\n' },
+    modes,
+  })}.wasm`;
+let shadow: string;
 
 async function deploy(module: string): Promise<void> {
   copyFileSync(module, `${live}.next`);
@@ -45,14 +44,8 @@ let connectionId: string;
 let brokerAuth: { Authorization: string };
 
 beforeAll(async () => {
-  cpSync(path.join(root, 'policies'), sources, { recursive: true });
-  writeFileSync(
-    path.join(sources, 'org/repositories.rego'),
-    'package org\n\nprivate_repositories := ["acme/secret-*"]\n\npublic_repositories := ["oss/*"]\n',
-  );
-  buildModule(path.join(work, 'enforce.wasm'), 'broker.check.information_flow=enforce,broker.check.branch_deletions=enforce');
-  buildModule(path.join(work, 'shadow.wasm'), 'broker.check.information_flow=shadow');
-  copyFileSync(path.join(work, 'enforce.wasm'), live);
+  copyFileSync(buildModule('enforce', 'broker.check.information_flow=enforce,broker.check.branch_deletions=enforce'), live);
+  shadow = buildModule('shadow', 'broker.check.information_flow=shadow');
   a = await startService({ POLICY_WASM_PATH: live });
   b = await startService({ POLICY_WASM_PATH: live });
   owner = human(a, 'owner');
@@ -182,7 +175,7 @@ describe('information_flow in shadow mode', () => {
   beforeAll(async () => {
     labelled = await tree();
     expect((await check(a, labelled, 'repos.read_file', 'acme/secret-keys')).body.decision).toBe('allow');
-    await deploy(path.join(work, 'shadow.wasm'));
+    await deploy(shadow);
   }, 60_000);
 
   it('allows the public write of a labelled tree, counts the disagreement and logs it', async () => {

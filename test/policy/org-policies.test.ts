@@ -1,8 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ManualClock } from '../support/clock';
+import { policyFromSources } from '../support/policy-sources';
 import { expectProblem } from '../support/problems';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, type Human, type InstalledAgent } from '../support/world';
@@ -12,16 +12,12 @@ import { uuidOf } from '../support/call-records';
  * CONTRACT §10 through HTTP: the shipped example org packages, switched on by ORG_POLICY_MODES at
  * build time, enforced and then in shadow mode after a hot reload of the module.
  */
-const root = path.resolve(__dirname, '../..');
 const work = mkdtempSync(path.join(tmpdir(), 'org-policies-'));
 const live = path.join(work, 'live.wasm');
 
-function buildModule(file: string, modes: string): void {
-  execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-    env: { ...process.env, ORG_POLICY_MODES: modes, POLICY_BUILD_OUT: file },
-    stdio: 'ignore',
-  });
-}
+/** The module of the service's policy with these org packages' modes. */
+const buildModule = (name: string, modes: string) => `${policyFromSources(name, { modes })}.wasm`;
+const modules: Record<'enforce' | 'shadow' | 'grants', string> = { enforce: '', shadow: '', grants: '' };
 
 /** Swaps the module the service loads, as a deployment does (atomic rename), and reloads it. */
 async function deploy(service: TestService, module: string): Promise<void> {
@@ -47,10 +43,10 @@ let brokerAuth: { Authorization: string };
 let grantId: string;
 
 beforeAll(async () => {
-  buildModule(path.join(work, 'enforce.wasm'), 'broker.check.protected_branches=enforce,broker.check.working_hours=enforce');
-  buildModule(path.join(work, 'shadow.wasm'), 'broker.check.protected_branches=shadow,broker.check.working_hours=shadow');
-  buildModule(path.join(work, 'grants.wasm'), 'broker.check.repository_allowlist=enforce');
-  copyFileSync(path.join(work, 'enforce.wasm'), live);
+  modules.enforce = buildModule('enforce', 'broker.check.protected_branches=enforce,broker.check.working_hours=enforce');
+  modules.shadow = buildModule('shadow', 'broker.check.protected_branches=shadow,broker.check.working_hours=shadow');
+  modules.grants = buildModule('grants', 'broker.check.repository_allowlist=enforce');
+  copyFileSync(modules.enforce, live);
   clock = new ManualClock(WEDNESDAY_10_BERLIN);
   service = await startService({ POLICY_WASM_PATH: live, POLICY_TIME_ZONE: 'Europe/Berlin' }, { clock });
   owner = human(service, 'owner');
@@ -88,7 +84,7 @@ async function disagreements(): Promise<number> {
 }
 
 describe('an enforced org package', () => {
-  beforeAll(() => deploy(service, path.join(work, 'enforce.wasm')));
+  beforeAll(() => deploy(service, modules.enforce));
 
   it('denies a write to main with its own reason and message, and records that reason', async () => {
     const res = await push('refs/heads/main');
@@ -147,7 +143,7 @@ describe('an enforced org package', () => {
 });
 
 describe('the same package in shadow mode, switched by a hot reload', () => {
-  beforeAll(() => deploy(service, path.join(work, 'shadow.wasm')));
+  beforeAll(() => deploy(service, modules.shadow));
 
   it('allows the write to main and counts one disagreement, logged with the decision id', async () => {
     const before = await disagreements();
@@ -186,11 +182,11 @@ describe('org rules and the arguments', () => {
 
 describe('the repository allowlist', () => {
   it('is refused by the build when it names no decision the service asks', () => {
-    expect(() => buildModule(path.join(work, 'never.wasm'), 'broker.check.no_such_package=enforce')).toThrow();
+    expect(() => buildModule('never', 'broker.check.no_such_package=enforce')).toThrow();
   });
 
   it('an allowlist rule denies a repository outside it, and a grant constrained to it still decides first', async () => {
-    await deploy(service, path.join(work, 'grants.wasm'));
+    await deploy(service, modules.grants);
     expect((await push('refs/heads/x', 'evil/api')).body.reason).toBe('repository_not_allowlisted');
     expect((await push('refs/heads/x', 'acme/api')).body.reason).toBe('allowed');
     const constrained = await service.http

@@ -2,22 +2,15 @@ import { insertCallRecords } from '../../src/trail/repositories/call-records';
 import { plainTrailWriter, type TrailWriter, type WriteRecords } from '../../src/trail/writer';
 import { GroupCommit } from '../../src/speedups/group-commit';
 import { newIdAt } from '../../src/kernel/ids';
-import { startService, type TestService } from '../support/service';
-import { brokerWorld, chainOf, type BrokerWorld } from '../support/broker-world';
+import { startedServiceWith } from '../support/service';
+import { brokerWorld, chainOf } from '../support/broker-world';
 import { callRecordsOf } from '../support/call-records';
 
 /**
  * The call trail's writers, the group commit (src/speedups/group-commit.ts) and the plain one
  * (trail/writer.ts): one tenant's bad row fails that check only, never its neighbours'.
  */
-let service: TestService;
-let victim: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService();
-  victim = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world: victim } = startedServiceWith(brokerWorld);
 
 const writers: Array<[string, (insert: WriteRecords) => TrailWriter]> = [
   ['the group commit', (insert) => new GroupCommit(insert)],
@@ -31,6 +24,7 @@ describe.each(writers)('%s', (_name, writerOf) => {
     const row = (tool: string) => ({
       id: newIdAt('call', Date.now()),
       grant_id: rootId,
+      root_id: rootId,
       tool,
       principal_kind: 'agent' as const,
       principal_id: victim.agent.agentId,

@@ -1,3 +1,4 @@
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import jwt from 'jsonwebtoken';
@@ -27,7 +28,10 @@ export interface TestService {
  * A real service (real Postgres database of this run, real Redis with this run's prefix, the
  * compiled policy module), exercised over HTTP with supertest.
  */
-export async function startService(overrides: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestService> {
+export async function startService(
+  overrides: Record<string, string> = {},
+  options: { clock?: Clock; spanExporter?: SpanExporter } = {},
+): Promise<TestService> {
   const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'debug', ...overrides });
   const logs: string[] = [];
   const sink = new Writable({
@@ -37,7 +41,11 @@ export async function startService(overrides: Record<string, string> = {}, optio
       done();
     },
   });
-  const service = await buildService(config, { logger: createLogger(config.LOG_LEVEL, sink), clock: options.clock });
+  const service = await buildService(config, {
+    logger: createLogger(config.LOG_LEVEL, sink),
+    clock: options.clock,
+    spanExporter: options.spanExporter,
+  });
   const server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
@@ -80,4 +88,58 @@ export function humanToken(config: Config, sub: string, options: jwt.SignOptions
 
 export function bearer(token: string): { Authorization: string } {
   return { Authorization: `Bearer ${token}` };
+}
+
+/** What a test file's service starts with: the settings it overrides, and a clock it drives. */
+export interface ServiceSettings {
+  overrides?: Record<string, string>;
+  clock?: Clock;
+}
+
+/**
+ * An object that stands for one made later, in `beforeAll`: each use reaches the real one, and a
+ * use before it exists fails with its name rather than with `undefined`.
+ */
+function standIn<T extends object>(name: string): { proxy: T; bind(value: T): void; current(): T | undefined } {
+  let target: T | undefined;
+  const real = (): T => {
+    if (!target) throw new Error(`the test's ${name} is used before beforeAll made it`);
+    return target;
+  };
+  const proxy = new Proxy({} as T, {
+    get: (_, key) => Reflect.get(real(), key),
+    has: (_, key) => Reflect.has(real(), key),
+    ownKeys: () => Reflect.ownKeys(real()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const descriptor = Reflect.getOwnPropertyDescriptor(real(), key);
+      return descriptor && { ...descriptor, configurable: true };
+    },
+  });
+  return { proxy, bind: (value) => void (target = value), current: () => target };
+}
+
+/**
+ * A real service for the tests of one file, with the world `makeWorld` builds in it through the
+ * API: started before the file's tests (`beforeAll`), closed after them. Settings are read then,
+ * so they may name what the file makes before its tests run.
+ */
+export function startedServiceWith<W extends object>(
+  makeWorld: (service: TestService) => Promise<W>,
+  settings: ServiceSettings | (() => ServiceSettings) = {},
+): { service: TestService; world: W } {
+  const service = standIn<TestService>('service');
+  const world = standIn<W>('world');
+  beforeAll(async () => {
+    const { overrides, clock } = typeof settings === 'function' ? settings() : settings;
+    const started = await startService(overrides, { clock });
+    service.bind(started);
+    world.bind(await makeWorld(started));
+  });
+  afterAll(() => service.current()?.close());
+  return { service: service.proxy, world: world.proxy };
+}
+
+/** A real service for the tests of one file, started before them and closed after. */
+export function startedService(settings: ServiceSettings | (() => ServiceSettings) = {}): TestService {
+  return startedServiceWith(async () => ({}), settings).service;
 }

@@ -1,6 +1,6 @@
-import { startService, type TestService } from '../support/service';
+import { startedServiceWith } from '../support/service';
 import { broker } from '../support/world';
-import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld, chainOf, checkAs } from '../support/broker-world';
 import { callRecord } from '../support/call-records';
 import { ManualClock } from '../support/clock';
 
@@ -10,14 +10,7 @@ import { ManualClock } from '../support/clock';
  */
 const DAY = 86_400_000;
 const clock = new ManualClock();
-let service: TestService;
-let world: BrokerWorld;
-
-beforeAll(async () => {
-  service = await startService({}, { clock });
-  world = await brokerWorld(service);
-});
-afterAll(() => service.close());
+const { service, world } = startedServiceWith(brokerWorld, () => ({ clock }));
 
 async function allowedCall(): Promise<{ callId: string; checkedAt: number }> {
   const { rootId } = await chainOf(service, world, 0);

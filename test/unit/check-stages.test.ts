@@ -284,7 +284,7 @@ describe('settle (the answer and its record)', () => {
     const log: string[] = [];
     const claim = {
       approvalId: 'apr_1',
-      commitWith: async (row: NewCallRecord) => void committed.push(row),
+      commitWith: async (row: NewCallRecord) => committed.push(row),
       release: async () => void log.push('release'),
     };
     const { settleDeps } = deps(unexpected('the group commit'));

@@ -1,9 +1,3 @@
-import { ApiProblem } from '@grant-broker/client';
-import { Refusal } from './problems';
-
-/** Exit codes scripts branch on: 0 done, 1 refused (4xx, bad usage), 2 service trouble (5xx, unreachable). */
-export const EXIT = { ok: 0, refused: 1, unavailable: 2 } as const;
-
 /** `--json`: exactly the API's body on stdout. Otherwise a table a person reads. */
 export function print(json: boolean, body: unknown, table: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(body, null, 2)}\n` : `${table()}\n`);
@@ -41,40 +35,6 @@ export function columns(rows: string[][]): string {
 /** A mistake of the caller's (bad usage, a missing variable): exit 1, nothing sent. */
 export class UsageError extends Error {}
 
-/**
- * A problem goes to stderr as the problem document (one JSON line); the exit code says which
- * kind. A refusal grantctl could place carries `fault` (the id, tool or field at fault) and `hint`
- * (what to do) beside the service's own members.
- */
-export function fail(error: unknown): never {
-  if (error instanceof Refusal) {
-    const { problem, fault, hint } = error;
-    writeProblem({ status: problem.status, ...problem.body, code: problem.code, ...(fault ? { fault } : {}), ...(hint ? { hint } : {}) });
-    process.exit(problem.status >= 500 ? EXIT.unavailable : EXIT.refused);
-  }
-  if (error instanceof ApiProblem) {
-    writeProblem({ status: error.status, ...error.body, code: error.code });
-    process.exit(error.status >= 500 ? EXIT.unavailable : EXIT.refused);
-  }
-  if (error instanceof UsageError) {
-    writeProblem({ code: 'usage', detail: error.message });
-    process.exit(EXIT.refused);
-  }
-  // fetch rejects with a TypeError (undici: "fetch failed", the socket's error as `cause`) when no
-  // answer came; anything else is a fault of this program, not a service that cannot be reached.
-  const unreachable = error instanceof TypeError && 'cause' in error;
-  const detail =
-    error instanceof Error
-      ? `${error.message}${unreachable && error.cause instanceof Error ? `: ${error.cause.message}` : ''}`
-      : String(error);
-  writeProblem(
-    unreachable
-      ? { code: 'unreachable', detail: `${redactUrl(process.env.GRANT_BROKER_URL ?? DEFAULT_BROKER_URL)} could not be reached: ${detail}` }
-      : { code: 'internal_error', detail },
-  );
-  process.exit(EXIT.unavailable);
-}
-
 export const DEFAULT_BROKER_URL = 'http://127.0.0.1:8080';
 
 /**
@@ -105,7 +65,3 @@ export function redactUrl(raw: string): string {
  * `***`: the greedy match runs to the last `@` before the host, as the URL parser reads it.
  */
 export const scrubCredentials = (text: string): string => text.replace(/\/\/[^/?#\s]*@/g, '//***@');
-
-function writeProblem(problem: Record<string, unknown>): void {
-  process.stderr.write(`${scrubCredentials(JSON.stringify(problem))}\n`);
-}

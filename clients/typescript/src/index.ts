@@ -1,10 +1,12 @@
 import createFetchClient from 'openapi-fetch';
 import { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded } from './errors';
 import type { components, paths } from './schema';
+import { OutcomeBatcher, type OutcomeBatchOptions, type OutcomeReport, type OutcomeTrouble } from './outcomes';
 import { retryingFetch } from './transport';
 
 export { ApiProblem, ApprovalRequired, CallDenied, OutcomeNotRecorded, type DenialExplanation } from './errors';
 export { parseRetryAfter } from './transport';
+export type { OutcomeBatchOptions, OutcomeReport, OutcomeStatus, OutcomeTrouble } from './outcomes';
 export type { components, paths } from './schema';
 
 export type Grant = components['schemas']['Grant'];
@@ -37,6 +39,15 @@ export interface ClientOptions {
    * own error is thrown all the same.
    */
   onOutcomeError?: (error: OutcomeNotRecorded) => void;
+  /**
+   * `withCheck` reports outcomes in batches off the call's path (`POST /api/broker/outcomes`)
+   * instead of one request before it returns: the call's result comes back as soon as the call
+   * is made. Outcomes still held when the process ends are not recorded (their records stay
+   * `pending`): call `flushOutcomes()` before exiting. Trouble goes to `onOutcomeTrouble`.
+   */
+  batchOutcomes?: OutcomeBatchOptions;
+  /** With `batchOutcomes`: an outcome refused or dropped, or the service not answering. Default: a console warning. */
+  onOutcomeTrouble?: (trouble: OutcomeTrouble) => void;
   fetch?: typeof fetch;
 }
 
@@ -105,8 +116,8 @@ export function createClient(options: ClientOptions) {
    * if the call failed, its own error is thrown whether or not the report went through.
    */
   async function withCheck<T>(
-    call: { grantId: string; tool: string; args: Record<string, unknown>; subjectToken: string; approvalId?: string },
-    run: () => Promise<T>,
+    call: { grantId: string; tool: string; args: Record<string, unknown>; subjectToken: string; approvalId?: string; credential?: boolean },
+    run: (check: CheckResult) => Promise<T>,
   ): Promise<CheckedCall<T>> {
     const check = await unwrap(api.POST('/api/broker/check', { body: call }));
     if (check.decision === 'approval_required') {
@@ -116,7 +127,7 @@ export function createClient(options: ClientOptions) {
     const started = Date.now();
     let result: T;
     try {
-      result = await run();
+      result = await run(check);
     } catch (error) {
       await reportOutcome(check.callId, 'failed', Date.now() - started, errorCodeOf(error));
       throw error;
@@ -125,8 +136,20 @@ export function createClient(options: ClientOptions) {
     return outcomeError ? { result, check, outcomeError } : { result, check };
   }
 
+  const batcher =
+    options.batchOutcomes &&
+    new OutcomeBatcher(
+      async (batch) => (await unwrap(api.POST('/api/broker/outcomes', { body: { outcomes: batch.map(fitted) } }))).results,
+      options.onOutcomeTrouble ?? ((trouble) => console.warn(`grant broker outcome: ${trouble.kind}`)),
+      options.batchOutcomes,
+    );
+
   /** recordOutcome that never throws: a failure is handed to onOutcomeError and returned. */
   async function reportOutcome(callId: string, outcome: 'succeeded' | 'failed', durationMs: number, errorCode?: string) {
+    if (batcher) {
+      batcher.add({ callId, outcome, durationMs, ...(errorCode ? { errorCode } : {}) });
+      return undefined;
+    }
     try {
       await recordOutcome(callId, outcome, durationMs, errorCode);
       return undefined;
@@ -142,17 +165,13 @@ export function createClient(options: ClientOptions) {
   }
 
   function recordOutcome(callId: string, outcome: 'succeeded' | 'failed', durationMs?: number, errorCode?: string) {
-    return unwrap(
-      api.POST('/api/broker/calls/{callId}/outcome', {
-        params: { path: { callId } },
-        body: {
-          outcome,
-          // The service takes 0..86400000 ms and a code of [A-Za-z0-9_.:-]{1,100}: fit them rather than lose the report.
-          ...(durationMs === undefined ? {} : { durationMs: Math.min(86_400_000, Math.max(0, Math.round(durationMs))) }),
-          ...(errorCode ? { errorCode: errorCode.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 100) } : {}),
-        },
-      }),
-    );
+    const { callId: _callId, ...body } = fitted({ callId, outcome, durationMs, errorCode });
+    return unwrap(api.POST('/api/broker/calls/{callId}/outcome', { params: { path: { callId } }, body }));
+  }
+
+  /** With `batchOutcomes`: resolves once every outcome held so far is acknowledged (or rejects when `signal` aborts first). */
+  async function flushOutcomes(signal?: AbortSignal): Promise<void> {
+    await batcher?.flush(signal);
   }
 
   /** The broker waits for a human's decision (long polls of up to 20 s each). */
@@ -204,10 +223,31 @@ export function createClient(options: ClientOptions) {
     await unwrap(api.POST('/api/agents/runtime/events/{eventId}/ack', { params: { path: { eventId } } }));
   }
 
-  return { api, unwrap, withCheck, recordOutcome, waitForApproval, events, ack };
+  return {
+    api,
+    unwrap,
+    withCheck,
+    recordOutcome,
+    flushOutcomes,
+    /** Outcomes held by `batchOutcomes`, not yet acknowledged. */
+    pendingOutcomes: () => batcher?.pending ?? 0,
+    waitForApproval,
+    events,
+    ack,
+  };
 }
 
 export type GrantBrokerClient = ReturnType<typeof createClient>;
+
+/** The service takes 0..86400000 ms and a code of [A-Za-z0-9_.:-]{1,100}: fit them rather than lose the report. */
+function fitted({ callId, outcome, durationMs, errorCode }: OutcomeReport): OutcomeReport {
+  return {
+    callId,
+    outcome,
+    ...(durationMs === undefined ? {} : { durationMs: Math.min(86_400_000, Math.max(0, Math.round(durationMs))) }),
+    ...(errorCode ? { errorCode: errorCode.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 100) } : {}),
+  };
+}
 
 /** The code a failed call reports: a string `code` of the error when it has one. */
 function errorCodeOf(error: unknown): string | undefined {

@@ -162,6 +162,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/brokers/{brokerId}/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The broker's route map */
+        get: operations["getBrokerRoutes"];
+        /**
+         * Replace the broker's route map for Envoy external authorization
+         * @description Maps a plain HTTP API (method and path template) or an MCP method other than tools/call to a tool, so Envoy can ask `/ext-authz/` or the gRPC Authorization service about it. Replaces the whole map. `{name}` matches one path segment, a last `{name*}` the rest; a request whose path holds `..`, an encoded slash or NUL matches nothing. `npm run admin -- broker routes --id brk_… --file routes.json` sends the same.
+         */
+        put: operations["putBrokerRoutes"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/broker/calls/{callId}/outcome": {
         parameters: {
             query?: never;
@@ -176,6 +197,26 @@ export interface paths {
          * @description Only the grant’s own broker (anything else: 404). Again: 409 `outcome_already_recorded`; a denied call: 409 `call_denied`; more than 24 days after the check: 409 `outcome_too_late`.
          */
         post: operations["recordCallOutcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/broker/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record the outcomes of up to 100 allowed calls at once
+         * @description For a broker that reports off its calls’ path. Each outcome is taken as `POST /api/broker/calls/{callId}/outcome` takes it, and is durable before the answer; its status says how it went (a call of another broker’s grant: `not_found`). A 5xx promises nothing: send the batch again, and what an earlier send recorded answers `outcome_already_recorded`.
+         */
+        post: operations["recordCallOutcomes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -296,6 +337,83 @@ export interface paths {
          * @description Answers `{}`, as OPA does for an undefined document (a gateway reads it as a denial). The broker authenticates as above.
          */
         post: operations["opaDataUndefined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The trail's verifier key in signed-note format (`<origin>+<key id>+<base64 key>`), one line of text/plain */
+        get: operations["getTrailKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The trail's latest signed checkpoint (a C2SP checkpoint in a signed note), text/plain
+         * @description A new one at least every TRAIL_CHECKPOINT_MS while records arrive.
+         */
+        get: operations["getTrailCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/proofs/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A proof that the tree of size `to` extends the tree of size `from`
+         * @description `from` 0 or above `to`: 400; `from` equal to `to`: no hashes; `to` past the latest checkpoint: 409 `not_in_checkpoint`.
+         */
+        get: operations["getTrailConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/proofs/inclusion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A proof that a call's record is in the tree of a signed checkpoint
+         * @description Whoever may read the call's grant (else 404). `treeSize` omitted: the latest checkpoint's. A record no signed checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.
+         */
+        get: operations["getTrailInclusionProof"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -919,6 +1037,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ext-authz/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        get: operations["extAuthzHttpGet"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        put: operations["extAuthzHttpPut"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        post: operations["extAuthzHttpPost"];
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        delete: operations["extAuthzHttpDelete"];
+        options?: never;
+        head?: never;
+        /**
+         * Envoy's HTTP external authorization: one broker check for the request Envoy forwards
+         * @description Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with `x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` names the recorded call, `authorization` carries the minted credential when the route asks for one, and `x-envoy-auth-headers-to-remove` takes the agent's credential and the grant header off the upstream request. Every other status denies, with a problem document carrying `reason`, `explanation` and `callId`: 403 for a denial (another broker's grant reads as `not_found`; a request no route maps is `no_route`), 403 `approval_required` with `approvalId`, 429 `budget_exhausted` with `retry-after` in seconds, 401 for a missing or bad broker or agent credential, 413 for a body over 64 KiB, 503 when a dependency is down (never an allow). Every checked call is recorded in the call trail as a `POST /api/broker/check` would be; report its outcome with `POST /api/broker/calls/{callId}/outcome`.
+         */
+        patch: operations["extAuthzHttpPatch"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1031,7 +1185,14 @@ export interface components {
         CallRecord: {
             id: string;
             grantId: string;
+            /** @description The grant's root grant (the grant itself for a root): a member of the record's leaf */
+            rootId: string;
             tool: string;
+            /**
+             * @description What the check answered, as the record's leaf in the trail's Merkle tree holds it. The leaf's `reason` is the record's, except for a call held for approval, whose leaf keeps `approval_required` whatever became of the approval
+             * @enum {string}
+             */
+            decision: "allow" | "deny" | "approval_required";
             /**
              * @description An allowed call: `pending` until its outcome is reported, then `succeeded` or `failed`. A call held for approval: `awaiting_approval` while the approval is pending, then `approved` (the call itself is the re-sent check, a record of its own) or `denied` (`reason` `approval_denied`, or `approval_expired` when nobody decided in time). Any other refusal: `denied`.
              * @enum {string}
@@ -1075,6 +1236,10 @@ export interface components {
                  */
                 expiresAt: string;
             } | null;
+            /** @description The record's leaf in the trail's Merkle tree (`GET /api/trail/proofs/inclusion`); null on records older than the tree */
+            leafIndex: number | null;
+            /** @description The leaf of the call's reported outcome; null until reported */
+            outcomeLeafIndex: number | null;
         };
         /** @description A grant's budget use now, counted from the call trail as the service rebuilds its windows (a budget over 1,000 calls is kept in buckets, so the service may admit by up to one bucket more or less), and the size of its subtree. */
         GrantUsage: {
@@ -1113,6 +1278,7 @@ export interface components {
             /** @description With budget_exhausted: when the first unit frees */
             retryAfterMs?: number;
             explanation?: components["schemas"]["DenialExplanation"];
+            receipt?: components["schemas"]["TrailReceipt"];
             budget: {
                 /** @description Calls left now, the least over the whole chain */
                 remaining: number;
@@ -1120,6 +1286,8 @@ export interface components {
                 resetMs: number;
             };
             credential?: components["schemas"]["MintedCredential"];
+            /** @description The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same. */
+            grantVersion?: string;
         };
         /** @description With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object. */
         DenialExplanation: {
@@ -1141,6 +1309,11 @@ export interface components {
              */
             unlock: "attenuate_from_parent" | "ask_connection_owner" | "request_approval" | "wait" | "none";
         };
+        /** @description With every recorded answer: where the call record is in the trail. Prove it against a signed checkpoint with `GET /api/trail/proofs/inclusion?callId=…` once a checkpoint covers it (within `TRAIL_CHECKPOINT_MS`). */
+        TrailReceipt: {
+            /** @description The call record's leaf in the trail's Merkle tree */
+            leafIndex: number;
+        };
         /** @description With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint. */
         MintedCredential: {
             /** @description The installation access token: send it as `Authorization: Bearer` to GitHub for this call */
@@ -1153,6 +1326,60 @@ export interface components {
             permissions: {
                 [key: string]: string;
             };
+        };
+        /** @description A broker's route map for Envoy external authorization. HTTP routes map a method and a path template to a tool; path parameters, query parameters and a JSON object body become its arguments (a path parameter wins over a query parameter, which wins over a body field of the same name). The first route that matches decides. */
+        RouteMap: {
+            routes: ({
+                /** @enum {string} */
+                method: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+                /** @example /repos/{owner}/{repo}/contents/{path*} */
+                path: string;
+                /**
+                 * @description The tool a matching request calls (or `mcp: true`)
+                 * @example repos.read_file
+                 */
+                tool?: string;
+                /**
+                 * @description An MCP endpoint: the tool and arguments are read from the JSON-RPC body's `tools/call`, not from the path
+                 * @enum {boolean}
+                 */
+                mcp?: true;
+                /** @description On allow, mint the call's credential (§18) and pass it upstream as `authorization: Bearer …` */
+                credential?: boolean;
+            } | {
+                /** @description An MCP method other than tools/call, checked as this tool with its `params` as arguments */
+                mcpMethod: string;
+                /** @example repos.read_file */
+                tool: string;
+                credential?: boolean;
+            })[];
+        };
+        /** @description The arguments themselves are never stored or returned; only their digest. */
+        CompletedCallRecord: components["schemas"]["CallRecord"] & {
+            /** @description The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off */
+            receipt?: {
+                leafIndex: number;
+            };
+        };
+        OutcomeBatchResult: {
+            results: {
+                callId: string;
+                /**
+                 * @description `recorded`: durable now. `outcome_already_recorded`: an earlier report (a retried batch) holds it. The others, as the single report would answer them: never taken.
+                 * @enum {string}
+                 */
+                status: "recorded" | "outcome_already_recorded" | "call_denied" | "outcome_too_late" | "not_found";
+            }[];
+        };
+        OutcomeBatch: {
+            outcomes: {
+                /** @example call_01jd6x3c4vf8r9t2y5u7w0z1ab */
+                callId: string;
+                /** @enum {string} */
+                outcome: "succeeded" | "failed";
+                durationMs?: number;
+                errorCode?: string;
+            }[];
         };
         /** @description true only when the broker check allowed the call */
         AuthzenDecision: {
@@ -1268,6 +1495,7 @@ export interface components {
                 /** @description With budget_exhausted: when the first unit frees */
                 retryAfterMs?: number;
                 explanation?: components["schemas"]["DenialExplanation"];
+                receipt?: components["schemas"]["TrailReceipt"];
                 budget?: {
                     /** @description Calls left now, the least over the whole chain */
                     remaining: number;
@@ -1275,6 +1503,8 @@ export interface components {
                     resetMs: number;
                 };
                 credential?: components["schemas"]["MintedCredential"];
+                /** @description The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same. */
+                grantVersion?: string;
                 allow: boolean;
                 /** @description On allow, for the upstream: `x-grant-call-id`, and `authorization` with the minted credential when asked for; on a refusal, for the client (`retry-after` with a spent budget) */
                 headers: {
@@ -1296,6 +1526,12 @@ export interface components {
         };
         /** @description OPA’s answer for an undefined document */
         OpaUndefinedDocument: Record<string, never>;
+        TrailInclusionProof: {
+            leafIndex: number;
+            treeSize: number;
+            /** @description The proof: base64 SHA-256 hashes, in the order of RFC 9162 */
+            hashes: string[];
+        };
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {
             id: string;
@@ -2930,6 +3166,216 @@ export interface operations {
             };
         };
     };
+    getBrokerRoutes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brokerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The map in force (empty when none was put) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteMap"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putBrokerRoutes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                brokerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RouteMap"];
+            };
+        };
+        responses: {
+            /** @description The map now in force */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteMap"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     recordCallOutcome: {
         parameters: {
             query?: never;
@@ -2950,13 +3396,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The completed call record */
+            /** @description The completed call record, with the receipt of its outcome */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallRecord"];
+                    "application/json": components["schemas"]["CompletedCallRecord"];
                 };
             };
             /** @description `invalid_request`: The request is malformed */
@@ -2997,6 +3443,102 @@ export interface operations {
             };
             /** @description `outcome_already_recorded`: The outcome of this call is already recorded; `call_denied`: The call was denied; a denied call takes no outcome; `outcome_too_late`: The call was checked more than 24 days ago; its outcome is no longer taken */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    recordCallOutcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OutcomeBatch"];
+            };
+        };
+        responses: {
+            /** @description One status per outcome, in the order sent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutcomeBatchResult"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3554,6 +4096,356 @@ export interface operations {
             };
             /** @description `credential_not_accepted`: This kind of credential is not accepted here */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verifier key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed note */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailConsistencyProof: {
+        parameters: {
+            query?: {
+                /** @description The older tree size (at least 1) */
+                from?: number | null;
+                /** @description The newer tree size */
+                to?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consistency proof */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The proof: base64 SHA-256 hashes, in the order of RFC 9162 */
+                        hashes: string[];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailInclusionProof: {
+        parameters: {
+            query: {
+                /** @description The call (`call_…`) */
+                callId: string;
+                /** @description The size of a signed checkpoint */
+                treeSize?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The inclusion proof */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrailInclusionProof"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7964,6 +8856,381 @@ export interface operations {
                 };
             };
             /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    extAuthzHttpPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The original request's path (and query), as Envoy forwards it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Allowed: the request goes upstream with the headers of this answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Denied: the forwarded request is malformed (a path that is not canonical, a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: no or a bad broker credential, or agent credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a problem document with `reason`, `explanation`, `callId`, and `approvalId` when a human must approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the forwarded body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: the budget is spent; `retry-after` says when the first call frees */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Denied: a dependency is unavailable; nothing was allowed */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -29,34 +29,43 @@ const MAX_ATTEMPTS = 4;
  */
 export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: CheckRequest): Promise<CheckAnswer> {
   const { tracer } = deps;
-  return tracer.span('check', async () => {
-    let resolved = await tracer.span('resolve', () => resolve(deps, broker, request));
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
-      let verdict = tracer.span('decide', () => decide(deps, resolved));
-      // Asked before, from another session or process: decided again with that approval.
-      const recalled = await recallApproval(deps, resolved, verdict);
-      if (recalled) {
-        resolved = recalled;
-        verdict = tracer.span('decide', () => decide(deps, recalled));
+  // The grant tool's name and the grant: never its arguments or a token.
+  const attributes = { 'gen_ai.tool.name': request.tool, 'grant_broker.grant.id': request.grantId };
+  return tracer.span(
+    'check',
+    async () => {
+      let resolved = await tracer.span('resolve', () => resolve(deps, broker, request));
+      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
+        let verdict = tracer.span('decide', () => decide(deps, resolved));
+        // Asked before, from another session or process: decided again with that approval.
+        const recalled = await recallApproval(deps, resolved, verdict);
+        if (recalled) {
+          resolved = recalled;
+          verdict = tracer.span('decide', () => decide(deps, recalled));
+        }
+        // Before the unit: a call whose credential cannot be had takes none and spends no approval.
+        const minted = await credentialFor(deps, resolved, verdict);
+        if (minted.kind === 'failed') return refuseWithoutCredential(deps, resolved, verdict, minted.detail);
+        const charged = await tracer.span('charge', () => charge(deps, resolved, verdict));
+        if (charged.kind === 'relabelled') {
+          // Another call labelled the tree since: the same facts, decided again on its labels.
+          resolved = { ...resolved, session: charged.session };
+          continue;
+        }
+        if (charged.kind !== 'stale') {
+          const credential = minted.kind === 'minted' ? minted.credential : undefined;
+          const settled = resolved;
+          const answer = await tracer.span('settle', () => settle(deps, settled, verdict, charged, credential));
+          // What a gateway keys its cached listing of the grant by: it moves with every change to the tree.
+          return settled.treeVersion === undefined ? answer : { ...answer, grantVersion: settled.treeVersion };
+        }
+        if (attempt < MAX_ATTEMPTS) {
+          const retry = { previous: resolved, treeVersion: charged.treeVersion, session: charged.session };
+          resolved = await tracer.span('resolve', () => resolve(deps, broker, request, retry));
+        }
       }
-      // Before the unit: a call whose credential cannot be had takes none and spends no approval.
-      const minted = await credentialFor(deps, resolved, verdict);
-      if (minted.kind === 'failed') return refuseWithoutCredential(deps, resolved, verdict, minted.detail);
-      const charged = await tracer.span('charge', () => charge(deps, resolved, verdict));
-      if (charged.kind === 'relabelled') {
-        // Another call labelled the tree since: the same facts, decided again on its labels.
-        resolved = { ...resolved, session: charged.session };
-        continue;
-      }
-      if (charged.kind !== 'stale') {
-        const credential = minted.kind === 'minted' ? minted.credential : undefined;
-        return tracer.span('settle', () => settle(deps, resolved, verdict, charged, credential));
-      }
-      if (attempt < MAX_ATTEMPTS) {
-        const retry = { previous: resolved, treeVersion: charged.treeVersion, session: charged.session };
-        resolved = await tracer.span('resolve', () => resolve(deps, broker, request, retry));
-      }
-    }
-    throw new DependencyUnavailableError('the facts of this grant kept changing; try again');
-  });
+      throw new DependencyUnavailableError('the facts of this grant kept changing; try again');
+    },
+    attributes,
+  );
 }

@@ -42,8 +42,12 @@ export interface CheckAnswer {
   explanation?: Explanation;
   retryAfterMs?: number;
   budget: { remaining: number; resetMs: number };
+  /** The call's record in the trail's Merkle tree: its leaf, to prove against a signed checkpoint. */
+  receipt?: { leafIndex: number };
   /** With `credential: true`, on allow: the token for this call alone. */
   credential?: { token: string; expiresAt: string; repositories: string[]; permissions: Record<string, string> };
+  /** The version of the grant's tree the check read its facts under (opaque; changes with any change to the tree). */
+  grantVersion?: string;
 }
 
 /** What a check knows before it reads anything: made once, whatever the attempts. */

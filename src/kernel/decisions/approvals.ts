@@ -3,6 +3,15 @@ import { CallPrincipalFact } from './broker';
 import { defineDecision, verdict } from './define';
 import { GrantFacts, Millis } from './facts';
 
+/** A call as an approval binds it: what finds the open approval of the identical call. */
+export interface ApprovalBinding {
+  grantId: string;
+  tool: string;
+  principal: { kind: 'user' | 'agent'; id: string };
+  argsDigest: string;
+  now: Date;
+}
+
 export const approvalsDecide = defineDecision(
   'approvals.decide',
   'Reading, listing, approving or denying an approval of one call: its grant’s connection owner or an owner or admin of the target pod, never the call’s own principal.',

@@ -37,6 +37,21 @@ export const ConnectionFact = z.strictObject({
 });
 export type ConnectionFact = z.infer<typeof ConnectionFact>;
 
+/** The one builder of the connection fact, whatever query loaded the row. */
+export function toConnectionFact(
+  row: Pick<ConnectionFact, 'id' | 'owner_id' | 'kind' | 'status'>,
+  tools: ConnectionFact['tools'],
+): ConnectionFact {
+  return { id: row.id, owner_id: row.owner_id, kind: row.kind, status: row.status, tools };
+}
+
+/** Where a tool's repository, ref and path sit in its call's `args` (RFC 6901 pointers). */
+export interface ToolResourcePointers {
+  repository?: string;
+  ref?: string;
+  path?: string;
+}
+
 /** A grant with what places it in its tree: the broker check's chain links. */
 export const ChainLink = GrantFact.extend({
   parent_id: z.string().nullable(),

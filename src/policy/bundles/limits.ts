@@ -4,8 +4,8 @@ import { PolicyLoadError } from '../load-error';
 /**
  * How large a bundle may be: `maxBytes` as fetched or read (POLICY_BUNDLE_MAX_BYTES), and
  * UNPACKED_MULTIPLE times that once inflated, which is what bounds memory (64 MiB by default, the
- * bound before the download had one). Our bundle compresses about 3:1, so one at the download cap
- * still unpacks within it; a gzip bomb is 1000:1.
+ * bound before the download had one). Rego and JSON compress by a small factor, so a bundle at the
+ * download cap still unpacks within it; a gzip bomb inflates by orders of magnitude, and does not.
  */
 export const DEFAULT_MAX_BUNDLE_BYTES = 16 * 1024 * 1024;
 export const UNPACKED_MULTIPLE = 4;

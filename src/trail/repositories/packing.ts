@@ -4,9 +4,10 @@ import { dayOfTable, dayTable } from './days';
 /**
  * Closed days of the call trail, packed: a day's B-tree is written while the day is open, one
  * grant's new entry landing at the end of that grant's run, so its pages split in the middle and
- * settle half to 70 % full. Once the day is over nothing more is inserted into it (an outcome
+ * settle part full. Once the day is over nothing more is inserted into it (an outcome
  * updates its record on the same page and leaves the index alone), so the maintenance job rebuilds
- * that index once, sorted and packed full: about 29 bytes a record instead of 40 to 55.
+ * that index once, sorted and packed full, which takes markedly fewer bytes a record
+ * (docs/call-trail.md has the current figures and how to measure them).
  *
  * `REINDEX CONCURRENTLY` takes no lock that stops a check, a report or a listing. A packed index
  * says so itself: its `fillfactor` is 100 (set just before the rebuild, which copies it). A rebuild

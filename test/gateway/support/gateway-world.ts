@@ -66,11 +66,22 @@ export async function grantOn(world: GatewayWorld, connectionId: string, options
   return created.body.id as string;
 }
 
-/** The grant's call trail, oldest first, as `tool:outcome` (and the records themselves). */
-export async function trail(world: Pick<GatewayWorld, 'service' | 'owner'>, grantId: string) {
-  const answer = await world.service.http.get(`/api/grants/${grantId}/calls`).set(world.owner.auth).expect(200);
-  const items = [...(answer.body.items as Array<{ tool: string; outcome: string; reason: string; durationMs?: number }>)].reverse();
-  return { items, outcomes: items.map((item) => `${item.tool}:${item.outcome}`) };
+/**
+ * The grant's call trail, oldest first, as `tool:outcome` (and the records themselves). The gateway
+ * reports outcomes in batches after the agent has its answer: an allowed call's record is read
+ * once it left `pending` (or after `settleMs`, as it then stands).
+ */
+export async function trail(world: Pick<GatewayWorld, 'service' | 'owner'>, grantId: string, settleMs = 3_000) {
+  const deadline = Date.now() + settleMs;
+  for (;;) {
+    const answer = await world.service.http.get(`/api/grants/${grantId}/calls`).set(world.owner.auth).expect(200);
+    const items = [...(answer.body.items as Array<{ tool: string; outcome: string; reason: string; durationMs?: number }>)].reverse();
+    if (items.some((item) => item.outcome === 'pending') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      continue;
+    }
+    return { items, outcomes: items.map((item) => `${item.tool}:${item.outcome}`) };
+  }
 }
 
 /** The gateway in this process, listening for agents on a spare loopback port (`env`: what else its config reads). */
@@ -84,6 +95,7 @@ export async function startHttpGateway(world: GatewayWorld, config: GatewayConfi
     close: async () => {
       await listener.close();
       await core.upstream.close();
+      await core.close();
     },
   };
 }

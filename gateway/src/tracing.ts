@@ -1,0 +1,69 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+
+const tracer = trace.getTracer('mcp-gateway');
+
+/**
+ * OpenTelemetry for the gateway, on when OpenTelemetry's own variables ask for an exporter
+ * (OTEL_TRACES_EXPORTER other than `none`, or an OTLP endpoint): spans go to the collector in
+ * batches off the call's path. Off, the API's no-op tracer makes no span at all. Answers the
+ * shutdown that sends what is left.
+ */
+export function startTracing(env: NodeJS.ProcessEnv): () => Promise<void> {
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim();
+  const on = exporter !== 'none' && Boolean(exporter || env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  if (!on) return async () => undefined;
+  const provider = new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  provider.register();
+  return () => provider.shutdown();
+}
+
+/**
+ * Where an MCP request's trace continues: the W3C trace context its `_meta` carries (`traceparent`,
+ * `tracestate`, as MCP hosts put it there), else its HTTP request's headers.
+ */
+export function callerContext(meta: Record<string, unknown> | undefined, headers: IncomingHttpHeaders | undefined): Context {
+  const carrier: Record<string, string> = {};
+  for (const source of [headers ?? {}, meta ?? {}] as Record<string, unknown>[]) {
+    for (const name of ['traceparent', 'tracestate']) if (typeof source[name] === 'string') carrier[name] = source[name];
+  }
+  return propagation.extract(ROOT_CONTEXT, carrier);
+}
+
+/**
+ * One MCP request as a span (`<method> <tool>`, the MCP and GenAI conventions' names), the grant
+ * broker's check inside it carrying its trace on. `describe` names how the result went (a refusal's
+ * reason); never an argument or a token.
+ */
+export function inSpan<T>(
+  name: string,
+  parent: Context,
+  attributes: Attributes,
+  work: () => Promise<T>,
+  describe?: (result: T) => string | undefined,
+): Promise<T> {
+  return tracer.startActiveSpan(name, { kind: SpanKind.SERVER, attributes }, parent, async (span) => {
+    try {
+      const result = await work();
+      const failure = describe?.(result);
+      if (failure) {
+        span.setAttribute('error.type', failure);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      return result;
+    } catch (error) {
+      span.setAttribute('error.type', error instanceof Error ? error.name : 'error');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** The active trace context as W3C headers on a request to the grant broker (nothing when tracing is off). */
+export function injectTraceContext(headers: Record<string, string>): void {
+  propagation.inject(context.active(), headers);
+}

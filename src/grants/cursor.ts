@@ -1,2 +1,0 @@
-/** The lists of grants, calls and approvals page with the service's one cursor (kernel/cursor.ts). */
-export { decodeCursor, encodeCursor } from '../kernel/cursor';

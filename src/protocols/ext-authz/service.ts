@@ -1,0 +1,82 @@
+import type { CheckingBroker } from '../../broker/authenticator';
+import type { CheckAnswer, CheckRequest } from '../../broker/check';
+import type { CredentialResolver } from '../../credentials/authenticators';
+import { isDependencyFailure } from '../../kernel/dependency';
+import { ApiError } from '../../kernel/errors';
+import type { Logger } from '../../kernel/log';
+import type { Authenticator } from '../../kernel/route';
+import { denial, fromAnswer, toCheck, type ForwardedCall, type Verdict } from './mapping';
+import type { RouteMap } from './route-map';
+
+/**
+ * Envoy external authorization, whichever transport asked (./http.ts, ./grpc.ts): the broker is
+ * authenticated as on `POST /api/broker/check`, the forwarded request mapped to that check's
+ * input (./mapping.ts), the same check run, its answer mapped back. Nothing here decides a call.
+ */
+export interface ExtAuthzDeps {
+  /** The broker check's use case (src/broker/check), exactly as its route runs it. */
+  check(broker: CheckingBroker, request: CheckRequest): Promise<CheckAnswer>;
+  /** The broker check's authenticator. */
+  brokerCredentials: Authenticator<CheckingBroker>;
+  /** The check body's own rules (schema and hostile input), so an adapter's input is judged alike. */
+  validate(body: unknown): CheckRequest;
+  routesOf(brokerId: string): Promise<RouteMap>;
+  /** Verifies the agent's credential of an MCP message that passes without a check. */
+  resolveCredential: CredentialResolver;
+  log: Logger;
+}
+
+export interface ExtAuthzService {
+  /** The answer for one forwarded request; `brokerAuthorization` is `Bearer bkt_…`. Never throws. */
+  authorize(call: ForwardedCall, brokerAuthorization: string | undefined): Promise<Verdict>;
+}
+
+export function createExtAuthzService(deps: ExtAuthzDeps): ExtAuthzService {
+  async function decide(call: ForwardedCall, brokerAuthorization: string | undefined): Promise<Verdict> {
+    const broker = await deps.brokerCredentials.authenticate({ authorization: brokerAuthorization });
+    const mapped = toCheck(call, await deps.routesOf(broker.brokerId));
+    if (mapped.kind === 'refuse') return denial(mapped.status, mapped.reason, mapped.detail);
+    if (mapped.kind === 'pass') {
+      // No call to record, so nothing confirms a remembered broker token later: both verify now.
+      const [asBroker, subject] = await Promise.all([
+        deps.resolveCredential(brokerAuthorization!.replace(/^Bearer +/i, '')),
+        deps.resolveCredential(mapped.subjectToken),
+      ]);
+      if (asBroker?.kind !== 'broker') return denial(401, 'unauthenticated', 'the broker credential is invalid or revoked');
+      if (subject?.kind !== 'agent' && subject?.kind !== 'human') {
+        return denial(401, 'subject_token_invalid', "the agent's credential is invalid, expired or revoked");
+      }
+      return { allow: true, setHeaders: {}, removeHeaders: ['authorization', 'grant-id'] };
+    }
+    const request = deps.validate(mapped.check);
+    return fromAnswer(await deps.check(broker, request));
+  }
+
+  return {
+    async authorize(call, brokerAuthorization) {
+      try {
+        return await decide(call, brokerAuthorization);
+      } catch (error) {
+        return refusalOf(error, deps.log);
+      }
+    },
+  };
+}
+
+/** What a thrown refusal or failure means to Envoy: a denial, or 503 (fail closed, never an allow). */
+function refusalOf(error: unknown, log: Logger): Verdict {
+  if (error instanceof ApiError) {
+    if (error.code === 'not_found') return denial(403, 'not_found', 'no such grant');
+    if (error.code === 'unauthenticated') return denial(401, 'unauthenticated', 'the broker credential is invalid or revoked');
+    if (error.code === 'credential_not_accepted') return denial(401, 'unauthenticated', 'send a broker token as the broker credential');
+    if (error.code === 'credential_unavailable' && error.status === 422) return denial(403, error.code, error.message);
+    if (error.status >= 500) return denial(503, error.code, error.message);
+    return denial(error.status, error.code, error.message);
+  }
+  if (isDependencyFailure(error)) {
+    log.error({ err: error }, 'ext_authz: dependency unavailable');
+    return denial(503, 'dependency_unavailable', 'a dependency is unavailable; nothing was allowed');
+  }
+  log.error({ err: error }, 'ext_authz: unexpected error');
+  return denial(503, 'internal_error', 'an unexpected error occurred; nothing was allowed');
+}
