@@ -53,6 +53,8 @@ describe('POST /v1/data/grant_broker/check with the broker check’s body', () =
         callId,
         reason: 'allowed',
         budget: { remaining: 4, resetMs: 60_000 },
+        grantVersion: expect.any(String),
+        receipt: { leafIndex: expect.any(Number) },
         headers: { 'x-grant-call-id': callId },
       },
       decision_id: callId,
