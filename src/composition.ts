@@ -299,6 +299,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
     playground: playgroundPorts(db, policy, { securityAdmins: config.SECURITY_ADMINS, maxBundleBytes: config.POLICY_BUNDLE_MAX_BYTES }),
+    publicUrl: publicBaseUrl(config),
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));

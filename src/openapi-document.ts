@@ -38,6 +38,7 @@ export function declaredRoutes(): Route[] {
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
       overview: inert,
       playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
+      publicUrl: 'https://broker.example',
       extAuthz: inert,
     },
     credentialAuthenticators(async () => null),

@@ -17,6 +17,7 @@ export const PROBLEMS = {
   not_connection_owner: { status: 403, title: 'Only the connection owner may do this' },
   not_installed_agent: { status: 403, title: 'Only an agent installed in the pod may do this' },
   principal_not_in_audience: { status: 403, title: "The caller is not in the grant's effective audience" },
+  subject_mismatch: { status: 403, title: 'The named subject is not the principal of the forwarded token' },
   principal_assertion_refused: { status: 403, title: "A broker may not assert the principal; forward the caller's subjectToken" },
   org_policy_denied: { status: 403, title: "An org policy of the security team refuses this; `reasons` name the policy's own codes" },
   approval_required: { status: 403, title: 'An org policy requires a human approval, which this request cannot carry' },

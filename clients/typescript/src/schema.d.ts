@@ -223,6 +223,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/access/v1/evaluation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN 1.0 Access Evaluation: one broker check
+         * @description The subject is the agent: `subject: {type: "agent", id: <agentId>, properties: {token: <its runtime or access token>}}` (a human: `type: "user"` with the forwarded JWT); `action.name` is the tool; `resource: {type: "grant", id: <grantId>, properties: {args}}`. The broker authenticates with its own `bkt_` token, as on POST /api/broker/check, and runs that very check: the same policy, budget, approvals, credential, call record and decision log. `decision` is true only on allow; `context` carries `reason`, `callId` (report the outcome with POST /api/broker/calls/{callId}/outcome), and with a refusal its `explanation`, `approvalId` (approval_required) or `retryAfterMs` (budget_exhausted). An evaluation the check cannot take (another broker’s grant, answered exactly as an unknown one: `not_found`; a token that does not verify; a `subject.id` that is not the token’s; another subject or resource type) is `decision: false` with `context.error` and no call is recorded. A missing subject, action or resource is a 400; Postgres or Redis down is a 503, never a decision.
+         */
+        post: operations["authzenEvaluation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN 1.0 Access Evaluations: several broker checks, in order
+         * @description The subject is the agent: `subject: {type: "agent", id: <agentId>, properties: {token: <its runtime or access token>}}` (a human: `type: "user"` with the forwarded JWT); `action.name` is the tool; `resource: {type: "grant", id: <grantId>, properties: {args}}`. The broker authenticates with its own `bkt_` token, as on POST /api/broker/check, and runs that very check: the same policy, budget, approvals, credential, call record and decision log. `decision` is true only on allow; `context` carries `reason`, `callId` (report the outcome with POST /api/broker/calls/{callId}/outcome), and with a refusal its `explanation`, `approvalId` (approval_required) or `retryAfterMs` (budget_exhausted). An evaluation the check cannot take (another broker’s grant, answered exactly as an unknown one: `not_found`; a token that does not verify; a `subject.id` that is not the token’s; another subject or resource type) is `decision: false` with `context.error` and no call is recorded. A missing subject, action or resource is a 400; Postgres or Redis down is a 503, never a decision. Up to 64 evaluations, checked one after another in order; top-level subject, action, resource and context are defaults a member’s own key replaces. `options.evaluations_semantic`: `execute_all` (default) answers every one; `deny_on_first_deny` stops after the first false, `permit_on_first_permit` after the first true, and the evaluations after it are neither checked nor answered (no record, no budget unit). Without `evaluations` (or with an empty array) the request is one evaluation and the answer one decision.
+         */
+        post: operations["authzenEvaluations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/authzen-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * AuthZEN 1.0 Policy Decision Point metadata
+         * @description Where the evaluation endpoints are, under the service’s public URL (PUBLIC_URL). No search endpoint is offered.
+         */
+        get: operations["authzenConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/grant_broker/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: the broker check as the document data.grant_broker.check
+         * @description Answers as OPA would, so the OPA plugins of Kong and APISIX (and any OPA client) call the broker check unchanged. The check runs exactly as POST /api/broker/check (policy, budget, approvals, credential, call record, decision log); `result.allow` is true only on allow and `decision_id` is the call’s id (report its outcome with POST /api/broker/calls/{callId}/outcome). The broker authenticates with its `bkt_` token as a bearer, or, from a gateway whose plugin sends no credential, as `x-broker-authorization: Bearer bkt_…` among the forwarded request’s headers. A gateway request is mapped through the broker’s route map (the agent’s credential is its `authorization`, the grant its `grant-id` header); one no route maps is `allow: false` with `reason: no_route`. Another broker’s grant is refused exactly as an unknown one (`allow: false`, `reason: not_found`, no decision id). Input of no known shape: 400. Postgres or Redis down: 503, never a result.
+         */
+        post: operations["opaDataCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/grant_broker/check/allow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: only whether the check allows (data.grant_broker.check.allow)
+         * @description The same check, answered as the boolean document `allow`. Answers as OPA would, so the OPA plugins of Kong and APISIX (and any OPA client) call the broker check unchanged. The check runs exactly as POST /api/broker/check (policy, budget, approvals, credential, call record, decision log); `result.allow` is true only on allow and `decision_id` is the call’s id (report its outcome with POST /api/broker/calls/{callId}/outcome). The broker authenticates with its `bkt_` token as a bearer, or, from a gateway whose plugin sends no credential, as `x-broker-authorization: Bearer bkt_…` among the forwarded request’s headers. A gateway request is mapped through the broker’s route map (the agent’s credential is its `authorization`, the grant its `grant-id` header); one no route maps is `allow: false` with `reason: no_route`. Another broker’s grant is refused exactly as an unknown one (`allow: false`, `reason: not_found`, no decision id). Input of no known shape: 400. Postgres or Redis down: 503, never a result.
+         */
+        post: operations["opaDataCheckAllow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: any other document is undefined
+         * @description Answers `{}`, as OPA does for an undefined document (a gateway reads it as a denial). The broker authenticates as above.
+         */
+        post: operations["opaDataUndefined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/trail/key": {
         parameters: {
             query?: never;
@@ -1261,6 +1381,151 @@ export interface components {
                 errorCode?: string;
             }[];
         };
+        /** @description true only when the broker check allowed the call */
+        AuthzenDecision: {
+            decision: boolean;
+            context?: components["schemas"]["AuthzenDecisionContext"];
+        };
+        AuthzenDecisionContext: {
+            /** @description `allowed`, a deny reason of the broker check, or a refusal of the request */
+            reason: string;
+            /** @description The call record: report its outcome with POST /api/broker/calls/{callId}/outcome */
+            callId?: string;
+            explanation?: components["schemas"]["DenialExplanation"];
+            approvalId?: string;
+            retryAfterMs?: number;
+            message?: string;
+            credential?: components["schemas"]["MintedCredential"];
+            /** @description A refusal of this evaluation itself (unknown grant, bad subject, malformed member): no call was checked */
+            error?: {
+                status: number;
+                message: string;
+            };
+        };
+        AuthzenEvaluationRequest: {
+            subject: components["schemas"]["AuthzenSubject"];
+            action: components["schemas"]["AuthzenAction"];
+            resource: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenRequestContext"];
+        };
+        AuthzenSubject: {
+            /**
+             * @description `agent` (or `user` for a human’s forwarded JWT)
+             * @example agent
+             */
+            type: string;
+            /** @description The agent’s id; refused when the token is anyone else’s */
+            id: string;
+            /** @description `token`: the agent’s own credential (runtime token or access token), forwarded as it was received */
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        AuthzenAction: {
+            /**
+             * @description The tool
+             * @example repos.read_file
+             */
+            name: string;
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        AuthzenResource: {
+            /** @example grant */
+            type: string;
+            /**
+             * @description The grant the call is made through
+             * @example grt_01jd6x3c4vf8r9t2y5u7w0z1ab
+             */
+            id: string;
+            /** @description `args`: the tool’s arguments (an object; only their digest is kept, never stored, logged or returned) */
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The environment. Read: `credential: true` asks, as on the broker check, for a credential minted for this call alone on allow; `approvalId`, a re-sent call’s approval. Anything else is ignored. */
+        AuthzenRequestContext: {
+            [key: string]: unknown;
+        };
+        /** @description With `evaluations`, one decision per evaluation in order, up to the one that short-circuits; without, one decision */
+        AuthzenEvaluationsResponse: {
+            evaluations: components["schemas"]["AuthzenDecision"][];
+        } | components["schemas"]["AuthzenDecision"];
+        AuthzenEvaluationsRequest: {
+            subject?: components["schemas"]["AuthzenSubject"];
+            action?: components["schemas"]["AuthzenAction"];
+            resource?: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenRequestContext"];
+            /** @description At most 64; each member overrides the top-level defaults key by key */
+            evaluations?: {
+                subject?: components["schemas"]["AuthzenSubject"];
+                action?: components["schemas"]["AuthzenAction"];
+                resource?: components["schemas"]["AuthzenResource"];
+                context?: components["schemas"]["AuthzenRequestContext"];
+            }[];
+            options?: {
+                /**
+                 * @description `execute_all` (the default), `deny_on_first_deny` or `permit_on_first_permit`: the evaluations after the one that short-circuits are neither checked nor answered (no record, no budget)
+                 * @enum {string}
+                 */
+                evaluations_semantic?: "execute_all" | "deny_on_first_deny" | "permit_on_first_permit";
+            };
+        };
+        AuthzenPdpMetadata: {
+            policy_decision_point: string;
+            access_evaluation_endpoint: string;
+            access_evaluations_endpoint: string;
+        };
+        OpaCheckDocument: {
+            /** @description The check’s answer with `allow`, and what the gateways’ OPA plugins read */
+            result: {
+                /** @enum {string} */
+                decision?: "allow" | "deny" | "approval_required";
+                callId?: string;
+                reason: string;
+                /** @description With approval_required: the approval a human now decides */
+                approvalId?: string;
+                approval?: {
+                    id: string;
+                    expiresAt: string;
+                };
+                /** @description With an org rule's reason: the rule's message */
+                message?: string;
+                /** @description With budget_exhausted: when the first unit frees */
+                retryAfterMs?: number;
+                explanation?: components["schemas"]["DenialExplanation"];
+                receipt?: components["schemas"]["TrailReceipt"];
+                budget?: {
+                    /** @description Calls left now, the least over the whole chain */
+                    remaining: number;
+                    /** @description When the oldest counted call of that level leaves the window */
+                    resetMs: number;
+                };
+                credential?: components["schemas"]["MintedCredential"];
+                /** @description The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same. */
+                grantVersion?: string;
+                allow: boolean;
+                /** @description On allow, for the upstream: `x-grant-call-id`, and `authorization` with the minted credential when asked for; on a refusal, for the client (`retry-after` with a spent budget) */
+                headers: {
+                    [key: string]: string;
+                };
+                /** @description On a refusal: 429 for a spent budget, else 403 (401 for a bad subject token) */
+                status_code?: number;
+            };
+            /** @description The call’s id (absent when no call was checked) */
+            decision_id?: string;
+        };
+        OpaDataRequest: {
+            /** @description The body of POST /api/broker/check, or the input the OPA plugins of Kong (`request.http`) and APISIX (`request`) send */
+            input?: unknown;
+        };
+        OpaAllowDocument: {
+            result: boolean;
+            decision_id?: string;
+        };
+        /** @description OPA’s answer for an undefined document */
+        OpaUndefinedDocument: Record<string, never>;
         TrailInclusionProof: {
             leafIndex: number;
             treeSize: number;
@@ -3252,6 +3517,563 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OutcomeBatchResult"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenEvaluation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthzenEvaluationRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenDecision"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenEvaluations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthzenEvaluationsRequest"];
+            };
+        };
+        responses: {
+            /** @description The decisions, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenEvaluationsResponse"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenPdpMetadata"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaCheckDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataCheckAllow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaAllowDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataUndefined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The document’s path, e.g. `grant_broker/other` */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description Undefined */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaUndefinedDocument"];
                 };
             };
             /** @description `invalid_request`: The request is malformed */

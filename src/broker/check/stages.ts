@@ -22,6 +22,12 @@ export interface CheckRequest extends SubjectInput {
   approvalId?: string;
   /** On allow, mint an installation token for the call (the connection's GitHub App). */
   credential?: boolean;
+  /**
+   * The principal the caller says the forwarded token is for (AuthZEN's `subject`): refused,
+   * before anything is recorded, when the token verifies as anyone else. It never stands in for
+   * the token: the token alone says who calls.
+   */
+  namedSubject?: CallPrincipal;
 }
 
 export interface CheckAnswer {
