@@ -300,6 +300,8 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     overview: overviewPorts(db, policy, clock),
     playground: playgroundPorts(db, policy, { securityAdmins: config.SECURITY_ADMINS, maxBundleBytes: config.POLICY_BUNDLE_MAX_BYTES }),
     publicUrl: publicBaseUrl(config),
+    // Kong's and APISIX's OPA inputs are plain HTTP requests: the broker's route map names their call.
+    gatewayCheck: extAuthz.checkOf,
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));

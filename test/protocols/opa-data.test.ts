@@ -1,7 +1,7 @@
 import { digestOf } from '../../src/kernel/digest';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { broker, rootGrant } from '../support/world';
-import { brokerWorld, checkAs, type BrokerWorld } from '../support/broker-world';
+import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { callRecord, callRecordsOf } from '../support/call-records';
 import { expectProblem } from '../support/problems';
 import fixtures from './fixtures/opa-plugin-inputs.json';
@@ -151,6 +151,60 @@ describe('the OPA plugins of Kong and APISIX', () => {
     expectProblem(await service.http.post('/v1/data/grant_broker/check').send({ input: forged }), 401, 'unauthenticated');
     const human = pluginInput('kong', { grantId, brokerToken: world.owner.token });
     expectProblem(await service.http.post('/v1/data/grant_broker/check').send({ input: human }), 403, 'credential_not_accepted');
+  });
+});
+
+describe('the OPA plugins of Kong and APISIX, through the broker’s route map', () => {
+  const ROUTES = [
+    { method: 'GET', path: '/repos/{owner}/{repo}/contents/{path*}', tool: 'repos.read_file' },
+    { method: 'POST', path: '/repos/{owner}/{repo}/issues/{issue}/comments', tool: 'issues.create_comment' },
+    { method: 'POST', path: '/mcp', mcp: true },
+  ];
+  beforeAll(async () => {
+    await service.http.put(`/api/brokers/${world.broker.id}/routes`).set(world.broker.auth).send({ routes: ROUTES }).expect(200);
+  });
+  const ask = (input: unknown) => service.http.post('/v1/data/grant_broker/check').send({ input }).expect(200);
+  /** Kong's documented input with another request line and body. */
+  const kongAsking = (grantId: string, method: string, path: string, body?: unknown) => {
+    const input = pluginInput('kong', { grantId }) as { request: { http: Record<string, unknown> } };
+    Object.assign(input.request.http, { method, path, querystring: {}, ...(body === undefined ? {} : { parsed_body: body }) });
+    return input;
+  };
+
+  it.each(['kong', 'kongWithParsedBody', 'apisix'] as const)(
+    'allow %s’s mapped call as the broker check would, and record it',
+    async (name) => {
+      const { rootId } = await chainOf(service, world, 0);
+      const res = await ask(pluginInput(name, { grantId: rootId }));
+      expect(res.body.result).toMatchObject({ allow: true, decision: 'allow', reason: 'allowed' });
+      expect(res.body.decision_id).toMatch(/^call_/);
+      expect(res.body.result.headers).toEqual({ 'x-grant-call-id': res.body.decision_id });
+      expect(await callRecord(service.deps.db, res.body.decision_id)).toMatchObject({
+        grant_id: rootId,
+        tool: 'repos.read_file',
+        outcome: 'pending',
+        reason: 'allowed',
+      });
+    },
+  );
+
+  it('denies a mapped call the grant does not allow, with the check’s reason, and records it', async () => {
+    const { rootId } = await chainOf(service, world, 0);
+    const res = await ask(kongAsking(rootId, 'POST', '/repos/acme/api/issues/7/comments', { body: 'hi' }));
+    expect(res.body.result).toMatchObject({ allow: false, decision: 'deny', reason: 'tool_not_allowed', status_code: 403 });
+    expect((await callRecord(service.deps.db, res.body.decision_id)).outcome).toBe('denied');
+  });
+
+  it('answers no_route for a request no route maps, an MCP message without a tool call only with a valid agent token', async () => {
+    const { rootId } = await chainOf(service, world, 0);
+    const unmapped = await ask(kongAsking(rootId, 'DELETE', '/repos/acme/api'));
+    expect(unmapped.body).toEqual({ result: { allow: false, reason: 'no_route', status_code: 403, headers: {} } });
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    expect((await ask(kongAsking(rootId, 'POST', '/mcp', list))).body.result).toMatchObject({ allow: true, reason: 'no_tool_call' });
+    const forged = kongAsking(rootId, 'POST', '/mcp', list);
+    (forged.request.http.headers as Record<string, string>).authorization = `Bearer art_${'A'.repeat(40)}`;
+    expect((await ask(forged)).body.result).toMatchObject({ allow: false, reason: 'subject_token_invalid', status_code: 401 });
+    expect(await callRecordsOf(service.deps.db, rootId)).toEqual([]);
   });
 });
 
