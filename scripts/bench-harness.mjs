@@ -92,9 +92,7 @@ export async function benchDatabase() {
  * defaults), for a before/after of the flags themselves.
  */
 const SERVICE_NODE_ARGS =
-  process.env.BENCH_SERVICE_NODE_ARGS === 'none'
-    ? []
-    : (process.env.BENCH_SERVICE_NODE_ARGS?.split(' ') ?? ['--max-semi-space-size=32']);
+  process.env.BENCH_SERVICE_NODE_ARGS === 'none' ? [] : (process.env.BENCH_SERVICE_NODE_ARGS?.split(' ') ?? ['--max-semi-space-size=32']);
 
 /** The built service on a free port, on the throwaway database and Redis prefix. */
 export async function startService(env = {}, nodeArgs = []) {
