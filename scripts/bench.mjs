@@ -22,7 +22,8 @@
 //      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
 //      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load,
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL,
-//      BENCH_NODE_ARGS (extra node flags for the services, e.g. --trace-gc-nvp) and
+//      BENCH_SERVICE_NODE_ARGS (the services' node flags, by default those they ship with: `none` for
+//      V8's defaults), BENCH_NODE_ARGS (extra node flags for the services, e.g. --trace-gc-nvp) and
 //      BENCH_SERVICE_STDOUT (a file the services' stdout is appended to: decision logs and V8
 //      traces; by default it is discarded).
 import { execFileSync } from 'node:child_process';
