@@ -62,6 +62,7 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     [`service, information_flow enforced, alternating`]: tableRow(r.serviceInformationFlow),
     [`service, DECISION_LOG=off, alternating`]: tableRow(r.serviceUnlogged),
     [`service, every check traced (OpenTelemetry, OTLP), alternating`]: tableRow(r.serviceTraced),
+    ...(r.serviceUntreed ? { [`service, TRAIL_TREE=off, alternating`]: tableRow(r.serviceUntreed) } : {}),
     ...(r.serviceImageNode ? { [`service on Node ${r.imageNodeVersion} (the image's), alternating`]: tableRow(r.serviceImageNode) } : {}),
     'opa run --server (REST)': r.opaRest,
   });
@@ -122,6 +123,13 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
           `${ratio(imageNode.requestsPerSec, r.pairPlain.requestsPerSec, 3)}× its checks/s`
         : ''),
   );
+  if (r.serviceUntreed) {
+    console.log(
+      `trail tree on / off (alternating rounds): service CPU per check ${r.pairPlain.cpuMicrosPerCheck} / ${r.serviceUntreed.cpuMicrosPerCheck} µs = ` +
+        `${ratio(r.pairPlain.cpuMicrosPerCheck, r.serviceUntreed.cpuMicrosPerCheck, 3)}×; checks/s ` +
+        `${ratio(r.pairPlain.requestsPerSec, r.serviceUntreed.requestsPerSec, 3)}× (the tree's hashing in Postgres shows in checks/s, not in the service's CPU)`,
+    );
+  }
   // Steal is time the hypervisor kept the guest's cores from it: other guests, and on a virtual
   // machine also its own emulation of this guest's disk flushes (an fdatasync per commit: 1 000
   // flushes a second alone can show several per cent of steal).

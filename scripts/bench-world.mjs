@@ -19,7 +19,7 @@ export const BENCH_RESOURCES = {
 export async function seed(base, db, { resources, name = 'bench' } = {}) {
   const owner = humanToken(`bench-owner-${run}`);
   const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Bench pod' });
-  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
+  const agent = await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
   const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
     .token;
   const broker = await registerBroker(db, `${name}-broker`);
@@ -39,7 +39,7 @@ export async function seed(base, db, { resources, name = 'bench' } = {}) {
     ...(resources ? { resources } : {}),
   });
   for (let depth = 1; depth <= 3; depth += 1) grant = await api(base, 'POST', `/api/grants/${grant.id}/attenuate`, agentToken, {});
-  return { brokerToken: broker.token, agentToken, leafId: grant.id };
+  return { brokerToken: broker.token, agentToken, agentId: agent.agentId, leafId: grant.id };
 }
 
 /** The body of a check of the world's leaf grant, by its agent, with CHECK_ARGS. */

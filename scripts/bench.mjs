@@ -22,7 +22,8 @@
 //      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
 //      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load,
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL,
-//      BENCH_NODE_ARGS (extra node flags for the services, e.g. --trace-gc-nvp) and
+//      BENCH_SERVICE_NODE_ARGS (the services' node flags, by default those they ship with: `none` for
+//      V8's defaults), BENCH_NODE_ARGS (extra node flags for the services, e.g. --trace-gc-nvp) and
 //      BENCH_SERVICE_STDOUT (a file the services' stdout is appended to: decision logs and V8
 //      traces; by default it is discarded).
 import { execFileSync } from 'node:child_process';
@@ -157,6 +158,9 @@ async function main() {
     const unloggedBase = await startService({ DECISION_LOG: 'off' });
     const unloggedWorld = await seed(unloggedBase, db, { name: 'bench-unlogged' });
     const unloggedBody = checkBody(unloggedWorld);
+    // A fourth with no Merkle tree over the trail (TRAIL_TREE=off): what the tree costs a check.
+    const untreedBase = await startService({ DECISION_LOG: DECISION_LOG, TRAIL_TREE: 'off' });
+    const untreedWorld = await seed(untreedBase, db, { name: 'bench-untreed' });
     // The default service on the pinned Node (the line the Docker image runs), beside the same build
     // on this machine's Node: what a deployment from the image gets.
     const imageNode = pinnedNode();
@@ -196,6 +200,7 @@ async function main() {
       ],
       ['serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody],
       ['serviceTraced', 'POST /api/broker/check, every check traced (OTLP)', tracedBase, tracedWorld.brokerToken, checkBody(tracedWorld)],
+      ['serviceUntreed', 'POST /api/broker/check, TRAIL_TREE=off', untreedBase, untreedWorld.brokerToken, checkBody(untreedWorld)],
       ...(imageNodeBase
         ? [
             [
@@ -287,7 +292,7 @@ async function main() {
 
     // Scale: the default service as one process, as WORKERS=2, and on a Redis Cluster, each
     // alone (the services above have done their part).
-    for (const done of [base, orgBase, unloggedBase]) await stopService(done);
+    for (const done of [base, orgBase, unloggedBase, untreedBase]) await stopService(done);
     const scaled = async (key, title, env) => {
       const scaledBase = await startService({ DECISION_LOG: 'all', ...env });
       const scaledWorld = await seed(scaledBase, db, { name: `bench-${key}` });

@@ -22,7 +22,7 @@ import type { NewCallRecord } from './trail/writer';
  * SPEEDUPS=off, hand them back as they are. Part of the composition root.
  */
 export function checkParts(input: {
-  config: Pick<Config, 'BROKER_FACT_MAX_AGE_MS' | 'SESSION_LABEL_TTL_MS'>;
+  config: Pick<Config, 'BROKER_FACT_MAX_AGE_MS' | 'SESSION_LABEL_TTL_MS' | 'TRAIL_TREE'>;
   db: Database;
   redis: RedisClient;
   clock: Clock;
@@ -63,7 +63,7 @@ export function checkParts(input: {
     brokerTokens,
     budget: check.budget,
     rebuild,
-    trail: speedUps.trailWriter((rows) => insertCallRecords(db, rows, shapes)),
+    trail: speedUps.trailWriter((rows) => insertCallRecords(db, rows, shapes, config.TRAIL_TREE === 'on')),
     treeInputs: speedUps.treeInputs(),
   };
 }

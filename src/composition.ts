@@ -24,7 +24,7 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { callsInWindows, insertCallRecord } from './trail/repositories/call-records';
+import { callsInWindows, insertCallRecord, type NewCallRecord } from './trail/repositories/call-records';
 import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
 import { startTrailMaintenance } from './trail/maintenance';
@@ -50,6 +50,9 @@ import { createCallApprovals } from './approvals/requests';
 import { ApprovalArgsVault } from './approvals/args-vault';
 import { startArgsSweep } from './approvals/args-sweep';
 import { TallyWriter } from './trail/tally-writer';
+import { Checkpointer } from './trail/tree/checkpointer';
+import { trailSigner } from './trail/tree/note';
+import { createTrailVerification } from './trail/verification';
 import { overviewPorts, playgroundPorts } from './console-ports';
 import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
@@ -201,9 +204,21 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   const consoleUrl = consoleUrlOf(publicBaseUrl(config));
   const approvalMessages = approvalMessageFeeds(db);
   // The approvals a broker check uses or asks for, its record written in the approval's transaction.
-  const callApprovals = createCallApprovals({ db, vault: approvalArgs, consoleUrl, recordIn: insertCallRecord });
+  const callApprovals = createCallApprovals<NewCallRecord>({
+    db,
+    vault: approvalArgs,
+    consoleUrl,
+    recordIn: (unit, record) => insertCallRecord(unit, record, config.TRAIL_TREE === 'on'),
+  });
   const pods = podPorts({ db, policy });
   const tallies = new TallyWriter({ db, log: log.child({ component: 'call-tallies' }) });
+  const signer = trailSigner(config.TRAIL_LOG_ORIGIN, config.TRAIL_SIGNING_KEY, config.TRAIL_PREVIOUS_SIGNING_KEY);
+  const checkpointer = new Checkpointer({
+    db,
+    signer,
+    intervalMs: config.TRAIL_CHECKPOINT_MS,
+    log: log.child({ component: 'trail-tree' }),
+  });
   const broker = createBrokerService({
     ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
     approvals: callApprovals,
@@ -240,7 +255,19 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   });
   const services: Services = {
     grants,
-    trail: createTrailService({ db, policy, clock, readableGrant: (principal, grantId) => grants.read(principal, grantId) }),
+    trail: createTrailService({
+      db,
+      policy,
+      clock,
+      tree: config.TRAIL_TREE === 'on',
+      readableGrant: (principal, grantId) => grants.read(principal, grantId),
+    }),
+    trailVerification: createTrailVerification({
+      db,
+      signer,
+      checkpointer,
+      readableGrant: (principal, grantId) => grants.read(principal, grantId),
+    }),
     broker,
     extAuthz: { ...routeMaps, ...extAuthz },
     approvals: createApprovalsService({
@@ -276,6 +303,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     operations: { db, redis, policy, metricsToken: config.METRICS_TOKEN },
     overview: overviewPorts(db, policy, clock),
     playground: playgroundPorts(db, policy, { securityAdmins: config.SECURITY_ADMINS, maxBundleBytes: config.POLICY_BUNDLE_MAX_BYTES }),
+    publicUrl: publicBaseUrl(config),
+    // Kong's and APISIX's OPA inputs are plain HTTP requests: the broker's route map names their call.
+    gatewayCheck: extAuthz.checkOf,
   };
   const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
   const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
@@ -293,6 +323,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     messages: approvalMessages.webhooks,
   });
   if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
+  checkpointer.start();
   const trailMaintenance = startTrailMaintenance({
     db,
     clock,
@@ -373,6 +404,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     approvalArgsSweep.stop();
     await webhookDispatcher.stop();
     await trailMaintenance.stop();
+    await checkpointer.stop();
     invalidation.close();
     await services.broker.settle();
     await tallies.close();

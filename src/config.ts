@@ -1,7 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { developmentSecrets, type DevelopmentSecrets } from './credentials/development-secrets';
+import { developmentSecrets, developmentTrailKey, type DevelopmentSecrets } from './credentials/development-secrets';
+import { ORIGIN_PATTERN } from './trail/tree/note';
 import { decodeKey } from './credentials/sealed-box';
 import { gitHubAppsSetting, resolveGitHubApps, type GitHubApps } from './github-apps/settings';
 
@@ -9,6 +10,15 @@ import { gitHubAppsSetting, resolveGitHubApps, type GitHubApps } from './github-
 const sealingKey = z
   .string()
   .refine((value) => decodeKey(value) !== undefined, 'must be base64 of exactly 32 bytes (openssl rand -base64 32)');
+
+/** A PKCS#8 PEM Ed25519 private key (`openssl genpkey -algorithm ed25519`); any other key stops the service at start. */
+const ed25519Pem = z.string().refine((value) => {
+  try {
+    return createPrivateKey(value).asymmetricKeyType === 'ed25519';
+  } catch {
+    return false;
+  }
+}, 'must be a PKCS#8 PEM Ed25519 private key (openssl genpkey -algorithm ed25519)');
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -105,6 +115,15 @@ const environmentSchema = z
     // CALL_RECORD_ARCHIVE_DIR is set; a day whose export failed is kept).
     CALL_RECORD_RETENTION_DAYS: int(1, 36_500).default(90),
     CALL_RECORD_ARCHIVE_DIR: z.string().min(1).optional(),
+    // The trail's Merkle tree (contract §22): its signed checkpoints' origin line and note key name,
+    // the Ed25519 key that signs them (PKCS#8 PEM; required in production, the installation's own
+    // elsewhere), the key it replaces (co-signs during a rotation), and how often a grown tree is signed.
+    TRAIL_LOG_ORIGIN: z.string().regex(ORIGIN_PATTERN, 'a log origin: no whitespace, no plus sign').default('grant-broker.local/trail'),
+    TRAIL_SIGNING_KEY: ed25519Pem.optional(),
+    TRAIL_PREVIOUS_SIGNING_KEY: ed25519Pem.optional(),
+    TRAIL_CHECKPOINT_MS: int(50, 3_600_000).default(1000),
+    // Off: no leaves, no receipts (the benchmark's baseline for what the tree costs a check).
+    TRAIL_TREE: z.enum(['on', 'off']).default('on'),
     // Off: a broker check must forward the caller's subjectToken; a broker-asserted principal is
     // refused (403). Only for brokers that authenticate their callers themselves and are trusted to.
     BROKER_TRUST_ASSERTED_PRINCIPAL: bool.default(false),
@@ -187,6 +206,13 @@ const environmentSchema = z
         message: 'production verifies human JWTs with a secret or keys of its own: set JWT_SECRET or JWT_JWKS_URI',
       });
     }
+    if (env.NODE_ENV === 'production' && !env.TRAIL_SIGNING_KEY) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TRAIL_SIGNING_KEY'],
+        message: 'production signs the trail with a key of its own: set TRAIL_SIGNING_KEY (openssl genpkey -algorithm ed25519)',
+      });
+    }
     if (env.NODE_ENV === 'production' && !env.APPROVAL_ARGS_KEY) {
       ctx.addIssue({
         code: 'custom',
@@ -261,7 +287,9 @@ const environmentSchema = z
     }
   });
 
-export type Config = Omit<z.infer<typeof environmentSchema>, 'JWT_SECRET' | 'APPROVAL_ARGS_KEY'> & {
+export type Config = Omit<z.infer<typeof environmentSchema>, 'JWT_SECRET' | 'APPROVAL_ARGS_KEY' | 'TRAIL_SIGNING_KEY'> & {
+  /** As set (required in production); elsewhere when unset, the installation's own. */
+  TRAIL_SIGNING_KEY: string;
   /**
    * As set; outside production when unset, the installation's own. Production with a JWKS and no
    * JWT_SECRET: a random one of this process that nobody holds (HS256 is not accepted there).
@@ -294,6 +322,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     JWT_SECRET: JWT_SECRET ?? own?.jwtSecret ?? randomBytes(32).toString('base64url'),
     // Production without the key was refused above.
     APPROVAL_ARGS_KEY: APPROVAL_ARGS_KEY ?? own!.approvalArgsKey,
+    // Production without the key was refused above.
+    TRAIL_SIGNING_KEY: parsed.data.TRAIL_SIGNING_KEY ?? developmentTrailKey(DEVELOPMENT_STATE_DIR),
     githubApps: apps,
   };
 }

@@ -13,6 +13,7 @@ import { allRoutes, passThroughRoutes } from './routes';
 import { DEFAULT_MAX_BUNDLE_BYTES } from './policy/bundles/limits';
 import { createRuntimeService } from './runtime/service';
 import { createTrailService } from './trail/service';
+import { createTrailVerification } from './trail/verification';
 import { createWebhooksService } from './webhooks/service';
 
 /**
@@ -26,6 +27,7 @@ export function declaredRoutes(): Route[] {
     {
       grants: createGrantsService(inert),
       trail: createTrailService(inert),
+      trailVerification: createTrailVerification(inert),
       broker: createBrokerService(inert as BrokerDeps),
       approvals: createApprovalsService(inert),
       runtime: createRuntimeService(inert),
@@ -36,6 +38,7 @@ export function declaredRoutes(): Route[] {
       operations: { db: inert, redis: inert, policy: inert, metricsToken: undefined },
       overview: inert,
       playground: { maxBundleBytes: DEFAULT_MAX_BUNDLE_BYTES } as never,
+      publicUrl: 'https://broker.example',
       extAuthz: inert,
     },
     credentialAuthenticators(async () => null),

@@ -26,11 +26,16 @@ import { playgroundRoutes } from './playground/routes';
 import type { PlaygroundDeps } from './playground/deps';
 import type { WebhooksService } from './webhooks/service';
 import { grantTrailRoutes, outcomeRoutes } from './trail/routes';
+import { authzenRoutes } from './protocols/authzen/routes';
+import { opaDataRoutes, type GatewayCheck } from './protocols/opa-data/routes';
 import type { TrailService } from './trail/service';
+import type { TrailVerification } from './trail/verification';
+import { trailVerificationRoutes } from './trail/verification-routes';
 
 export interface Services {
   grants: GrantsService;
   trail: TrailService;
+  trailVerification: TrailVerification;
   broker: BrokerService;
   approvals: ApprovalsService;
   runtime: RuntimeService;
@@ -41,6 +46,10 @@ export interface Services {
   operations: OperationsDeps;
   overview: OverviewDeps;
   playground: PlaygroundDeps;
+  /** The service's public base URL (PUBLIC_URL): where AuthZEN's metadata says its endpoints are. */
+  publicUrl: string;
+  /** How a gateway's forwarded request becomes a check (the broker's route map); none: `no_route`. */
+  gatewayCheck?: GatewayCheck;
   extAuthz: ExtAuthzService & RouteMaps;
 }
 
@@ -52,6 +61,9 @@ export function apiRoutes(services: Services, auth: CredentialAuthenticators): R
     ...brokerRoutes(services.broker),
     ...routeMapRoutes(services.extAuthz, auth),
     ...outcomeRoutes(services.trail, auth),
+    ...authzenRoutes(services.broker, { baseUrl: services.publicUrl }),
+    ...opaDataRoutes(services.broker, services.gatewayCheck),
+    ...trailVerificationRoutes(services.trailVerification, auth),
     ...approvalRoutes(services.approvals, auth),
     ...runtimeRoutes(services.runtime, auth),
     ...registryRoutes(services.registry, auth),

@@ -50,8 +50,8 @@ export interface ApprovalFact {
  */
 export interface ApprovalClaim<Record> {
   readonly approvalId: string;
-  /** Writes the call's record and commits it with the approval's use; on a failure nothing is kept. */
-  commitWith(record: Record): Promise<void>;
+  /** Writes the call's record and commits it with the approval's use; on a failure nothing is kept. Its receipt. */
+  commitWith(record: Record): Promise<number | undefined>;
   /** Gives the approval back, still approved (a budget that turned out full, a record not written). */
   release(): Promise<void>;
 }
@@ -73,7 +73,10 @@ export interface CallApprovals<Record> {
    * Asks a human: the pending approval, its message in the outbox and the call's record
    * (`recordFor` the approval) in one transaction; neither is left without the other.
    */
-  ask(request: ApprovalRequest, recordFor: (approval: { id: string }) => Record): Promise<{ id: string; expiresAt: string }>;
+  ask(
+    request: ApprovalRequest,
+    recordFor: (approval: { id: string }) => Record,
+  ): Promise<{ id: string; expiresAt: string; receipt: number | undefined }>;
 }
 
 export interface CallApprovalsDeps<Record> {
@@ -81,8 +84,8 @@ export interface CallApprovalsDeps<Record> {
   vault: ApprovalArgsVault;
   /** The approval's page in the web console, for its webhooks. */
   consoleUrl: (approvalId: string) => string;
-  /** Writes a call's record in the approval's transaction. */
-  recordIn: (unit: Knex.Transaction, record: Record) => Promise<void>;
+  /** Writes a call's record in the approval's transaction: its receipt (the trail's leaf index). */
+  recordIn: (unit: Knex.Transaction, record: Record) => Promise<number | undefined>;
 }
 
 export function createCallApprovals<Record>(deps: CallApprovalsDeps<Record>): CallApprovals<Record> {
@@ -106,14 +109,16 @@ export function createCallApprovals<Record>(deps: CallApprovalsDeps<Record>): Ca
       return {
         approvalId,
         async commitWith(record) {
+          let receipt: number | undefined;
           try {
-            await deps.recordIn(unit, record);
+            receipt = await deps.recordIn(unit, record);
             await unit.commit();
           } catch (error) {
             if (!unit.isCompleted()) await unit.rollback().catch(() => undefined);
             throw error;
           }
           approvalsByOutcome.labels('used').inc();
+          return receipt;
         },
         async release() {
           if (!unit.isCompleted()) await unit.rollback().catch(() => undefined);
@@ -123,8 +128,7 @@ export function createCallApprovals<Record>(deps: CallApprovalsDeps<Record>): Ca
     async ask(request, recordFor) {
       const asked = await deps.db.transaction(async (trx) => {
         const approval = await requestApproval(trx, request, deps);
-        await deps.recordIn(trx, recordFor(approval));
-        return approval;
+        return { ...approval, receipt: await deps.recordIn(trx, recordFor(approval)) };
       });
       approvalsByOutcome.labels('requested').inc();
       return asked;

@@ -57,6 +57,14 @@ export const CheckResult = z
           'With every deny and approval_required: the Rego rule that refused, the level of the chain (0 is the root; the one nearest the root when several refuse), and what would change the answer. The decision event of the check holds the same object.',
       })
       .optional(),
+    receipt: z
+      .object({ leafIndex: z.number().int().openapi({ description: "The call record's leaf in the trail's Merkle tree" }) })
+      .optional()
+      .openapi('TrailReceipt', {
+        description:
+          'With every recorded answer: where the call record is in the trail. Prove it against a signed checkpoint with ' +
+          '`GET /api/trail/proofs/inclusion?callId=…` once a checkpoint covers it (within `TRAIL_CHECKPOINT_MS`).',
+      }),
     budget: z.object({
       remaining: z.number().int().openapi({ description: 'Calls left now, the least over the whole chain' }),
       resetMs: z.number().int().openapi({ description: 'When the oldest counted call of that level leaves the window' }),

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeKey } from './sealed-box';
@@ -33,21 +33,43 @@ function parse(text: string, file: string): DevelopmentSecrets {
  * all, and whoever loses reads the winner's.
  */
 export function developmentSecrets(file: string): DevelopmentSecrets {
+  return madeOnce(
+    file,
+    () => `${JSON.stringify(fresh(), null, 2)}\n`,
+    (text) => parse(text, file),
+  );
+}
+
+/**
+ * The Ed25519 key (PKCS#8 PEM) a development installation signs its trail's checkpoints with when
+ * TRAIL_SIGNING_KEY is unset: made once beside the other secrets (`trail-signing-key.pem`).
+ */
+export function developmentTrailKey(stateDir: string): string {
+  const file = path.resolve(stateDir, 'trail-signing-key.pem');
+  const make = () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  return madeOnce(file, make, (text) => {
+    if (createPrivateKey(text).asymmetricKeyType !== 'ed25519') throw new Error(`${file} holds no Ed25519 private key`);
+    return text;
+  });
+}
+
+/** The file's contents read, or written whole by whoever comes first (then read by the others). */
+function madeOnce<T>(file: string, make: () => string, read: (text: string) => T): T {
   try {
-    return parse(readFileSync(file, 'utf8'), file);
+    return read(readFileSync(file, 'utf8'));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  const secrets = fresh();
+  const text = make();
   const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  writeFileSync(draft, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  writeFileSync(draft, text, { mode: 0o600, flag: 'wx' });
   try {
     linkSync(draft, file);
-    return secrets;
+    return read(text);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return parse(readFileSync(file, 'utf8'), file);
+    return read(readFileSync(file, 'utf8'));
   } finally {
     unlinkSync(draft);
   }

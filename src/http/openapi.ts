@@ -41,7 +41,7 @@ function formSchema(form: FormSpec) {
 }
 
 function openApiPath(path: string): string {
-  return path.replace(/:(\w+)/g, '{$1}');
+  return path.replace(/[:*](\w+)/g, '{$1}');
 }
 
 function errorResponses(route: Route) {

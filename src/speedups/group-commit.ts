@@ -13,7 +13,7 @@ import type { NewCallRecord, TrailWriter, WriteRecords } from '../trail/writer';
 
 interface Waiting {
   row: NewCallRecord;
-  resolve(): void;
+  resolve(leafIndex: number | undefined): void;
   reject(error: unknown): void;
 }
 
@@ -27,8 +27,8 @@ export class GroupCommit implements TrailWriter {
   /** `insert` writes any number of records in one statement (the trail's repository). */
   constructor(private readonly insert: WriteRecords) {}
 
-  write(row: NewCallRecord): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  write(row: NewCallRecord): Promise<number | undefined> {
+    return new Promise<number | undefined>((resolve, reject) => {
       this.queue.push({ row, resolve, reject });
       this.flushing ??= this.drain();
     });
@@ -56,8 +56,8 @@ export class GroupCommit implements TrailWriter {
    */
   private async writeBatch(batch: Waiting[]): Promise<void> {
     try {
-      await this.insert(batch.map((w) => w.row));
-      for (const waiting of batch) waiting.resolve();
+      const indices = await this.insert(batch.map((w) => w.row));
+      batch.forEach((waiting, i) => waiting.resolve(indices[i]));
       return;
     } catch (error) {
       if (batch.length === 1 || isDependencyFailure(error)) {
@@ -67,8 +67,8 @@ export class GroupCommit implements TrailWriter {
     }
     for (const waiting of batch) {
       try {
-        await this.insert([waiting.row]);
-        waiting.resolve();
+        const [index] = await this.insert([waiting.row]);
+        waiting.resolve(index);
       } catch (error) {
         waiting.reject(error);
       }

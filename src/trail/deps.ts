@@ -14,6 +14,8 @@ export interface TrailDeps {
   db: Database;
   policy: PolicyEngine;
   clock: Clock;
+  /** TRAIL_TREE: whether records and outcomes become leaves of the trail's Merkle tree (off: the benchmark's baseline). */
+  tree: boolean;
   /**
    * The grants domain's own scope check (`grants/read`): the grant when this caller may read it,
    * else the 404 that says nothing more. A port, filled by composition.ts: a grant's trail is

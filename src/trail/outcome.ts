@@ -15,7 +15,7 @@ export interface OutcomeReport {
  * decides). The conditional UPDATE settles a race between two reports of the same call.
  */
 export async function recordOutcome(
-  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock'>,
+  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock' | 'tree'>,
   brokerId: string,
   callId: string,
   report: OutcomeReport,
@@ -29,7 +29,7 @@ export async function recordOutcome(
       call: found ? { outcome: found.outcome, age_ms: now - found.requested_at.getTime() } : undefined,
     }),
   );
-  const updated = await completeCallRecord(deps.db, callId, report, new Date(now));
+  const updated = await completeCallRecord(deps.db, callId, report, new Date(now), deps.tree);
   if (!updated) throw new ApiError('outcome_already_recorded');
   return updated;
 }
@@ -46,7 +46,7 @@ const PER_OUTCOME: ReadonlySet<string> = new Set(['outcome_already_recorded', 'c
  * then answers `outcome_already_recorded`, so a repeated batch records nothing twice.
  */
 export async function recordOutcomes(
-  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock'>,
+  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock' | 'tree'>,
   brokerId: string,
   outcomes: readonly (OutcomeReport & { callId: string })[],
 ): Promise<{ callId: string; status: OutcomeBatchStatus }[]> {

@@ -6,7 +6,9 @@ export function presentCallRecord(row: CallRecordRow) {
   return {
     id: row.id,
     grantId: row.grant_id,
+    rootId: row.root_id ?? row.grant_id,
     tool: row.tool,
+    decision: row.answered?.decision ?? 'deny',
     outcome: row.outcome,
     reason: row.reason,
     approvalId: row.approval_id,
@@ -20,5 +22,7 @@ export function presentCallRecord(row: CallRecordRow) {
     credential: row.credential_fingerprint
       ? { fingerprint: `sha256:${row.credential_fingerprint.toString('hex')}`, expiresAt: iso(row.credential_expires_at!) }
       : null,
+    leafIndex: row.leaf_index,
+    outcomeLeafIndex: row.outcome_leaf_index,
   };
 }

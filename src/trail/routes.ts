@@ -9,6 +9,7 @@ import {
   ListCallsQuery,
   MAX_OUTCOMES_PER_BATCH,
   OutcomeBatchBody,
+  OutcomeAnswer,
   OutcomeBatchResult,
   OutcomeBody,
 } from './schemas';
@@ -64,12 +65,14 @@ export function outcomeRoutes(trail: TrailService, auth: CredentialAuthenticator
         auth: auth.credentials('broker'),
         params: CallParams,
         body: OutcomeBody,
-        success: { status: 200, description: 'The completed call record', schema: CallRecordSchema },
+        success: { status: 200, description: 'The completed call record, with the receipt of its outcome', schema: OutcomeAnswer },
         errors: ['outcome_already_recorded', 'call_denied', 'outcome_too_late'],
       },
-      async ({ principal, params, body }) => ({
-        body: presentCallRecord(await trail.recordOutcome(principal.brokerId, params.callId, body)),
-      }),
+      async ({ principal, params, body }) => {
+        const record = presentCallRecord(await trail.recordOutcome(principal.brokerId, params.callId, body));
+        const receipt = record.outcomeLeafIndex === null ? {} : { receipt: { leafIndex: record.outcomeLeafIndex } };
+        return { body: { ...record, ...receipt } };
+      },
     ),
     defineRoute(
       {

@@ -12,7 +12,13 @@ export const CallRecordSchema = z
   .object({
     id: z.string(),
     grantId: z.string(),
+    rootId: z.string().openapi({ description: "The grant's root grant (the grant itself for a root): a member of the record's leaf" }),
     tool: z.string(),
+    decision: z.enum(['allow', 'deny', 'approval_required']).openapi({
+      description:
+        "What the check answered, as the record's leaf in the trail's Merkle tree holds it. The leaf's `reason` is the record's, " +
+        'except for a call held for approval, whose leaf keeps `approval_required` whatever became of the approval',
+    }),
     outcome: z.enum(['pending', 'denied', 'succeeded', 'failed', 'awaiting_approval', 'approved']).openapi({
       description:
         'An allowed call: `pending` until its outcome is reported, then `succeeded` or `failed`. A call held for approval: ' +
@@ -44,6 +50,10 @@ export const CallRecordSchema = z
       })
       .nullable()
       .openapi({ description: 'The token minted for the call (`credential: true`): its fingerprint and expiry, never the token' }),
+    leafIndex: z.number().int().nullable().openapi({
+      description: "The record's leaf in the trail's Merkle tree (`GET /api/trail/proofs/inclusion`); null on records older than the tree",
+    }),
+    outcomeLeafIndex: z.number().int().nullable().openapi({ description: "The leaf of the call's reported outcome; null until reported" }),
   })
   .openapi('CallRecord', { description: 'The arguments themselves are never stored or returned; only their digest.' });
 
@@ -98,6 +108,12 @@ export const OutcomeBody = z.strictObject({
     .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits and _ . : -, at most 100')
     .optional(),
 });
+
+export const OutcomeAnswer = CallRecordSchema.extend({
+  receipt: z.object({ leafIndex: z.number().int() }).optional().openapi({
+    description: "The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off",
+  }),
+}).openapi('CompletedCallRecord');
 
 /** At most this many outcomes in one batch: one request stays small and quick to make durable. */
 export const MAX_OUTCOMES_PER_BATCH = 100;

@@ -16,6 +16,7 @@ describe('POST /api/broker/check', () => {
       callId: expect.stringMatching(/^call_/),
       reason: 'allowed',
       budget: { remaining: 9, resetMs: 60_000 },
+      receipt: { leafIndex: expect.any(Number) },
       grantVersion: expect.any(String),
     });
 

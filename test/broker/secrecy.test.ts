@@ -65,10 +65,12 @@ describe('cost of a warm check', () => {
       queries = pgQueries.mock.calls.map(([query]) => (typeof query === 'string' ? query : (query as { text: string }).text));
       pgQueries.mockRestore();
     }
-    // The invalidation relay polls its outbox on a timer of its own; that query is not the check's.
-    const checkQueries = queries.filter((sql) => !/"cache_invalidations"/.test(sql));
+    // The invalidation relay polls its outbox and the tally writer adds its counts on timers of
+    // their own; those queries are not the check's.
+    const checkQueries = queries.filter((sql) => !/"cache_invalidations"|insert into call_tallies/.test(sql));
     expect(checkQueries).toHaveLength(1);
-    expect(checkQueries[0]).toMatch(/^insert into "?call_records"? /);
+    // The record and its leaf of the trail's tree in one statement.
+    expect(checkQueries[0]).toMatch(/^with tree as \(select trail_append\(.*\) insert into "?call_records"? /s);
     expect(redisCommands.mock.calls.map(([command]) => (command as { name: string }).name)).toEqual(['evalsha']);
     redisCommands.mockRestore();
   });

@@ -20,6 +20,7 @@ async function recordCall(grantId: string, tool: string, at = new Date()): Promi
     {
       id,
       grant_id: grantId,
+      root_id: grantId,
       tool,
       principal_kind: 'agent',
       principal_id: world.bot.agentId,
@@ -124,6 +125,11 @@ describe('the call trail', () => {
       credential: null,
       durationMs: 12,
       argsDigest: `sha256:${'0'.repeat(64)}`,
+      // What the record's leaf in the trail's tree holds, beside the record.
+      rootId: grants.pod,
+      decision: 'allow',
+      leafIndex: expect.any(Number),
+      outcomeLeafIndex: null,
     });
   });
 

@@ -24,8 +24,8 @@ afterAll(() => service.close());
 describe('which requests are served directly', () => {
   const table = directTable(allRoutes);
 
-  it('is the broker check alone, as a plain POST', () => {
-    expect([...table.keys()]).toEqual(['/api/broker/check']);
+  it('is the broker check and its protocol doors (AuthZEN, OPA), as a plain POST', () => {
+    expect([...table.keys()]).toEqual(['/api/broker/check', '/access/v1/evaluation', '/v1/data/grant_broker/check']);
     const post = { method: 'POST', url: '/api/broker/check', headers: {} };
     expect(directRouteFor(table, post)?.operationId).toBe('checkCall');
     for (const other of [

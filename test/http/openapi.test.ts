@@ -27,7 +27,7 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 const label = (route: Route) => `${route.method.toUpperCase()} ${route.path}`;
-const operationOf = (route: Route): Operation | undefined => doc.paths[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method];
+const operationOf = (route: Route): Operation | undefined => doc.paths[route.path.replace(/[:*](\w+)/g, '{$1}')]?.[route.method];
 const errorStatuses = (operation: Operation) => Object.keys(operation.responses).filter((status) => Number(status) >= 400);
 
 describe('GET /api/openapi.json', () => {
@@ -68,7 +68,7 @@ describe('GET /api/openapi.json', () => {
       const operation = operationOf(route);
       expect(operation).toBeDefined();
       expect(operation!.responses[String(route.success.status)]).toBeDefined();
-      const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
+      const pathParams = [...route.path.matchAll(/[:*](\w+)/g)].map((m) => m[1]);
       const documented = (operation!.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name);
       expect(documented.sort()).toEqual(pathParams.sort());
       if (route.body) expect(operation!.requestBody?.content).toHaveProperty(['application/json']);

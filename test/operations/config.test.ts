@@ -65,6 +65,21 @@ describe('loadConfig', () => {
       /^ {2}JWT_SECRET: production verifies human JWTs with a secret or keys of its own/m,
     );
     expect(refusal({ NODE_ENV: 'production' })).toMatch(/^ {2}APPROVAL_ARGS_KEY: production seals/m);
+    expect(refusal({ NODE_ENV: 'production' })).toMatch(/^ {2}TRAIL_SIGNING_KEY: production signs the trail with a key of its own/m);
+  });
+
+  it('signs the trail with an Ed25519 key only, and makes one for an installation once', () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    for (const key of [rsa, 'not a key']) {
+      expect(refusal({ TRAIL_SIGNING_KEY: key })).toMatch(/^ {2}TRAIL_SIGNING_KEY: must be a PKCS#8 PEM Ed25519 private key/m);
+    }
+    const stateDir = path.join(mkdtempSync(path.join(tmpdir(), 'installation-')), 'state');
+    const first = loadConfig({ NODE_ENV: 'test', DEVELOPMENT_STATE_DIR: stateDir, TRAIL_SIGNING_KEY: '' });
+    expect(first.TRAIL_SIGNING_KEY).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    expect(statSync(path.join(stateDir, 'trail-signing-key.pem')).mode & 0o777).toBe(0o600);
+    expect(loadConfig({ NODE_ENV: 'test', DEVELOPMENT_STATE_DIR: stateDir, TRAIL_SIGNING_KEY: '' }).TRAIL_SIGNING_KEY).toBe(
+      first.TRAIL_SIGNING_KEY,
+    );
   });
 
   it('makes the secrets of an installation once, owner-only, and reads the same ones after', () => {
@@ -89,6 +104,7 @@ describe('loadConfig', () => {
       POLICY_BUNDLE_PATH: 'bundle.tar.gz',
       POLICY_BUNDLE_SECRET: 'b'.repeat(32),
       APPROVAL_ARGS_KEY: Buffer.alloc(32, 7).toString('base64'),
+      TRAIL_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     };
     const jwks = loadConfig({
       NODE_ENV: 'production',
@@ -107,6 +123,7 @@ describe('loadConfig', () => {
       POLICY_BUNDLE_PATH: 'bundle.tar.gz',
       POLICY_BUNDLE_SECRET: 'b'.repeat(32),
       APPROVAL_ARGS_KEY: Buffer.alloc(32, 7).toString('base64'),
+      TRAIL_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
       JWT_JWKS_URI: 'https://idp.example/jwks',
     };
     expect(refusal(production).split('\n')).toEqual([

@@ -24,6 +24,7 @@ describe.each(writers)('%s', (_name, writerOf) => {
     const row = (tool: string) => ({
       id: newIdAt('call', Date.now()),
       grant_id: rootId,
+      root_id: rootId,
       tool,
       principal_kind: 'agent' as const,
       principal_id: victim.agent.agentId,

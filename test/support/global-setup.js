@@ -1,6 +1,6 @@
 // One fresh database and one Redis key prefix per test run, so runs never collide and whatever an
 // earlier run left behind does not matter. Uses the compiled migrations (scripts/test.sh builds first).
-const { randomBytes } = require('node:crypto');
+const { generateKeyPairSync, randomBytes } = require('node:crypto');
 
 module.exports = async () => {
   const base = process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432/';
@@ -10,6 +10,8 @@ module.exports = async () => {
   process.env.NODE_ENV = 'test';
   // Production refuses the development sealing key: the production replicas tests start use this one.
   process.env.APPROVAL_ARGS_KEY ??= randomBytes(32).toString('base64');
+  // …and signs the trail's checkpoints with a key it is given: one for the run.
+  process.env.TRAIL_SIGNING_KEY ??= generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   // Test files share one database: only the webhook tests deliver the outbox, each by its own clock.
   process.env.WEBHOOK_DELIVERY = 'false';
   const { createDatabase, ensureDatabaseExists, migrateToLatest } = require('../../dist/src/db/database');

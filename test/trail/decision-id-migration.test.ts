@@ -82,7 +82,8 @@ describe('the decision id migration', () => {
       }>;
     const before = { live: await stored('call_records'), held: await stored('held_call_records') };
 
-    await db.migrate.up();
+    // Up through it and whatever later migrations add (the repository reads today's columns), as a deployment would.
+    await db.migrate.latest();
     const read = await callRecordsAfter(db, grantId, null, 100);
     expect(read).toHaveLength(rows.length);
     for (const { c, approvalId, decisionId, row } of rows) {
@@ -119,7 +120,9 @@ describe('the decision id migration', () => {
     }));
     await db('call_records').insert(later);
 
-    await db.migrate.down();
+    // Down to just before it: the later migrations first, then this one.
+    const completed = async () => ((await db.migrate.list()) as [Array<{ name: string }>, unknown[]])[0];
+    while ((await completed()).some((migration) => migration.name.startsWith(MIGRATION))) await db.migrate.down();
     const asOld = [
       ...before.live,
       ...later.map((r) => ({ id: dashed(r.id), outcome: r.outcome, approval_id: r.outcome === 1 ? null : dashed(r.decision_id) })),

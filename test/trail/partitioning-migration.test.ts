@@ -112,10 +112,25 @@ describe('the partitioned call trail migration', () => {
     expect(rows).toEqual([{ relkind: 'p' }]);
     const read = [...(await callRecordsAfter(db, grant, null, 100)), ...(await callRecordsAfter(db, child, null, 100))];
     // Columns added after the conversion read back null for the converted rows.
-    const withoutJoin = read.map(({ approval_decided_by: _, credential_fingerprint: __, credential_expires_at: ___, ...row }) => {
-      expect([__, ___]).toEqual([null, null]);
-      return row;
-    });
+    // Rows older than the trail's tree have no leaf; what a leaf would hold is read beside them.
+    const withoutJoin = read.map(
+      ({
+        approval_decided_by: _,
+        credential_fingerprint: __,
+        credential_expires_at: ___,
+        leaf_index,
+        outcome_leaf_index,
+        answered,
+        root_id,
+        ...row
+      }) => {
+        expect([__, ___, leaf_index, outcome_leaf_index]).toEqual([null, null, null, null]);
+        const decision = { denied: 'deny', awaiting_approval: 'approval_required' }[row.outcome as string] ?? 'allow';
+        expect(answered).toEqual({ decision, reason: row.reason });
+        expect(root_id).toEqual(expect.stringMatching(/^grt_/));
+        return row;
+      },
+    );
     const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
     // A later migration (20261126120000) moved the decision of an allowed call into a column of its own.
     const split = old.map(({ approval_id, ...row }) =>

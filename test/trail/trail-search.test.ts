@@ -30,6 +30,7 @@ function record(i: number, fields: Partial<NewCallRecord>): NewCallRecord {
     args_digest: `sha256:${'0'.repeat(64)}`,
     requested_at: at,
     ...fields,
+    root_id: grantId,
   };
 }
 

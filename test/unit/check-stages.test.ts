@@ -141,6 +141,19 @@ describe('decide (pure)', () => {
     }
   });
 
+  it('refuses a named subject that is not the token’s principal, before any verdict; the right one goes on', () => {
+    const allow = deps({ allow: true, reasons: [], reason: 'allowed' });
+    for (const namedSubject of [
+      { kind: 'agent' as const, id: 'agt_2' },
+      { kind: 'user' as const, id: 'agt_1' },
+    ]) {
+      expect(() => decide(allow, resolved({ request: { ...request, namedSubject } }))).toThrow(
+        expect.objectContaining({ code: 'subject_mismatch', status: 403 }),
+      );
+    }
+    expect(decide(allow, resolved({ request: { ...request, namedSubject: agent } })).kind).toBe('allow');
+  });
+
   it('answers allow, ask and deny as verdicts', () => {
     expect(decide(deps({ allow: true, reasons: [], reason: 'allowed', consumes_approval: true }), resolved())).toEqual({
       kind: 'allow',
@@ -271,7 +284,7 @@ describe('settle (the answer and its record)', () => {
     const log: string[] = [];
     const claim = {
       approvalId: 'apr_1',
-      commitWith: async (row: NewCallRecord) => void committed.push(row),
+      commitWith: async (row: NewCallRecord) => committed.push(row),
       release: async () => void log.push('release'),
     };
     const { settleDeps } = deps(unexpected('the group commit'));

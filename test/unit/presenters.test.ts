@@ -73,6 +73,8 @@ describe('presenters', () => {
       requested_at: new Date('2026-11-22T00:00:00Z'),
       completed_at: null,
       duration_ms: null,
+      leaf_index: 7,
+      outcome_leaf_index: null,
     };
     const shown = presentCallRecord(row);
     expect(shown).toMatchObject({ id: 'call_1', principal: { kind: 'agent', id: 'agt_1' }, argsDigest: 'sha256:00', completedAt: null });

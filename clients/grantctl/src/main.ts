@@ -4,6 +4,7 @@ import { grantCommands } from './grants';
 import { fail } from './failure';
 import { podAndConnectionCommands } from './pods-and-connections';
 import { policyCommands } from './policy';
+import { trailCommands } from './trail';
 
 /**
  * grantctl: GRANT_BROKER_URL says where; GRANT_BROKER_TOKEN (a person's) and
@@ -23,5 +24,6 @@ grantCommands(program);
 activityCommands(program);
 podAndConnectionCommands(program);
 policyCommands(program);
+trailCommands(program);
 
 program.parseAsync(process.argv).catch(fail);

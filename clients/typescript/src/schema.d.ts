@@ -223,6 +223,203 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/access/v1/evaluation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN 1.0 Access Evaluation: one broker check
+         * @description The subject is the agent: `subject: {type: "agent", id: <agentId>, properties: {token: <its runtime or access token>}}` (a human: `type: "user"` with the forwarded JWT); `action.name` is the tool; `resource: {type: "grant", id: <grantId>, properties: {args}}`. The broker authenticates with its own `bkt_` token, as on POST /api/broker/check, and runs that very check: the same policy, budget, approvals, credential, call record and decision log. `decision` is true only on allow; `context` carries `reason`, `callId` (report the outcome with POST /api/broker/calls/{callId}/outcome), and with a refusal its `explanation`, `approvalId` (approval_required) or `retryAfterMs` (budget_exhausted). An evaluation the check cannot take (another broker’s grant, answered exactly as an unknown one: `not_found`; a token that does not verify; a `subject.id` that is not the token’s; another subject or resource type) is `decision: false` with `context.error` and no call is recorded. A missing subject, action or resource is a 400; Postgres or Redis down is a 503, never a decision.
+         */
+        post: operations["authzenEvaluation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AuthZEN 1.0 Access Evaluations: several broker checks, in order
+         * @description The subject is the agent: `subject: {type: "agent", id: <agentId>, properties: {token: <its runtime or access token>}}` (a human: `type: "user"` with the forwarded JWT); `action.name` is the tool; `resource: {type: "grant", id: <grantId>, properties: {args}}`. The broker authenticates with its own `bkt_` token, as on POST /api/broker/check, and runs that very check: the same policy, budget, approvals, credential, call record and decision log. `decision` is true only on allow; `context` carries `reason`, `callId` (report the outcome with POST /api/broker/calls/{callId}/outcome), and with a refusal its `explanation`, `approvalId` (approval_required) or `retryAfterMs` (budget_exhausted). An evaluation the check cannot take (another broker’s grant, answered exactly as an unknown one: `not_found`; a token that does not verify; a `subject.id` that is not the token’s; another subject or resource type) is `decision: false` with `context.error` and no call is recorded. A missing subject, action or resource is a 400; Postgres or Redis down is a 503, never a decision. Up to 64 evaluations, checked one after another in order; top-level subject, action, resource and context are defaults a member’s own key replaces. `options.evaluations_semantic`: `execute_all` (default) answers every one; `deny_on_first_deny` stops after the first false, `permit_on_first_permit` after the first true, and the evaluations after it are neither checked nor answered (no record, no budget unit). Without `evaluations` (or with an empty array) the request is one evaluation and the answer one decision.
+         */
+        post: operations["authzenEvaluations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/authzen-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * AuthZEN 1.0 Policy Decision Point metadata
+         * @description Where the evaluation endpoints are, under the service’s public URL (PUBLIC_URL). No search endpoint is offered.
+         */
+        get: operations["authzenConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/grant_broker/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: the broker check as the document data.grant_broker.check
+         * @description Answers as OPA would, so the OPA plugins of Kong and APISIX (and any OPA client) call the broker check unchanged. The check runs exactly as POST /api/broker/check (policy, budget, approvals, credential, call record, decision log); `result.allow` is true only on allow and `decision_id` is the call’s id (report its outcome with POST /api/broker/calls/{callId}/outcome). The broker authenticates with its `bkt_` token as a bearer, or, from a gateway whose plugin sends no credential, as `x-broker-authorization: Bearer bkt_…` among the forwarded request’s headers. A gateway request is mapped through the broker’s route map (the agent’s credential is its `authorization`, the grant its `grant-id` header); one no route maps is `allow: false` with `reason: no_route`. Another broker’s grant is refused exactly as an unknown one (`allow: false`, `reason: not_found`, no decision id). Input of no known shape: 400. Postgres or Redis down: 503, never a result.
+         */
+        post: operations["opaDataCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/grant_broker/check/allow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: only whether the check allows (data.grant_broker.check.allow)
+         * @description The same check, answered as the boolean document `allow`. Answers as OPA would, so the OPA plugins of Kong and APISIX (and any OPA client) call the broker check unchanged. The check runs exactly as POST /api/broker/check (policy, budget, approvals, credential, call record, decision log); `result.allow` is true only on allow and `decision_id` is the call’s id (report its outcome with POST /api/broker/calls/{callId}/outcome). The broker authenticates with its `bkt_` token as a bearer, or, from a gateway whose plugin sends no credential, as `x-broker-authorization: Bearer bkt_…` among the forwarded request’s headers. A gateway request is mapped through the broker’s route map (the agent’s credential is its `authorization`, the grant its `grant-id` header); one no route maps is `allow: false` with `reason: no_route`. Another broker’s grant is refused exactly as an unknown one (`allow: false`, `reason: not_found`, no decision id). Input of no known shape: 400. Postgres or Redis down: 503, never a result.
+         */
+        post: operations["opaDataCheckAllow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OPA data API: any other document is undefined
+         * @description Answers `{}`, as OPA does for an undefined document (a gateway reads it as a denial). The broker authenticates as above.
+         */
+        post: operations["opaDataUndefined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The trail's verifier key in signed-note format (`<origin>+<key id>+<base64 key>`), one line of text/plain */
+        get: operations["getTrailKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The trail's latest signed checkpoint (a C2SP checkpoint in a signed note), text/plain
+         * @description A new one at least every TRAIL_CHECKPOINT_MS while records arrive.
+         */
+        get: operations["getTrailCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/proofs/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A proof that the tree of size `to` extends the tree of size `from`
+         * @description `from` 0 or above `to`: 400; `from` equal to `to`: no hashes; `to` past the latest checkpoint: 409 `not_in_checkpoint`.
+         */
+        get: operations["getTrailConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trail/proofs/inclusion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A proof that a call's record is in the tree of a signed checkpoint
+         * @description Whoever may read the call's grant (else 404). `treeSize` omitted: the latest checkpoint's. A record no signed checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.
+         */
+        get: operations["getTrailInclusionProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/approvals": {
         parameters: {
             query?: never;
@@ -988,7 +1185,14 @@ export interface components {
         CallRecord: {
             id: string;
             grantId: string;
+            /** @description The grant's root grant (the grant itself for a root): a member of the record's leaf */
+            rootId: string;
             tool: string;
+            /**
+             * @description What the check answered, as the record's leaf in the trail's Merkle tree holds it. The leaf's `reason` is the record's, except for a call held for approval, whose leaf keeps `approval_required` whatever became of the approval
+             * @enum {string}
+             */
+            decision: "allow" | "deny" | "approval_required";
             /**
              * @description An allowed call: `pending` until its outcome is reported, then `succeeded` or `failed`. A call held for approval: `awaiting_approval` while the approval is pending, then `approved` (the call itself is the re-sent check, a record of its own) or `denied` (`reason` `approval_denied`, or `approval_expired` when nobody decided in time). Any other refusal: `denied`.
              * @enum {string}
@@ -1032,6 +1236,10 @@ export interface components {
                  */
                 expiresAt: string;
             } | null;
+            /** @description The record's leaf in the trail's Merkle tree (`GET /api/trail/proofs/inclusion`); null on records older than the tree */
+            leafIndex: number | null;
+            /** @description The leaf of the call's reported outcome; null until reported */
+            outcomeLeafIndex: number | null;
         };
         /** @description A grant's budget use now, counted from the call trail as the service rebuilds its windows (a budget over 1,000 calls is kept in buckets, so the service may admit by up to one bucket more or less), and the size of its subtree. */
         GrantUsage: {
@@ -1070,6 +1278,7 @@ export interface components {
             /** @description With budget_exhausted: when the first unit frees */
             retryAfterMs?: number;
             explanation?: components["schemas"]["DenialExplanation"];
+            receipt?: components["schemas"]["TrailReceipt"];
             budget: {
                 /** @description Calls left now, the least over the whole chain */
                 remaining: number;
@@ -1099,6 +1308,11 @@ export interface components {
              * @enum {string}
              */
             unlock: "attenuate_from_parent" | "ask_connection_owner" | "request_approval" | "wait" | "none";
+        };
+        /** @description With every recorded answer: where the call record is in the trail. Prove it against a signed checkpoint with `GET /api/trail/proofs/inclusion?callId=…` once a checkpoint covers it (within `TRAIL_CHECKPOINT_MS`). */
+        TrailReceipt: {
+            /** @description The call record's leaf in the trail's Merkle tree */
+            leafIndex: number;
         };
         /** @description With `credential: true` on allow: a token for this call alone. Never stored or logged; the call record keeps its fingerprint. */
         MintedCredential: {
@@ -1140,6 +1354,13 @@ export interface components {
                 credential?: boolean;
             })[];
         };
+        /** @description The arguments themselves are never stored or returned; only their digest. */
+        CompletedCallRecord: components["schemas"]["CallRecord"] & {
+            /** @description The outcome's own leaf in the trail's Merkle tree (the record's is `leafIndex`); absent with TRAIL_TREE=off */
+            receipt?: {
+                leafIndex: number;
+            };
+        };
         OutcomeBatchResult: {
             results: {
                 callId: string;
@@ -1159,6 +1380,157 @@ export interface components {
                 durationMs?: number;
                 errorCode?: string;
             }[];
+        };
+        /** @description true only when the broker check allowed the call */
+        AuthzenDecision: {
+            decision: boolean;
+            context?: components["schemas"]["AuthzenDecisionContext"];
+        };
+        AuthzenDecisionContext: {
+            /** @description `allowed`, a deny reason of the broker check, or a refusal of the request */
+            reason: string;
+            /** @description The call record: report its outcome with POST /api/broker/calls/{callId}/outcome */
+            callId?: string;
+            explanation?: components["schemas"]["DenialExplanation"];
+            approvalId?: string;
+            retryAfterMs?: number;
+            message?: string;
+            credential?: components["schemas"]["MintedCredential"];
+            /** @description A refusal of this evaluation itself (unknown grant, bad subject, malformed member): no call was checked */
+            error?: {
+                status: number;
+                message: string;
+            };
+        };
+        AuthzenEvaluationRequest: {
+            subject: components["schemas"]["AuthzenSubject"];
+            action: components["schemas"]["AuthzenAction"];
+            resource: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenRequestContext"];
+        };
+        AuthzenSubject: {
+            /**
+             * @description `agent` (or `user` for a human’s forwarded JWT)
+             * @example agent
+             */
+            type: string;
+            /** @description The agent’s id; refused when the token is anyone else’s */
+            id: string;
+            /** @description `token`: the agent’s own credential (runtime token or access token), forwarded as it was received */
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        AuthzenAction: {
+            /**
+             * @description The tool
+             * @example repos.read_file
+             */
+            name: string;
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        AuthzenResource: {
+            /** @example grant */
+            type: string;
+            /**
+             * @description The grant the call is made through
+             * @example grt_01jd6x3c4vf8r9t2y5u7w0z1ab
+             */
+            id: string;
+            /** @description `args`: the tool’s arguments (an object; only their digest is kept, never stored, logged or returned) */
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The environment. Read: `credential: true` asks, as on the broker check, for a credential minted for this call alone on allow; `approvalId`, a re-sent call’s approval. Anything else is ignored. */
+        AuthzenRequestContext: {
+            [key: string]: unknown;
+        };
+        /** @description With `evaluations`, one decision per evaluation in order, up to the one that short-circuits; without, one decision */
+        AuthzenEvaluationsResponse: {
+            evaluations: components["schemas"]["AuthzenDecision"][];
+        } | components["schemas"]["AuthzenDecision"];
+        AuthzenEvaluationsRequest: {
+            subject?: components["schemas"]["AuthzenSubject"];
+            action?: components["schemas"]["AuthzenAction"];
+            resource?: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenRequestContext"];
+            /** @description At most 64; each member overrides the top-level defaults key by key */
+            evaluations?: {
+                subject?: components["schemas"]["AuthzenSubject"];
+                action?: components["schemas"]["AuthzenAction"];
+                resource?: components["schemas"]["AuthzenResource"];
+                context?: components["schemas"]["AuthzenRequestContext"];
+            }[];
+            options?: {
+                /**
+                 * @description `execute_all` (the default), `deny_on_first_deny` or `permit_on_first_permit`: the evaluations after the one that short-circuits are neither checked nor answered (no record, no budget)
+                 * @enum {string}
+                 */
+                evaluations_semantic?: "execute_all" | "deny_on_first_deny" | "permit_on_first_permit";
+            };
+        };
+        AuthzenPdpMetadata: {
+            policy_decision_point: string;
+            access_evaluation_endpoint: string;
+            access_evaluations_endpoint: string;
+        };
+        OpaCheckDocument: {
+            /** @description The check’s answer with `allow`, and what the gateways’ OPA plugins read */
+            result: {
+                /** @enum {string} */
+                decision?: "allow" | "deny" | "approval_required";
+                callId?: string;
+                reason: string;
+                /** @description With approval_required: the approval a human now decides */
+                approvalId?: string;
+                approval?: {
+                    id: string;
+                    expiresAt: string;
+                };
+                /** @description With an org rule's reason: the rule's message */
+                message?: string;
+                /** @description With budget_exhausted: when the first unit frees */
+                retryAfterMs?: number;
+                explanation?: components["schemas"]["DenialExplanation"];
+                receipt?: components["schemas"]["TrailReceipt"];
+                budget?: {
+                    /** @description Calls left now, the least over the whole chain */
+                    remaining: number;
+                    /** @description When the oldest counted call of that level leaves the window */
+                    resetMs: number;
+                };
+                credential?: components["schemas"]["MintedCredential"];
+                /** @description The version of the grant's tree this answer was decided under: opaque, and different after any change to the tree (a revocation, a member removed, a runtime stopped). A gateway keeps what it derived from the grant (its tool listing) while the versions its checks see stay the same. */
+                grantVersion?: string;
+                allow: boolean;
+                /** @description On allow, for the upstream: `x-grant-call-id`, and `authorization` with the minted credential when asked for; on a refusal, for the client (`retry-after` with a spent budget) */
+                headers: {
+                    [key: string]: string;
+                };
+                /** @description On a refusal: 429 for a spent budget, else 403 (401 for a bad subject token) */
+                status_code?: number;
+            };
+            /** @description The call’s id (absent when no call was checked) */
+            decision_id?: string;
+        };
+        OpaDataRequest: {
+            /** @description The body of POST /api/broker/check, or the input the OPA plugins of Kong (`request.http`) and APISIX (`request`) send */
+            input?: unknown;
+        };
+        OpaAllowDocument: {
+            result: boolean;
+            decision_id?: string;
+        };
+        /** @description OPA’s answer for an undefined document */
+        OpaUndefinedDocument: Record<string, never>;
+        TrailInclusionProof: {
+            leafIndex: number;
+            treeSize: number;
+            /** @description The proof: base64 SHA-256 hashes, in the order of RFC 9162 */
+            hashes: string[];
         };
         /** @description A human approval of one call: its grant, tool, principal and argument digest. Allows that call once, when re-sent with `approvalId`, before `expiresAt` (APPROVAL_TTL_MS after the request, or the grant's expiry if sooner) and while the grant is usable. */
         Approval: {
@@ -3024,13 +3396,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The completed call record */
+            /** @description The completed call record, with the receipt of its outcome */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallRecord"];
+                    "application/json": components["schemas"]["CompletedCallRecord"];
                 };
             };
             /** @description `invalid_request`: The request is malformed */
@@ -3167,6 +3539,913 @@ export interface operations {
             };
             /** @description `credential_not_accepted`: This kind of credential is not accepted here */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenEvaluation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthzenEvaluationRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenDecision"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenEvaluations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuthzenEvaluationsRequest"];
+            };
+        };
+        responses: {
+            /** @description The decisions, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenEvaluationsResponse"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    authzenConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenPdpMetadata"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaCheckDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataCheckAllow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaAllowDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    opaDataUndefined: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The document’s path, e.g. `grant_broker/other` */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpaDataRequest"];
+            };
+        };
+        responses: {
+            /** @description Undefined */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpaUndefinedDocument"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verifier key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed note */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailConsistencyProof: {
+        parameters: {
+            query?: {
+                /** @description The older tree size (at least 1) */
+                from?: number | null;
+                /** @description The newer tree size */
+                to?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consistency proof */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The proof: base64 SHA-256 hashes, in the order of RFC 9162 */
+                        hashes: string[];
+                    };
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The request body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request headers are larger than 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `dependency_unavailable`: A dependency is unavailable; nothing was allowed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrailInclusionProof: {
+        parameters: {
+            query: {
+                /** @description The call (`call_…`) */
+                callId: string;
+                /** @description The size of a signed checkpoint */
+                treeSize?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The inclusion proof */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrailInclusionProof"];
+                };
+            };
+            /** @description `invalid_request`: The request is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthenticated`: Authentication is required */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `credential_not_accepted`: This kind of credential is not accepted here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -9,7 +9,8 @@ export type DecideDeps = Pick<BrokerDeps, 'policy' | 'trustAssertedPrincipal' | 
 /**
  * The second stage: pure (no I/O). broker/check decides on the resolved facts; a refusal of the
  * request itself (404 another broker's grant, 401 an invalid subject token, 403 an asserted
- * principal) is thrown, every other outcome is a verdict the call record will keep.
+ * principal or a named subject that is not the token's) is thrown, every other outcome is a
+ * verdict the call record will keep.
  */
 export function decide(deps: DecideDeps, call: Resolved): Verdict {
   const input = checkInput(
@@ -38,6 +39,10 @@ export function decide(deps: DecideDeps, call: Resolved): Verdict {
   const principal = call.subject.principal;
   // broker/check refuses a call without a principal (subject_token_invalid): never reached.
   if (!principal) throw new Error('broker/check went on without a verified principal');
+  const named = call.request.namedSubject;
+  if (named && (named.kind !== principal.kind || named.id !== principal.id)) {
+    throw new ApiError('subject_mismatch', 'the named subject is not the principal of the forwarded token');
+  }
 
   const { decisionId, explanation } = decision;
   const exact = decision.exact_calls ? { exactCalls: true } : {};

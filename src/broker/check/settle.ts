@@ -31,18 +31,20 @@ export async function settle(
     ...recordOf(call, verdict, answer),
     ...(handed ? { credential_fingerprint: fingerprintBytes(handed.token), credential_expires_at: new Date(handed.expiresAt) } : {}),
   };
+  let leafIndex: number | undefined;
   try {
     if (charged.kind === 'taken' && charged.claim) {
-      await charged.claim.commitWith({ ...record, approval_id: charged.claim.approvalId });
+      leafIndex = await charged.claim.commitWith({ ...record, approval_id: charged.claim.approvalId });
     } else if (answer.reason === 'approval_required') {
       const asked = await deps.approvals.ask(approvalRequestOf(deps, call, verdict), (approval) => ({
         ...record,
         outcome: 'awaiting_approval',
         approval_id: approval.id,
       }));
-      answer = { ...answer, decision: 'approval_required', approvalId: asked.id, approval: asked };
+      leafIndex = asked.receipt;
+      answer = { ...answer, decision: 'approval_required', approvalId: asked.id, approval: { id: asked.id, expiresAt: asked.expiresAt } };
     } else {
-      await deps.trail.write(record);
+      leafIndex = await deps.trail.write(record);
     }
   } catch (error) {
     if (charged.kind === 'taken') await charged.claim?.release();
@@ -55,7 +57,7 @@ export async function settle(
   }
   brokerDecisions.labels(answer.decision, answer.reason).inc();
   deps.tallies.count(talliedOf(call, answer));
-  return answer;
+  return leafIndex === undefined ? answer : { ...answer, receipt: { leafIndex } };
 }
 
 /** The recorded check as the trail's tallies count it: an org rule's denial by its rule too. */
@@ -140,6 +142,7 @@ function recordOf(call: Resolved, verdict: Verdict, answer: CheckAnswer): NewCal
   return {
     id: call.callId,
     grant_id: call.chain[0]!.id,
+    root_id: call.chain[0]!.root_id,
     tool: call.request.tool,
     principal_kind: verdict.principal.kind,
     principal_id: verdict.principal.id,

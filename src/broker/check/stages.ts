@@ -22,6 +22,12 @@ export interface CheckRequest extends SubjectInput {
   approvalId?: string;
   /** On allow, mint an installation token for the call (the connection's GitHub App). */
   credential?: boolean;
+  /**
+   * The principal the caller says the forwarded token is for (AuthZEN's `subject`): refused,
+   * before anything is recorded, when the token verifies as anyone else. It never stands in for
+   * the token: the token alone says who calls.
+   */
+  namedSubject?: CallPrincipal;
 }
 
 export interface CheckAnswer {
@@ -36,6 +42,8 @@ export interface CheckAnswer {
   explanation?: Explanation;
   retryAfterMs?: number;
   budget: { remaining: number; resetMs: number };
+  /** The call's record in the trail's Merkle tree: its leaf, to prove against a signed checkpoint. */
+  receipt?: { leafIndex: number };
   /** With `credential: true`, on allow: the token for this call alone. */
   credential?: { token: string; expiresAt: string; repositories: string[]; permissions: Record<string, string> };
   /** The version of the grant's tree the check read its facts under (opaque; changes with any change to the tree). */

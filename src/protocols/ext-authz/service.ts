@@ -4,6 +4,7 @@ import type { CredentialResolver } from '../../credentials/authenticators';
 import { isDependencyFailure } from '../../kernel/dependency';
 import { ApiError } from '../../kernel/errors';
 import type { Logger } from '../../kernel/log';
+import type { CallPrincipal } from '../../kernel/principals';
 import type { Authenticator } from '../../kernel/route';
 import { denial, fromAnswer, toCheck, type ForwardedCall, type Verdict } from './mapping';
 import type { RouteMap } from './route-map';
@@ -26,9 +27,18 @@ export interface ExtAuthzDeps {
   log: Logger;
 }
 
+/** A forwarded request as the broker check's input, for another adapter (OPA's data API) to run. */
+export type ForwardedCheck =
+  { kind: 'check'; request: CheckRequest } | { kind: 'pass'; subject: CallPrincipal } | { kind: 'refuse'; status: number; reason: string };
+
 export interface ExtAuthzService {
   /** The answer for one forwarded request; `brokerAuthorization` is `Bearer bkt_…`. Never throws. */
   authorize(call: ForwardedCall, brokerAuthorization: string | undefined): Promise<Verdict>;
+  /**
+   * The same mapping through the broker's route map for an authenticated broker, without running
+   * the check: a request with no tool call passes only once the agent's credential verifies.
+   */
+  checkOf(broker: CheckingBroker, call: ForwardedCall): Promise<ForwardedCheck>;
 }
 
 export function createExtAuthzService(deps: ExtAuthzDeps): ExtAuthzService {
@@ -52,7 +62,18 @@ export function createExtAuthzService(deps: ExtAuthzDeps): ExtAuthzService {
     return fromAnswer(await deps.check(broker, request));
   }
 
+  async function checkOf(broker: CheckingBroker, call: ForwardedCall): Promise<ForwardedCheck> {
+    const mapped = toCheck(call, await deps.routesOf(broker.brokerId));
+    if (mapped.kind === 'refuse') return { kind: 'refuse', status: mapped.status, reason: mapped.reason };
+    if (mapped.kind === 'check') return { kind: 'check', request: deps.validate(mapped.check) };
+    const subject = await deps.resolveCredential(mapped.subjectToken);
+    if (subject?.kind === 'agent') return { kind: 'pass', subject: { kind: 'agent', id: subject.agentId } };
+    if (subject?.kind === 'human') return { kind: 'pass', subject: { kind: 'user', id: subject.userId } };
+    return { kind: 'refuse', status: 401, reason: 'subject_token_invalid' };
+  }
+
   return {
+    checkOf,
     async authorize(call, brokerAuthorization) {
       try {
         return await decide(call, brokerAuthorization);

@@ -5,6 +5,7 @@ import type { ListPosition } from '../../kernel/cursor';
 import * as codec from './codec';
 import type { ShapeMemo } from '../shape-memo';
 import { shapeCodes } from './shapes';
+import { decisionOfOutcome, leafHash, outcomeLeaf, recordLeaf } from '../tree/leaves';
 
 type Queryable = Database | Knex.Transaction;
 
@@ -40,6 +41,13 @@ export interface CallRecordRow {
   credential_expires_at?: Date | null;
   /** Joined in call trail listings: who approved the call, when an approval allowed it. */
   approval_decided_by?: string | null;
+  /** The record's leaf in the trail's Merkle tree, and its outcome's; null on records older than the tree. */
+  leaf_index: number | null;
+  outcome_leaf_index: number | null;
+  /** The grant's root, read with the record (a member of its leaf). */
+  root_id?: string;
+  /** What the check answered, as its leaf holds it, whatever became of a held call since. */
+  answered?: { decision: 'allow' | 'deny' | 'approval_required'; reason: string };
 }
 
 /** What a call held for approval reads as once a human approved it. */
@@ -49,8 +57,12 @@ type OptionalColumns =
   'approval_id' | 'decision_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
 
 /** A row of call_records as a check writes it. */
-export type NewCallRecord = Omit<CallRecordRow, OptionalColumns | 'approval_decided_by' | 'outcome'> & {
+export type NewCallRecord = Omit<
+  CallRecordRow,
+  OptionalColumns | 'approval_decided_by' | 'outcome' | 'leaf_index' | 'outcome_leaf_index' | 'answered'
+> & {
   outcome: codec.Outcome;
+  root_id: string;
 } & Partial<Pick<CallRecordRow, OptionalColumns>>;
 
 /** A row as Postgres answers it (its shape joined): uuids as text, bytea as Buffers, codes as numbers. */
@@ -71,6 +83,8 @@ interface StoredRow {
   duration_ms: number | null;
   credential_fingerprint: Buffer | null;
   credential_expires_at: Date | null;
+  leaf_index: string | null;
+  outcome_leaf_index: string | null;
 }
 
 /**
@@ -90,11 +104,12 @@ const completedAfterMs = (row: Pick<NewCallRecord, 'requested_at' | 'completed_a
 /** A query of rows of the trail (`r`) read back with their shape. */
 const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.decision_id,
   r.error_code, r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint,
-  r.credential_expires_at`;
+  r.credential_expires_at, r.leaf_index, r.outcome_leaf_index`;
 const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
 
 function decode(row: StoredRow): CallRecordRow {
   const outcome = codec.outcomeOf(row.outcome);
+  const reason = row.reason ?? codec.usualReason(outcome) ?? '';
   return {
     id: codec.idOfUuid('call', row.id),
     grant_id: codec.idOfUuid('grant', row.grant_id),
@@ -102,7 +117,7 @@ function decode(row: StoredRow): CallRecordRow {
     principal_kind: codec.principalKindOf(row.principal_kind),
     principal_id: row.principal_id,
     outcome,
-    reason: row.reason ?? codec.usualReason(outcome) ?? '',
+    reason,
     approval_id: row.approval_id && codec.idOfUuid('approval', row.approval_id),
     decision_id: row.decision_id,
     error_code: row.error_code,
@@ -112,7 +127,28 @@ function decode(row: StoredRow): CallRecordRow {
     duration_ms: row.duration_ms,
     credential_fingerprint: row.credential_fingerprint,
     credential_expires_at: row.credential_expires_at,
+    leaf_index: row.leaf_index === null ? null : Number(row.leaf_index),
+    outcome_leaf_index: row.outcome_leaf_index === null ? null : Number(row.outcome_leaf_index),
+    answered: { decision: decisionOfOutcome(outcome), reason },
   };
+}
+
+/** The record's leaf hash in the trail's tree (contract §22): its fields as the check answered them. */
+export function recordLeafHash(row: NewCallRecord): Buffer {
+  return leafHash(
+    recordLeaf({
+      callId: row.id,
+      grantId: row.grant_id,
+      rootId: row.root_id,
+      tool: row.tool,
+      argsDigest: row.args_digest,
+      decision: decisionOfOutcome(row.outcome),
+      reason: row.reason,
+      approvalId: row.approval_id ?? null,
+      requestedAt: row.requested_at.toISOString(),
+      principal: { kind: row.principal_kind, id: row.principal_id },
+    }),
+  );
 }
 
 /** The record's columns, in the order of INSERT_ROWS's arrays. */
@@ -136,51 +172,74 @@ function encode(row: NewCallRecord, shape: number): unknown[] {
 }
 
 const INSERTED = `insert into call_records (id, grant_id, shape, outcome, reason, approval_id, error_code, args_digest, requested_at,
-                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at, decision_id)`;
+                                            completed_after_ms, duration_ms, credential_fingerprint, credential_expires_at, decision_id,
+                                            leaf_index)`;
+const COLUMNS = 'c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14';
+/** The records' leaves join the tree in the statement that writes them: both commit, or neither (trail_append). */
+const APPENDED = (leaves: string) => `with tree as (select trail_append(${leaves}) as first)`;
+/** TRAIL_TREE=off (the benchmark's baseline): the same statement, with no leaf. */
+const UNTREED = 'with tree as (select null::bigint as first)';
 
 /**
  * One statement for any number of rows: a column of values per array, zipped by unnest. Its text
  * never changes, so it is a named prepared statement: each connection parses and plans it once,
  * and a batch sends only Bind and Execute (the trail is one write per check).
  */
-const INSERT_ROWS = {
-  name: 'call_records_insert_v5',
-  text: `${INSERTED}
-select * from unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
-                     $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[], $14::uuid[])`,
-};
+const insertRows = (tree: boolean) => ({
+  name: tree ? 'call_records_insert_v6' : 'call_records_insert_untreed_v6',
+  text: `${tree ? APPENDED('$15::bytea[]') : UNTREED} ${INSERTED}
+select ${COLUMNS}, tree.first + ord - 1 from tree,
+       unnest($1::uuid[], $2::uuid[], $3::integer[], $4::smallint[], $5::text[], $6::uuid[], $7::text[], $8::bytea[],
+              $9::timestamptz[], $10::integer[], $11::integer[], $12::bytea[], $13::timestamptz[], $14::uuid[])
+         with ordinality as u(${COLUMNS}, ord)
+returning leaf_index`,
+});
+const INSERT_ROWS = { on: insertRows(true), off: insertRows(false) };
 
 /** The one query method a batch needs of a pooled node-postgres client. */
 interface PgConnection {
-  query(statement: { name?: string; text: string; values: unknown[] }): Promise<unknown>;
+  query(statement: { name?: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
 /**
- * Any number of records in one statement (the group commit of concurrent checks). `shapes` keeps
- * the shape codes seen committed (src/speedups/memo.ts); without it each write makes or finds its
- * shapes first.
+ * Any number of records in one statement (the group commit of concurrent checks), each with its
+ * leaf, in the order given: their leaf indices. `shapes` keeps the shape codes seen committed
+ * (src/speedups/memo.ts); without it each write makes or finds its shapes first.
  */
-export async function insertCallRecords(db: Database, rows: readonly NewCallRecord[], shapes?: ShapeMemo): Promise<void> {
+export async function insertCallRecords(
+  db: Database,
+  rows: readonly NewCallRecord[],
+  shapes?: ShapeMemo,
+  tree = true,
+): Promise<Array<number | undefined>> {
   const codes = await shapeCodes(db, rows, shapes);
   const encoded = rows.map((row, i) => encode(row, codes[i]!));
   // One array per column; node-postgres sends each as a Postgres array (nulls and Buffers included).
   const values = encoded[0]!.map((_, column) => encoded.map((row) => row[column]));
+  if (tree) values.push(rows.map(recordLeafHash));
   // Straight to a connection of knex's pool: knex cannot send a named statement.
   const connection = (await db.client.acquireConnection()) as PgConnection;
   try {
-    await connection.query({ ...INSERT_ROWS, values });
+    const statement = INSERT_ROWS[tree ? 'on' : 'off'];
+    const { rows: appended } = (await connection.query({ ...statement, values })) as { rows: Array<{ leaf_index: string | null }> };
+    if (!tree) return rows.map(() => undefined);
+    const first = Math.min(...appended.map((row) => Number(row.leaf_index)));
+    return rows.map((_, i) => first + i);
   } finally {
     await db.client.releaseConnection(connection);
   }
 }
 
-/** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. */
-export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord): Promise<void> {
+/** One record in a unit of work of its own: it commits with what else the unit changes, or not at all. Its leaf index. */
+export async function insertCallRecord(trx: Knex.Transaction, row: NewCallRecord, tree = true): Promise<number | undefined> {
   const [shape] = await shapeCodes(trx, [row]);
-  await trx.raw(
-    `${INSERTED} values (?::uuid, ?::uuid, ?, ?, ?, ?::uuid, ?, ?, ?, ?, ?, ?, ?, ?::uuid)`,
-    encode(row, shape!) as Knex.RawBinding[],
+  const { rows } = await trx.raw<{ rows: Array<{ leaf_index: string | null }> }>(
+    `${tree ? APPENDED('array[?::bytea]') : UNTREED} ${INSERTED} select ?::uuid, ?::uuid, ?::integer, ?::smallint, ?::text, ?::uuid, ?::text, ?::bytea, ?::timestamptz,
+            ?::integer, ?::integer, ?::bytea, ?::timestamptz, ?::uuid, tree.first from tree
+     returning leaf_index`,
+    [...(tree ? [recordLeafHash(row)] : []), ...encode(row, shape!)] as Knex.RawBinding[],
   );
+  return tree ? Number(rows[0]!.leaf_index) : undefined;
 }
 
 /**
@@ -225,10 +284,31 @@ export async function completeCallRecord(
   callId: string,
   report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
   completedAt: Date,
+  tree = true,
 ): Promise<CallRecordRow | undefined> {
   const where = byCallId(callId);
   if (!where) return undefined;
-  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+  const completed = await db.transaction(async (trx) => {
+    const row = await completeInUnit(trx, where, report, completedAt);
+    if (!row || !tree) return row;
+    // The row is ours until the commit: its outcome's leaf joins the tree with it, exactly once.
+    const leaf = leafHash(outcomeLeaf({ callId, outcome: report.outcome, completedAt: completedAt.toISOString() }));
+    const { rows } = await trx.raw<{ rows: Array<{ outcome_leaf_index: string }> }>(
+      `update call_records r set outcome_leaf_index = trail_append(array[?::bytea]) where ${where.sql} returning outcome_leaf_index`,
+      [leaf, ...where.bindings],
+    );
+    return { ...row, outcome_leaf_index: Number(rows[0]!.outcome_leaf_index) };
+  });
+  return completed && (await withApprovals(db, [completed], completedAt))[0];
+}
+
+async function completeInUnit(
+  trx: Knex.Transaction,
+  where: { sql: string; bindings: Knex.RawBinding[] },
+  report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
+  completedAt: Date,
+): Promise<CallRecordRow | undefined> {
+  const { rows } = await trx.raw<{ rows: StoredRow[] }>(
     `update call_records r
         set outcome = ?, completed_after_ms = round(extract(epoch from (?::timestamptz - r.requested_at)) * 1000)::integer,
             duration_ms = ?, error_code = ?
@@ -243,7 +323,7 @@ export async function completeCallRecord(
       codec.OUTCOME_CODES.pending,
     ],
   );
-  return rows[0] && (await withApprovals(db, [decode(rows[0])], completedAt))[0];
+  return rows[0] && decode(rows[0]);
 }
 
 /**
@@ -254,7 +334,8 @@ export async function completeCallRecord(
  * with `approval_denied`, or `denied` with `approval_expired` when nobody decided in time (a
  * revoked grant's approvals expire with it). Only a pending, unexpired approval reads as awaiting.
  */
-async function withApprovals(db: Queryable, rows: CallRecordRow[], now: Date): Promise<CallRecordRow[]> {
+async function withApprovals(db: Queryable, read: CallRecordRow[], now: Date): Promise<CallRecordRow[]> {
+  const rows = await withRoots(db, read);
   const approvalIds = [...new Set(rows.flatMap((row) => (row.approval_id ? [row.approval_id] : [])))];
   if (approvalIds.length === 0) return rows.map((row) => ({ ...row, approval_decided_by: null }));
   const approvals: Array<{ id: string; decided_by: string | null; state: string; expires_at: Date }> = await db('approvals')
@@ -270,6 +351,15 @@ async function withApprovals(db: Queryable, rows: CallRecordRow[], now: Date): P
     if (approval.expires_at.getTime() <= now.getTime()) return { ...read, outcome: 'denied' as const, reason: 'approval_expired' };
     return read;
   });
+}
+
+/** The records with their grants' roots (a member of each record's leaf). */
+async function withRoots(db: Queryable, rows: CallRecordRow[]): Promise<CallRecordRow[]> {
+  const grantIds = [...new Set(rows.map((row) => row.grant_id))];
+  if (grantIds.length === 0) return rows;
+  const grants: Array<{ id: string; root_id: string }> = await db('grants').whereIn('id', grantIds).select('id', 'root_id');
+  const roots = new Map(grants.map((grant) => [grant.id, grant.root_id]));
+  return rows.map((row) => ({ ...row, root_id: roots.get(row.grant_id) ?? row.grant_id }));
 }
 
 /**

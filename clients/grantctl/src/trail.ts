@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { EXIT } from './failure';
+import { leafHash, openCheckpoint, recordLeaf, verifyConsistency, verifyInclusion } from './trail-proofs';
+
+/**
+ * `grantctl trail verify` and `trail consistency`: an auditor's checks, offline, with the verifier
+ * key pinned in a file (`GET /api/trail/key`). 0: proven; 1: not proven (named on stderr); 2: a
+ * file that cannot be read as what it should be.
+ */
+export function trailCommands(program: Command): void {
+  const trail = program.command('trail').description("prove the call trail offline, holding only the trail's public key");
+  trail
+    .command('verify')
+    .description('is this call record in the tree of this signed checkpoint?')
+    .requiredOption('--key <file>', 'the verifier key (GET /api/trail/key)')
+    .requiredOption('--checkpoint <file>', 'a signed checkpoint (GET /api/trail/checkpoint)')
+    .requiredOption('--record <file>', 'the call record as the API reads it (JSON)')
+    .requiredOption('--proof <file>', 'its inclusion proof (GET /api/trail/proofs/inclusion)')
+    .action((options: { key: string; checkpoint: string; record: string; proof: string }) => {
+      const key = readText(options.key);
+      const record = readJson(options.record) as Record<string, unknown>;
+      const proof = readJson(options.proof) as { leafIndex?: unknown; treeSize?: unknown; hashes?: unknown };
+      const named = `call ${String(record.id)} at leaf ${String(record.leafIndex)}`;
+      const checkpoint = opened(readText(options.checkpoint), key);
+      const proven =
+        typeof record.leafIndex === 'number' &&
+        proof.leafIndex === record.leafIndex &&
+        proof.treeSize === checkpoint.size &&
+        verifyInclusion(record.leafIndex, checkpoint.size, leafHash(recordLeaf(record)), hashesOf(proof.hashes), checkpoint.root);
+      finish(
+        proven,
+        `${named} is in the checkpoint of size ${checkpoint.size}`,
+        `${named} is not proven in the checkpoint of size ${checkpoint.size}`,
+      );
+    });
+  trail
+    .command('consistency')
+    .description("does the newer checkpoint's tree extend the older one's?")
+    .requiredOption('--key <file>', 'the verifier key (GET /api/trail/key)')
+    .requiredOption('--old <file>', 'the older signed checkpoint, as kept')
+    .requiredOption('--new <file>', 'the newer signed checkpoint')
+    .requiredOption('--proof <file>', 'the consistency proof (GET /api/trail/proofs/consistency?from=OLD&to=NEW)')
+    .action((options: { key: string; old: string; new: string; proof: string }) => {
+      const key = readText(options.key);
+      const [older, newer] = [opened(readText(options.old), key), opened(readText(options.new), key)];
+      const proof = readJson(options.proof) as { hashes?: unknown };
+      const sizes = `size ${older.size} to size ${newer.size}`;
+      if (older.size > newer.size) finish(false, '', `rollback: the newer checkpoint is smaller (${sizes})`);
+      finish(verifyConsistency(older, newer, hashesOf(proof.hashes)), `consistent from ${sizes}`, `not consistent from ${sizes}`);
+    });
+}
+
+function finish(proven: boolean, yes: string, no: string): void {
+  if (proven) {
+    process.stdout.write(`${yes}\n`);
+    return;
+  }
+  process.stderr.write(`${no}\n`);
+  process.exit(EXIT.refused);
+}
+
+function opened(note: string, key: string) {
+  try {
+    return openCheckpoint(note, key);
+  } catch (error) {
+    process.stderr.write(`checkpoint refused: ${(error as Error).message}\n`);
+    return process.exit(EXIT.refused);
+  }
+}
+
+function hashesOf(hashes: unknown): Buffer[] {
+  if (!Array.isArray(hashes) || hashes.some((hash) => typeof hash !== 'string')) unreadable('the proof holds no hashes');
+  return (hashes as string[]).map((hash) => Buffer.from(hash, 'base64'));
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    return unreadable(`${file}: ${(error as Error).message}`);
+  }
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readText(file));
+  } catch {
+    return unreadable(`${file} is not JSON`);
+  }
+}
+
+function unreadable(why: string): never {
+  process.stderr.write(`${why}\n`);
+  process.exit(EXIT.unavailable);
+}

@@ -1,0 +1,49 @@
+import type { Knex } from 'knex';
+import type { Database } from '../../db/database';
+import { nodeKey, type Node } from '../tree/proofs';
+
+type Queryable = Database | Knex.Transaction;
+
+/**
+ * The trail's Merkle tree as stored (migrations/20261126155000_trail_tree.ts): the head (size and
+ * frontier), the hashes of its complete subtrees by (level, index), and the signed checkpoints.
+ * Appending is trail_append's, in the statement that writes the records (call-records.ts).
+ */
+
+export async function treeHead(db: Queryable): Promise<{ size: number; frontier: Buffer[] }> {
+  const row = await db('trail_tree').where('id', 1).first<{ size: string; frontier: Buffer[] }>('size', 'frontier');
+  if (!row) throw new Error('the trail has no tree: run the migrations');
+  return { size: Number(row.size), frontier: row.frontier };
+}
+
+/** The stored hashes of these nodes, by nodeKey, in one read. */
+export async function readNodes(db: Queryable, nodes: readonly Node[]): Promise<Map<string, Buffer>> {
+  if (nodes.length === 0) return new Map();
+  const { rows } = await db.raw<{ rows: Array<{ level: number; idx: string; hash: Buffer }> }>(
+    `select h.level, h.idx, h.hash from trail_hashes h
+       join unnest(?::smallint[], ?::bigint[]) as n(level, idx) on h.level = n.level and h.idx = n.idx`,
+    [nodes.map((node) => node.level), nodes.map((node) => node.index)],
+  );
+  return new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
+}
+
+export interface StoredCheckpoint {
+  size: number;
+  note: string;
+}
+
+/** The newest signed checkpoint, or undefined before the first. */
+export async function latestCheckpoint(db: Queryable): Promise<StoredCheckpoint | undefined> {
+  const row = await db('trail_checkpoints').orderBy('size', 'desc').first<{ size: string; note: string } | undefined>('size', 'note');
+  return row && { size: Number(row.size), note: row.note };
+}
+
+export async function checkpointOfSize(db: Queryable, size: number): Promise<StoredCheckpoint | undefined> {
+  const row = await db('trail_checkpoints').where('size', size).first<{ size: string; note: string } | undefined>('size', 'note');
+  return row && { size: Number(row.size), note: row.note };
+}
+
+/** Keeps a signed checkpoint; another replica's of the same size stands (both sign the same tree). */
+export async function saveCheckpoint(db: Queryable, checkpoint: StoredCheckpoint): Promise<void> {
+  await db('trail_checkpoints').insert({ size: checkpoint.size, note: checkpoint.note }).onConflict('size').ignore();
+}

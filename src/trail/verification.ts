@@ -1,0 +1,60 @@
+import type { Database } from '../db/database';
+import { ApiError } from '../kernel/errors';
+import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
+import type { ReadableGrant } from './deps';
+import { findCallRecord } from './repositories/call-records';
+import { checkpointOfSize, latestCheckpoint, readNodes } from './repositories/tree';
+import type { Checkpointer } from './tree/checkpointer';
+import type { TrailSigner } from './tree/note';
+import { consistencyProof, inclusionProof, type ReadNodes } from './tree/proofs';
+
+/**
+ * What an auditor asks of the trail's Merkle tree (contract §22): the verifier key, the latest
+ * signed checkpoint, and proofs against checkpoints. Sizes and hashes only, except an inclusion
+ * proof, which names a call and is shown to whoever may read the call's grant.
+ */
+export interface TrailVerificationDeps {
+  db: Database;
+  signer: TrailSigner;
+  checkpointer: Checkpointer;
+  readableGrant(principal: HumanPrincipal | AgentPrincipal, grantId: string): Promise<ReadableGrant>;
+}
+
+export function createTrailVerification(deps: TrailVerificationDeps) {
+  const read: ReadNodes = (nodes) => readNodes(deps.db, nodes);
+  const base64 = (hashes: Buffer[]) => hashes.map((hash) => hash.toString('base64'));
+
+  /** The newest checkpoint; before the first, one signed now (of the tree as it is). */
+  async function latest() {
+    const stored = await latestCheckpoint(deps.db);
+    if (stored) return stored;
+    await deps.checkpointer.signNow();
+    return (await latestCheckpoint(deps.db))!;
+  }
+
+  return {
+    verifierKey: () => `${deps.signer.verifierKey}\n`,
+    checkpoint: async () => (await latest()).note,
+
+    async consistency(from: number, to: number): Promise<{ hashes: string[] }> {
+      if (from < 1 || from > to) throw new ApiError('invalid_request', 'from must be at least 1 and at most to');
+      if ((await latest()).size < to) throw new ApiError('not_in_checkpoint', `no signed checkpoint covers size ${to} yet`);
+      return { hashes: from === to ? [] : base64(await consistencyProof(from, to, read)) };
+    },
+
+    async inclusion(principal: HumanPrincipal | AgentPrincipal, callId: string, treeSize?: number) {
+      const record = await findCallRecord(deps.db, callId);
+      if (!record) throw new ApiError('not_found', 'no such call');
+      await deps.readableGrant(principal, record.grant_id);
+      const checkpoint = treeSize === undefined ? await latest() : await checkpointOfSize(deps.db, treeSize);
+      if (!checkpoint) throw new ApiError('not_in_checkpoint', `no signed checkpoint has size ${treeSize}`);
+      if (record.leaf_index === null || record.leaf_index >= checkpoint.size) {
+        throw new ApiError('not_in_checkpoint', `the checkpoint of size ${checkpoint.size} does not cover this call yet`);
+      }
+      const hashes = await inclusionProof(record.leaf_index, checkpoint.size, read);
+      return { leafIndex: record.leaf_index, treeSize: checkpoint.size, hashes: base64(hashes) };
+    },
+  };
+}
+
+export type TrailVerification = ReturnType<typeof createTrailVerification>;
