@@ -106,7 +106,8 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       revocation: { enabled: true },
       userinfo: { enabled: false },
       introspection: { enabled: false },
-      clientIdMetadataDocument: { enabled: true },
+      // The draft this library implements, acknowledged so an update to another draft fails start rather than changing silently.
+      clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
       resourceIndicators: {
         enabled: true,
         // A missing resource is refused, never defaulted: a token is always for one gateway.
