@@ -69,6 +69,8 @@ import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
 import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
+import { createAuthorizationServer } from './oauth/provider';
+import { isAuthorizationServerPath, oauthHandler } from './oauth/handler';
 import { createTracing } from './operations/tracing';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
@@ -89,6 +91,8 @@ export interface ServiceOptions {
   migrate?: boolean;
   /** The system clock unless a test moves time itself. */
   clock?: Clock;
+  /** Certificates trusted for client metadata documents beside Node's store (tests; NODE_EXTRA_CA_CERTS in a deployment). */
+  clientMetadataCa?: string;
   /** Where the check's spans go besides OTLP (a test's in-memory exporter). */
   spanExporter?: SpanExporter;
 }
@@ -354,6 +358,29 @@ export async function buildService(config: Config, options: ServiceOptions = {})
           : undefined,
     },
   });
+  // The OAuth authorization server for MCP hosts, on the same port (src/oauth/).
+  const authorizationServer = await createAuthorizationServer({
+    db,
+    clock,
+    keys: keyRing,
+    log: log.child({ component: 'oauth' }),
+    settings: {
+      issuer: publicBaseUrl(config),
+      accessTokenTtlMs: config.OAUTH_ACCESS_TOKEN_TTL_MS,
+      refreshTokenTtlMs: config.OAUTH_REFRESH_TOKEN_TTL_MS,
+      allowPrivateClientMetadata: config.OAUTH_ALLOW_PRIVATE_CLIENT_METADATA,
+      signingKeyRotationMs: config.OAUTH_SIGNING_KEY_ROTATION_MS,
+      clientMetadataCa: options.clientMetadataCa,
+    },
+  });
+  const oauth = oauthHandler({
+    db,
+    policy,
+    provider: authorizationServer,
+    grants,
+    resolveCredential,
+    log: log.child({ component: 'oauth' }),
+  });
   const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
     ...appOptions,
     passThrough: routes.passThrough,
@@ -363,7 +390,9 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     callback() {
       const api = apiApp.callback();
       const listener: RequestListener = (req, res) => {
-        if (!consoleHandler(req, res)) api(req, res);
+        if (consoleHandler(req, res)) return;
+        if (isAuthorizationServerPath((req.url ?? '/').split('?')[0]!)) oauth(req, res);
+        else api(req, res);
       };
       return tracing ? tracing.inbound(listener) : listener;
     },
@@ -404,6 +433,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     trailMaintenance,
     tallies,
     approvalMessages,
+    authorizationServer,
   };
   return { app, metricsApp, services, infrastructure, close };
 }

@@ -144,6 +144,12 @@ const environmentSchema = z
       .optional(),
     // The service's public base URL (the console's links in webhook payloads); the listening address otherwise.
     PUBLIC_URL: urlOf('https:', 'http:').optional(),
+    // The OAuth authorization server for MCP hosts (src/oauth/): token lifetimes, whether a client
+    // metadata document may be fetched from a private address, and how often its signing key rotates.
+    OAUTH_ACCESS_TOKEN_TTL_MS: int(10_000, 86_400_000).default(600_000),
+    OAUTH_REFRESH_TOKEN_TTL_MS: int(60_000, 365 * 86_400_000).default(30 * 86_400_000),
+    OAUTH_ALLOW_PRIVATE_CLIENT_METADATA: bool.default(false),
+    OAUTH_SIGNING_KEY_ROTATION_MS: int(3_600_000, 365 * 86_400_000).default(30 * 86_400_000),
     // Webhook targets on loopback, link-local or private addresses are refused unless this says otherwise.
     WEBHOOK_ALLOW_PRIVATE: bool.default(false),
     // How many webhooks one pod may have: each is one more receiver of every approval message.

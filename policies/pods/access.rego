@@ -29,6 +29,8 @@ manage_actions := {
 	"agents.install",
 	"agents.update",
 	"agents.uninstall",
+	# Consenting to an MCP host's connection makes a child grant on an agent's behalf: running it.
+	"agents.consent",
 	"tokens.create",
 	"tokens.delete",
 	"runtime.start",

@@ -109,3 +109,20 @@ test_the_overview_is_for_members_and_nobody_else if {
 	agent := access.decision with input as {"caller": {"kind": "agent", "role": null}, "action": "overview.read"}
 	agent.reasons == ["not_found"]
 }
+
+# Consenting to an MCP host's connection runs the agent: owners and admins, not members, not outsiders.
+test_agent_consent_is_for_owners_and_admins if {
+	every role in {"owner", "admin"} {
+		access.decision == {"allow": true, "reasons": []} with input as object.union(caller(role), {"action": "agents.consent"})
+	}
+}
+
+test_member_may_not_consent if {
+	d := access.decision with input as object.union(caller("member"), {"action": "agents.consent"})
+	d == {"allow": false, "reasons": ["not_pod_admin"]}
+}
+
+test_outsider_consent_is_not_found if {
+	d := access.decision with input as {"caller": {"kind": "human", "id": "u9"}, "action": "agents.consent"}
+	d == {"allow": false, "reasons": ["not_found"]}
+}

@@ -13,10 +13,17 @@ import { demoWorldFile, keepDemoWorld, keptDemoWorld } from './demo-world-file';
 import { evaluatePolicyFile, UsageError } from './policy-eval';
 import { policyImpact } from './policy-impact';
 import { trailCommand } from './trail';
+import { registerGatewayResource } from '../oauth/resources';
 
 const USAGE = `usage: npm run admin -- <command>
   broker register --name NAME   register a broker; prints its id and token (shown once)
   broker revoke --id BROKER_ID  revoke every token of a broker
+  gateway register --broker BROKER_ID --resource URL
+                                let MCP hosts get OAuth tokens for a gateway of that broker
+                                (its public URL ending in /mcp); idempotent, effective at once
+        return 2;
+      }
+    }
   broker routes --id BROKER_ID --file routes.json
                                 replace the broker's route map for Envoy external
                                 authorization (as PUT /api/brokers/:brokerId/routes)
@@ -48,6 +55,8 @@ async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       name: { type: 'string' },
+      broker: { type: 'string' },
+      resource: { type: 'string' },
       id: { type: 'string' },
       json: { type: 'boolean', default: false },
       entrypoint: { type: 'string' },
@@ -125,6 +134,16 @@ async function main(argv: string[]): Promise<number> {
       });
       console.log(JSON.stringify({ revoked }));
       return 0;
+    }
+    if (command === 'gateway' && sub === 'register' && values.broker && values.resource) {
+      try {
+        console.log(JSON.stringify(await registerGatewayResource(service.infrastructure.db, values.broker, values.resource)));
+        return 0;
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        console.error(error.detail ?? error.message);
+        return 2;
+      }
     }
     if (command === 'broker' && sub === 'routes' && values.id && values.file) {
       try {

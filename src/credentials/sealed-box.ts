@@ -16,7 +16,7 @@ export interface Sealed {
   box: Buffer;
 }
 
-export type SealPurpose = 'approval-args' | 'webhook-secret';
+export type SealPurpose = 'approval-args' | 'webhook-secret' | 'oauth-signing-key' | 'oauth-cookies';
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
@@ -81,6 +81,14 @@ export class KeyRing {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * Keys derived for a purpose that needs raw keys rather than sealed boxes (cookie signatures):
+   * the current key's first, then every previous key's, so what an older key signed still verifies.
+   */
+  derivedKeys(purpose: SealPurpose): Buffer[] {
+    return [...this.byId].map(([id, key]) => this.subKey(id, key, purpose));
   }
 
   private subKey(keyId: string, key: Buffer, purpose: SealPurpose): Buffer {

@@ -56,6 +56,13 @@ async function childOf(
   };
 }
 
+/** The MCP host a consent makes a child for (CONTRACT §20), and the person who consented. */
+export interface OAuthClientOfChild {
+  clientId: string;
+  name: string;
+  consentedBy: string;
+}
+
 function enforceNaming(decision: Decided<typeof decisions.grantsAttenuate>): void {
   try {
     enforce(decision);
@@ -73,7 +80,13 @@ function enforceNaming(decision: Decided<typeof decisions.grantsAttenuate>): voi
  * first, so a revocation of the same tree either lands before (and the parent is not usable) or
  * after (and revokes this child too): never an active child under a revoked parent.
  */
-export async function attenuateGrant(deps: GrantsDeps, principal: AgentPrincipal, grantId: string, body: AttenuateGrantInput) {
+export async function attenuateGrant(
+  deps: GrantsDeps,
+  principal: AgentPrincipal,
+  grantId: string,
+  body: AttenuateGrantInput,
+  oauthClient?: OAuthClientOfChild,
+) {
   await deps.attenuationLimit.take(principal.agentId);
   const rootId = await rootIdOf(deps.db, grantId);
   return deps.db.transaction(async (trx) => {
@@ -94,7 +107,17 @@ export async function attenuateGrant(deps: GrantsDeps, principal: AgentPrincipal
     });
     enforceNaming(decision);
     const { grant: parentRow, chain, connection } = parent as LoadedGrant;
-    const inserted = await insertGrant(trx, child as GrantRow);
+    const inserted = await insertGrant(
+      trx,
+      oauthClient
+        ? {
+            ...child!,
+            oauth_client_id: oauthClient.clientId,
+            oauth_client_name: oauthClient.name,
+            oauth_consented_by: oauthClient.consentedBy,
+          }
+        : child!,
+    );
     const { child_status: status, child_audience: audience } = decision;
     if (!status || !audience) throw new PolicyUnavailableError('grants/attenuate allowed without the child status or audience');
     const grant = presentGrant(inserted, { status, audience });

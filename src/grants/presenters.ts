@@ -27,5 +27,6 @@ export function presentGrant(row: GrantRow, view: GrantView) {
     status: view.status,
     installationId: row.installation_id,
     grantedBy: row.granted_by,
+    oauthClient: row.oauth_client_id ? { clientId: row.oauth_client_id, name: row.oauth_client_name ?? row.oauth_client_id } : null,
   };
 }

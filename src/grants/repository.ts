@@ -37,6 +37,10 @@ export interface GrantRow {
   granted_by: string;
   /** Who made this record: the owner for a root, the attenuating agent for a child. */
   created_by: string;
+  /** The OAuth client (an MCP host) a consent made this child for, and the person who consented. */
+  oauth_client_id?: string | null;
+  oauth_client_name?: string | null;
+  oauth_consented_by?: string | null;
 }
 
 /** A position in a newest-first list: the sort key of the last item of the previous page. */

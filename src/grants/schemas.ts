@@ -112,6 +112,10 @@ export const GrantSchema = z
     status: GrantStatus.openapi({ description: 'Computed at read time, also from ancestors' }),
     installationId: z.string(),
     grantedBy: z.string(),
+    oauthClient: z
+      .object({ clientId: z.string(), name: z.string() })
+      .nullable()
+      .openapi({ description: 'The MCP host (OAuth client) this child grant was consented for; `null` for any other grant' }),
   })
   .openapi('Grant');
 

@@ -15,6 +15,7 @@ export type PodAction =
   | 'agents.install'
   | 'agents.update'
   | 'agents.uninstall'
+  | 'agents.consent'
   | 'tokens.list'
   | 'tokens.create'
   | 'tokens.delete'

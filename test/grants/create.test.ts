@@ -31,6 +31,7 @@ describe('POST /api/grants: a root grant', () => {
         'status',
         'installationId',
         'grantedBy',
+        'oauthClient',
       ].sort(),
     );
     expect(res.body).toMatchObject({
@@ -43,6 +44,8 @@ describe('POST /api/grants: a root grant', () => {
       writeMode: 'read',
       budget: { calls: 1000, windowMs: 3_600_000 },
       revokedAt: null,
+      // Made through the API, not by a consent: no OAuth client on it.
+      oauthClient: null,
       status: 'active',
       installationId: world.installationId,
       grantedBy: world.owner.userId,

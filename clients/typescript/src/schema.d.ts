@@ -1121,6 +1121,11 @@ export interface components {
             status: "active" | "expired" | "revoked";
             installationId: string;
             grantedBy: string;
+            /** @description The MCP host (OAuth client) this child grant was consented for; `null` for any other grant */
+            oauthClient: {
+                clientId: string;
+                name: string;
+            } | null;
         };
         /** @description `null`: unrestricted */
         GrantResources: {

@@ -1,0 +1,60 @@
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import type { KeyRing } from '../credentials/sealed-box';
+import type { Database } from '../db/database';
+import { deleteSigningKeys, insertSigningKey, listSigningKeys, lockSigningKeys } from './repository';
+
+/** A private signing key as a JWK (what oidc-provider's `jwks` takes). */
+export type PrivateJwk = Record<string, unknown> & { kid: string };
+
+export interface SigningKeyPolicy {
+  /** A key older than this is succeeded by a new one. */
+  rotateAfterMs: number;
+  /** Keys kept published after being succeeded: long enough for what they signed to expire. */
+  keepPrevious: number;
+}
+
+const additionalData = (kid: string) => `oauth-signing-key:${kid}`;
+
+function newKey(): PrivateJwk {
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' });
+  return { ...jwk, kid: randomUUID(), alg: 'ES256', use: 'sig' };
+}
+
+/**
+ * The authorization server's signing keys, newest first (the first signs, all are published in the
+ * JWKS). Kept in Postgres, each private key sealed with the service's key ring, so every replica
+ * signs with the same keys and a database dump alone signs nothing. When the newest key is older
+ * than the rotation period a new one is made, under an advisory lock so replicas starting together
+ * make one; the oldest beyond `keepPrevious` are dropped.
+ */
+export async function currentSigningKeys(db: Database, keys: KeyRing, policy: SigningKeyPolicy, now: number): Promise<PrivateJwk[]> {
+  const rows = await db.transaction(async (trx) => {
+    await lockSigningKeys(trx);
+    let stored = await listSigningKeys(trx);
+    const newest = stored[0];
+    if (!newest || now - newest.created_at.getTime() >= policy.rotateAfterMs) {
+      const jwk = newKey();
+      const sealed = keys.seal('oauth-signing-key', Buffer.from(JSON.stringify(jwk)), additionalData(jwk.kid));
+      await insertSigningKey(trx, {
+        kid: jwk.kid,
+        sealed_jwk: JSON.stringify({ keyId: sealed.keyId, box: sealed.box.toString('base64') }),
+        created_at: new Date(now),
+      });
+      stored = await listSigningKeys(trx);
+    }
+    await deleteSigningKeys(
+      trx,
+      stored.slice(1 + policy.keepPrevious).map((row) => row.kid),
+    );
+    return stored.slice(0, 1 + policy.keepPrevious);
+  });
+  const opened: PrivateJwk[] = [];
+  for (const row of rows) {
+    const { keyId, box } = JSON.parse(row.sealed_jwk) as { keyId: string; box: string };
+    const plain = keys.open('oauth-signing-key', { keyId, box: Buffer.from(box, 'base64') }, additionalData(row.kid));
+    // A key sealed under a key no longer in the ring cannot sign: it is skipped, never guessed.
+    if (plain) opened.push(JSON.parse(plain.toString('utf8')) as PrivateJwk);
+  }
+  if (opened.length === 0) throw new Error('no OAuth signing key opens with the configured sealing keys');
+  return opened;
+}
