@@ -20,7 +20,11 @@ export async function trailCommand(
   }
   if (sub === 'export' && options.day && options.out) {
     const exported = await exportTrailDay(db, options.day, options.out);
-    return { ...exported, sha256File: `${exported.file}.sha256` };
+    return {
+      ...exported,
+      sha256File: `${exported.file}.sha256`,
+      checkpointFile: exported.checkpoint === null ? null : `${exported.file}.checkpoint`,
+    };
   }
   return undefined;
 }

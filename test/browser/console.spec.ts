@@ -215,10 +215,26 @@ test("a grant's call trail shows outcome, reason and approval", async ({ page })
   await world.check(grant.id, 'repos.read_file', { repository: 'acme/widgets', path: 'README.md' });
   await world.check(grant.id, 'repos.read_file', { repository: 'acme/widgets', path: 'LICENSE' });
   const waiting = await world.check(grant.id, 'issues.create_comment', { repository: 'acme/widgets', body: 'hi' });
+  // The page reads the latest checkpoint once; wait until one is signed over the newest leaf.
+  const newestLeaf = (waiting.receipt as { leafIndex: number }).leafIndex;
+  let covering = 0;
+  await expect
+    .poll(async () => {
+      const note = await (await fetch(`${service.baseUrl}/api/trail/checkpoint`)).text();
+      covering = Number(note.split('\n')[1]);
+      return covering > newestLeaf;
+    })
+    .toBe(true);
   await signIn(page);
   await page.goto(`${service.baseUrl}/console/grants/${grant.id}/calls`);
   const table = page.getByRole('table', { name: 'Call trail, newest first' });
   await expect(table.getByRole('row')).toHaveCount(4);
+  for (const row of [1, 2, 3]) await expect(table.getByRole('row').nth(row)).toContainText(/in checkpoint \d+/);
+  await table.getByRole('row').nth(1).getByRole('button', { name: 'Details' }).click();
+  await expect(page.getByText(new RegExp(`^leaf ${newestLeaf}, in checkpoint (\\d+)$`))).toBeVisible();
+  const shown = Number((await page.getByText(/^leaf \d+, in checkpoint \d+$/).textContent())!.split(' ').pop());
+  expect(shown).toBeGreaterThanOrEqual(covering);
+  await table.getByRole('row').nth(1).getByRole('button', { name: 'Details' }).click();
   await expect(table.getByRole('row').nth(1)).toContainText(`awaiting approval`);
   await expect(
     table

@@ -132,9 +132,26 @@ describe('the call trail past retention', () => {
   it('exports a day by command as the API presents it: the same file for the same day', async () => {
     const day = utcDay(clock.now());
     const out = path.join(archiveDir, 'by-hand.jsonl.gz');
-    const first = await exportTrailDay(service.deps.db, day, out);
+    const { rootId } = await chainOf(service, world, 0);
+    expect((await checkAs(service, world, rootId, world.agent)).status).toBe(200);
+    // The service signs a checkpoint within TRAIL_CHECKPOINT_MS of new leaves; wait for one over them.
+    let first = await exportTrailDay(service.deps.db, day, out);
+    for (let tries = 0; first.checkpoint === null && tries < 50; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      first = await exportTrailDay(service.deps.db, day, out);
+    }
     const again = await exportTrailDay(service.deps.db, day, out);
     expect(again).toEqual(first);
+    // The covering checkpoint beside the file: its size is above every leaf the day's records hold.
+    const leaves = gunzipSync(readFileSync(out))
+      .toString()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { leafIndex: number });
+    expect(leaves.length).toBeGreaterThan(0);
+    const note = readFileSync(`${out}.checkpoint`, 'utf8');
+    expect(Number(note.split('\n')[1])).toBe(first.checkpoint);
+    expect(first.checkpoint).toBeGreaterThan(Math.max(...leaves.map((record) => record.leafIndex)));
     await expect(exportTrailDay(service.deps.db, '2026-13-45', out)).rejects.toThrow('not a day');
     await expect(exportTrailDay(service.deps.db, '../../etc', out)).rejects.toThrow('not a day');
   });

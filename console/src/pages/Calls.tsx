@@ -6,10 +6,31 @@ import { GrantName, PrincipalName, useAllAgentNames } from '../parts/names';
 import { Pager } from '../parts/Pager';
 import { describeError, Empty, Failed, Loading } from '../parts/states';
 import { absolute, Time } from '../parts/time';
-import { useLoad } from '../parts/useLoad';
+import { useLoad, type Load } from '../parts/useLoad';
 
 type CallRecord = components['schemas']['CallRecord'];
 type Outcome = CallRecord['outcome'];
+
+/**
+ * The size of the trail's latest signed checkpoint, from the public checkpoint route (a C2SP
+ * checkpoint: origin, then size, then root hash). A record whose leaf lies below it is in that
+ * checkpoint; any other is pending until the next one is signed.
+ */
+async function latestCheckpointSize(): Promise<number> {
+  const response = await window.fetch('/api/trail/checkpoint', { headers: { Accept: 'text/plain' } });
+  if (!response.ok) throw new Error(`The trail's checkpoint could not be read (${response.status}).`);
+  const size = Number((await response.text()).split('\n')[1]);
+  if (!Number.isSafeInteger(size) || size < 0) throw new Error("The trail's checkpoint could not be read.");
+  return size;
+}
+
+/** "in checkpoint N", "pending", or why it is not known; a record without a leaf (tree off) has none. */
+function proofState(call: CallRecord, checkpoint: Load<number>): string {
+  if (call.leafIndex === null || call.leafIndex === undefined) return 'not in the tree';
+  if (checkpoint.state === 'loading') return '…';
+  if (checkpoint.state === 'failed') return 'unknown';
+  return call.leafIndex < checkpoint.data ? `in checkpoint ${checkpoint.data}` : 'pending';
+}
 
 /** The search: every field optional; times as the browser's local time, sent as UTC. */
 interface Filters {
@@ -40,7 +61,7 @@ function queryOf(filters: Filters) {
 }
 
 /** One record in full: its approval as decided, and the calls that received the same credential. */
-function Detail({ api, call, onLineage }: { api: Api; call: CallRecord; onLineage: (fingerprint: string) => void }) {
+function Detail({ api, call, proof, onLineage }: { api: Api; call: CallRecord; proof: string; onLineage: (fingerprint: string) => void }) {
   const approvalId = call.approvalId?.startsWith('apr_') ? call.approvalId : null;
   const approval = useLoad(
     async () => (approvalId ? api.unwrap(api.api.GET('/api/approvals/{approvalId}', { params: { path: { approvalId } } })) : null),
@@ -83,6 +104,8 @@ function Detail({ api, call, onLineage }: { api: Api; call: CallRecord; onLineag
           </>
         )}
       </dd>
+      <dt>Proof</dt>
+      <dd>{call.leafIndex === null || call.leafIndex === undefined ? 'not in the tree' : `leaf ${call.leafIndex}, ${proof}`}</dd>
       <dt>Credential</dt>
       <dd>
         {call.credential ? (
@@ -107,6 +130,8 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
   const [open, setOpen] = useState<string | null>(null);
   const cursor = cursors[cursors.length - 1];
   const agents = useAllAgentNames(api);
+  // Read once per page load: a proof state is as fresh as the page, like the rows themselves.
+  const checkpoint = useLoad(latestCheckpointSize, []).result;
   const grant = useLoad(() => api.unwrap(api.api.GET('/api/grants/{grantId}', { params: { path: { grantId } } })), [api, grantId]);
   const { result, reload } = useLoad(
     () =>
@@ -212,6 +237,7 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
                 <th scope="col">Reason</th>
                 <th scope="col">Principal</th>
                 <th scope="col">Approval</th>
+                <th scope="col">Proof</th>
                 <th scope="col">
                   <span className="sr-only">Details</span>
                 </th>
@@ -243,6 +269,7 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
                       '—'
                     )}
                   </td>
+                  <td data-label="Proof">{proofState(call, checkpoint)}</td>
                   <td>
                     <button
                       type="button"
@@ -258,8 +285,13 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
                 ...(open === call.id
                   ? [
                       <tr key={`${call.id}-detail`} id={`detail-${call.id}`}>
-                        <td colSpan={7}>
-                          <Detail api={api} call={call} onLineage={(fingerprint) => search({ ...NO_FILTERS, credential: fingerprint })} />
+                        <td colSpan={8}>
+                          <Detail
+                            api={api}
+                            call={call}
+                            proof={proofState(call, checkpoint)}
+                            onLineage={(fingerprint) => search({ ...NO_FILTERS, credential: fingerprint })}
+                          />
                         </td>
                       </tr>,
                     ]

@@ -38,6 +38,15 @@ export async function latestCheckpoint(db: Queryable): Promise<StoredCheckpoint 
   return row && { size: Number(row.size), note: row.note };
 }
 
+/** The smallest signed checkpoint of at least `size` leaves. */
+export async function firstCheckpointFrom(db: Queryable, size: number): Promise<StoredCheckpoint | undefined> {
+  const row = await db('trail_checkpoints')
+    .where('size', '>=', Math.max(size, 1))
+    .orderBy('size', 'asc')
+    .first<{ size: string; note: string } | undefined>('size', 'note');
+  return row && { size: Number(row.size), note: row.note };
+}
+
 export async function checkpointOfSize(db: Queryable, size: number): Promise<StoredCheckpoint | undefined> {
   const row = await db('trail_checkpoints').where('size', size).first<{ size: string; note: string } | undefined>('size', 'note');
   return row && { size: Number(row.size), note: row.note };
