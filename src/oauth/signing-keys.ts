@@ -24,21 +24,23 @@ function newKey(): PrivateJwk {
  * The authorization server's signing keys, newest first (the first signs, all are published in the
  * JWKS). Kept in Postgres, each private key sealed with the service's key ring, so every replica
  * signs with the same keys and a database dump alone signs nothing. When the newest key is older
- * than the rotation period a new one is made, under an advisory lock so replicas starting together
- * make one; the oldest beyond `keepPrevious` are dropped.
+ * than the rotation period, or was sealed under a key no longer in the ring (the ring rotated, or
+ * another installation shares the database), a new one is made, under an advisory lock so replicas
+ * starting together make one; the oldest beyond `keepPrevious` are dropped.
  */
 export async function currentSigningKeys(db: Database, keys: KeyRing, policy: SigningKeyPolicy, now: number): Promise<PrivateJwk[]> {
   const rows = await db.transaction(async (trx) => {
     await lockSigningKeys(trx);
     let stored = await listSigningKeys(trx);
     const newest = stored[0];
-    if (!newest || now - newest.created_at.getTime() >= policy.rotateAfterMs) {
+    if (!newest || now - newest.created_at.getTime() >= policy.rotateAfterMs || !openKey(keys, newest)) {
       const jwk = newKey();
       const sealed = keys.seal('oauth-signing-key', Buffer.from(JSON.stringify(jwk)), additionalData(jwk.kid));
       await insertSigningKey(trx, {
         kid: jwk.kid,
         sealed_jwk: JSON.stringify({ keyId: sealed.keyId, box: sealed.box.toString('base64') }),
-        created_at: new Date(now),
+        // Newest in the listing even where an injected clock runs behind the stored keys.
+        created_at: new Date(Math.max(now, (newest?.created_at.getTime() ?? 0) + 1)),
       });
       stored = await listSigningKeys(trx);
     }
@@ -48,13 +50,14 @@ export async function currentSigningKeys(db: Database, keys: KeyRing, policy: Si
     );
     return stored.slice(0, 1 + policy.keepPrevious);
   });
-  const opened: PrivateJwk[] = [];
-  for (const row of rows) {
-    const { keyId, box } = JSON.parse(row.sealed_jwk) as { keyId: string; box: string };
-    const plain = keys.open('oauth-signing-key', { keyId, box: Buffer.from(box, 'base64') }, additionalData(row.kid));
-    // A key sealed under a key no longer in the ring cannot sign: it is skipped, never guessed.
-    if (plain) opened.push(JSON.parse(plain.toString('utf8')) as PrivateJwk);
-  }
+  // A key sealed under a key no longer in the ring cannot sign: it is skipped, never guessed.
+  const opened = rows.map((row) => openKey(keys, row)).filter((jwk): jwk is PrivateJwk => jwk !== undefined);
   if (opened.length === 0) throw new Error('no OAuth signing key opens with the configured sealing keys');
   return opened;
+}
+
+function openKey(keys: KeyRing, row: { kid: string; sealed_jwk: string }): PrivateJwk | undefined {
+  const { keyId, box } = JSON.parse(row.sealed_jwk) as { keyId: string; box: string };
+  const plain = keys.open('oauth-signing-key', { keyId, box: Buffer.from(box, 'base64') }, additionalData(row.kid));
+  return plain ? (JSON.parse(plain.toString('utf8')) as PrivateJwk) : undefined;
 }

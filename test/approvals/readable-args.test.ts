@@ -224,6 +224,7 @@ describe('key rotation', () => {
       JWT_SECRET: 'x'.repeat(40),
       POLICY_BUNDLE_PATH: 'b.tar.gz',
       POLICY_BUNDLE_SECRET: 'y'.repeat(40),
+      TRAIL_SIGNING_KEY: process.env.TRAIL_SIGNING_KEY,
     };
     expect(() => loadConfig(production)).toThrow(/APPROVAL_ARGS_KEY: production seals/);
     expect(loadConfig({ ...production, APPROVAL_ARGS_KEY: KEY }).APPROVAL_ARGS_KEY).toBe(KEY);
