@@ -42,6 +42,7 @@ describe('presenters', () => {
         'grantedBy',
         'id',
         'installationId',
+        'oauthClient',
         'parentId',
         'resources',
         'revokedAt',
@@ -55,6 +56,8 @@ describe('presenters', () => {
     expect(JSON.stringify(shown)).not.toMatch(/con_secret|brk_secret|agt_maker/);
     expect(shown.budget).toEqual({ calls: 10, windowMs: 60000 });
     expect(shown.expiresAt).toBe('2026-12-01T00:00:00.000Z');
+    // Made through the API, not by an OAuth consent.
+    expect(shown.oauthClient).toBeNull();
   });
 
   it('show a call record with its digest, never its error code store or arguments', () => {
