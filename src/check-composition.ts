@@ -28,6 +28,8 @@ export function checkParts(input: {
   clock: Clock;
   speedUps: SpeedUps;
   resolveCredential: CredentialResolver;
+  /** MCP hosts' access tokens (src/oauth/access-tokens.ts). */
+  verifyAccessToken: CheckSources['verifyAccessToken'];
   approvals: CallApprovals<NewCallRecord>;
   /** What a rebuild of a tree's windows reads of the grants and the trail. */
   treeWindows: TreeWindowsSource;
@@ -53,6 +55,7 @@ export function checkParts(input: {
       return (await budget.treeState(rootId)) ?? { version, session: UNKNOWN_SESSION };
     },
     resolveCredential: input.resolveCredential,
+    verifyAccessToken: input.verifyAccessToken,
     credentialSourceOf: async (connectionId, tool) => (await credentialSourceOf(db, connectionId, tool)) ?? null,
   };
   const brokerTokens = speedUps.brokerTokens(plainBrokerTokens(sources), config.BROKER_FACT_MAX_AGE_MS);

@@ -69,7 +69,10 @@ import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
 import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
+import { accessTokens } from './oauth/access-tokens';
 import { createAuthorizationServer } from './oauth/provider';
+import { publishedKeys } from './oauth/signing-keys';
+import { agentWithId } from './oauth/repository';
 import { isAuthorizationServerPath, oauthHandler } from './oauth/handler';
 import { createTracing } from './operations/tracing';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
@@ -195,6 +198,8 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   // One key ring seals what the service must read back: approvals' arguments, webhook secrets.
   const keyRing = sealingKeys(config);
   const approvalArgs = new ApprovalArgsVault(keyRing, policy);
+  // MCP hosts' access tokens, verified against the authorization server's keys as stored (src/oauth/).
+  const hostTokens = accessTokens({ issuer: publicBaseUrl(config), clock, loadKeys: () => publishedKeys(db, keyRing) });
   const tokens = new InstallationTokens(config.githubApps, clock, {
     timeoutMs: config.GITHUB_TOKEN_TIMEOUT_MS,
     maxBytes: config.GITHUB_RESPONSE_MAX_BYTES,
@@ -220,7 +225,17 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     log: log.child({ component: 'trail-tree' }),
   });
   const broker = createBrokerService({
-    ...checkParts({ config, db, redis, clock, speedUps, resolveCredential, approvals: callApprovals, treeWindows }),
+    ...checkParts({
+      config,
+      db,
+      redis,
+      clock,
+      speedUps,
+      resolveCredential,
+      verifyAccessToken: (token) => hostTokens.verify(token),
+      approvals: callApprovals,
+      treeWindows,
+    }),
     approvals: callApprovals,
     policy,
     log,
@@ -251,6 +266,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     validate: (body) => parseInput(CheckBody, body, 'body'),
     routesOf: routeMaps.routesOf,
     resolveCredential,
+    accessTokens: hostTokens,
     log: log.child({ component: 'ext-authz' }),
   });
   const services: Services = {
@@ -332,7 +348,24 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     archiveDir: config.CALL_RECORD_ARCHIVE_DIR,
   });
 
-  const routes = allRoutes(services, credentialAuthenticators(resolveCredential));
+  const routes = allRoutes(
+    services,
+    credentialAuthenticators(resolveCredential, async (token) => {
+      const claims = await hostTokens.verify(token);
+      if (!claims) return claims;
+      // The agent as its runtime token would name it: the host acts for it, on its one grant.
+      const agent = await agentWithId(db, claims.agentId);
+      if (!agent) return null;
+      return {
+        kind: 'agent',
+        agentId: agent.id,
+        podId: agent.pod_id,
+        agentName: agent.name,
+        tokenId: 'oauth',
+        onlyGrantId: claims.grantId,
+      };
+    }),
+  );
   // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
   const metricsApart = config.METRICS_PORT !== undefined;
   let openApi: unknown;

@@ -41,7 +41,10 @@ export function declaredRoutes(): Route[] {
       publicUrl: 'https://broker.example',
       extAuthz: inert,
     },
-    credentialAuthenticators(async () => null),
+    credentialAuthenticators(
+      async () => null,
+      async () => undefined,
+    ),
   );
   return [...declared.api, declared.metrics];
 }

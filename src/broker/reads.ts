@@ -90,6 +90,11 @@ export interface CheckSources {
   treeState(rootId: string): Promise<TreeState>;
   /** Verifies any bearer credential, as the API's own authenticators do. */
   resolveCredential: CredentialResolver;
+  /**
+   * An MCP host's OAuth access token (CONTRACT §20), verified against the authorization server's
+   * own keys: undefined when the token is not one, null when it is one that does not verify.
+   */
+  verifyAccessToken(token: string): Promise<AccessTokenSubject | null | undefined>;
   credentialSourceOf(connectionId: string, tool: string): Promise<CredentialSource | null>;
 }
 
@@ -132,10 +137,19 @@ export function plainCheckReads(sources: CheckSources, tokens: BrokerTokenReads)
   };
 }
 
+/** What an access token stands for: an agent on the one grant a consent made for its host. */
+export interface AccessTokenSubject {
+  agentId: string;
+  grantId: string;
+  expiresAtMs: number;
+}
+
 /** A verified subject, with the time its token stops being valid (null: never). */
 export interface VerifiedSubject {
   principal: CallPrincipal;
   expiresAtMs: number | null;
+  /** The one grant the token is good for (an access token's); absent: any grant its principal may use. */
+  grantId?: string;
 }
 
 /**
@@ -145,6 +159,13 @@ export interface VerifiedSubject {
  * on is the policy's call.
  */
 export async function verifySubject(sources: CheckSources, token: string, nowMs: number): Promise<VerifiedSubject | undefined> {
+  const access = await sources.verifyAccessToken(token);
+  // One of the authorization server's tokens is that or nothing: never tried as a person's JWT.
+  if (access !== undefined) {
+    return access
+      ? { principal: { kind: 'agent', id: access.agentId }, expiresAtMs: access.expiresAtMs, grantId: access.grantId }
+      : undefined;
+  }
   const verified = await sources.resolveCredential(token);
   if (verified?.kind === 'human') {
     return { principal: { kind: 'user', id: verified.userId }, expiresAtMs: jwtExpiryMs(token) ?? nowMs };

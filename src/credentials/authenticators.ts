@@ -1,5 +1,5 @@
 import { ApiError } from '../kernel/errors';
-import type { CredentialKind, Principal } from '../kernel/principals';
+import type { AgentPrincipal, CredentialKind, Principal } from '../kernel/principals';
 import type { Authenticator, CredentialAuthenticators, RequestHead } from '../kernel/route';
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
@@ -58,16 +58,36 @@ export function credentialResolver({ db, runtimeTokens, verifyHumanJwt, clock }:
   };
 }
 
-/** The usual authenticators: every credential looked up on every request. */
-export function credentialAuthenticators(resolve: CredentialResolver): CredentialAuthenticators {
+/**
+ * An MCP host's access token (CONTRACT §20) as the agent it acts for, bound to its one grant
+ * (`onlyGrantId`); undefined when the token is not one, null when it is one that does not verify.
+ */
+export type HostTokenResolver = (token: string) => Promise<AgentPrincipal | null | undefined>;
+
+/**
+ * The usual authenticators: every credential looked up on every request. A host's access token is
+ * taken only where a route asks for `grantHolders()`; everywhere else it is an unknown credential.
+ */
+export function credentialAuthenticators(resolve: CredentialResolver, resolveHostToken: HostTokenResolver): CredentialAuthenticators {
+  const credentials = <K extends CredentialKind>(...kinds: K[]): Authenticator<Extract<Principal, { kind: K }>> => ({
+    kinds,
+    async authenticate(head) {
+      const principal = await resolve(bearerToken(head));
+      if (!principal) throw unauthenticated();
+      return acceptOnly(principal, kinds);
+    },
+  });
   return {
-    credentials<K extends CredentialKind>(...kinds: K[]): Authenticator<Extract<Principal, { kind: K }>> {
+    credentials,
+    grantHolders() {
+      const plain = credentials('human', 'agent');
       return {
-        kinds,
+        kinds: plain.kinds,
         async authenticate(head) {
-          const principal = await resolve(bearerToken(head));
-          if (!principal) throw unauthenticated();
-          return acceptOnly(principal, kinds);
+          const host = await resolveHostToken(bearerToken(head));
+          if (host === undefined) return plain.authenticate(head);
+          if (!host) throw unauthenticated();
+          return host;
         },
       };
     },

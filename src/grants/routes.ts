@@ -1,4 +1,5 @@
 import { defineRoute, type CredentialAuthenticators, type Route } from '../kernel/route';
+import { ApiError } from '../kernel/errors';
 import { page } from '../kernel/schema';
 import type { GrantsService } from './service';
 import { AttenuateGrantBody, CreateGrantBody, GrantParams, GrantSchema, ListGrantsQuery, PodParams } from './schemas';
@@ -68,12 +69,20 @@ export function grantRoutes(grants: GrantsService, auth: CredentialAuthenticator
         operationId: 'getGrant',
         tag,
         summary: 'Read a grant: the connection owner, pod members for a pod grant, the seat for a seat grant',
-        description: '`status` and `audience` are computed at read time. Outside the read scope a grant is a 404.',
-        auth: reader,
+        description:
+          '`status` and `audience` are computed at read time. Outside the read scope a grant is a 404. ' +
+          "An MCP host's OAuth access token reads, as its agent, the one grant it was issued for " +
+          '(every other grant is a 404); it is accepted by no other route.',
+        auth: auth.grantHolders(),
         params: GrantParams,
         success: { status: 200, description: 'The grant', schema: GrantSchema },
       },
-      async ({ principal, params }) => ({ body: await grants.read(principal, params.grantId) }),
+      async ({ principal, params }) => {
+        if (principal.kind === 'agent' && principal.onlyGrantId !== undefined && principal.onlyGrantId !== params.grantId) {
+          throw new ApiError('not_found', 'no such grant');
+        }
+        return { body: await grants.read(principal, params.grantId) };
+      },
     ),
     defineRoute(
       {

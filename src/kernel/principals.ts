@@ -4,7 +4,15 @@
 export type CredentialKind = 'human' | 'agent' | 'broker';
 
 export type HumanPrincipal = { kind: 'human'; userId: string };
-export type AgentPrincipal = { kind: 'agent'; agentId: string; podId: string; agentName: string; tokenId: string };
+export type AgentPrincipal = {
+  kind: 'agent';
+  agentId: string;
+  podId: string;
+  agentName: string;
+  tokenId: string;
+  /** Set for an MCP host's access token (CONTRACT §20): the one grant it stands for; nothing else is served. */
+  onlyGrantId?: string;
+};
 export type BrokerPrincipal = { kind: 'broker'; brokerId: string; tokenHash: string };
 export type Principal = HumanPrincipal | AgentPrincipal | BrokerPrincipal;
 

@@ -118,4 +118,9 @@ export function statusOf(code: ProblemCode): number {
 /** Builds the usual authenticator of a route: bearer credentials of these kinds, looked up each time. */
 export interface CredentialAuthenticators {
   credentials<K extends CredentialKind>(...kinds: K[]): Authenticator<Extract<Principal, { kind: K }>>;
+  /**
+   * A person or an agent, where the agent may also present an MCP host's access token (CONTRACT
+   * §20): its principal then carries `onlyGrantId`, the one grant the route may serve it.
+   */
+  grantHolders(): Authenticator<Extract<Principal, { kind: 'human' | 'agent' }>>;
 }

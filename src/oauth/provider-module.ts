@@ -1,4 +1,5 @@
 import type NodeModule from 'node:module';
+import type * as Jose from 'jose';
 import type ProviderClass from 'oidc-provider';
 import type { errors as OidcErrors, interactionPolicy as OidcInteractionPolicy } from 'oidc-provider';
 
@@ -37,4 +38,15 @@ export function inHostRealm<T>(value: T): T {
     return out;
   };
   return copy(value) as T;
+}
+
+type JoseModule = typeof Jose;
+
+let joseModule: JoseModule | undefined;
+
+/** `jose` (JWT verification), an ES module only, loaded as `oidcProvider()` loads its package. */
+export function jose(): JoseModule {
+  const nodeModule = process.getBuiltinModule('node:module') as typeof NodeModule;
+  joseModule ??= nodeModule.createRequire(__filename)('jose') as JoseModule;
+  return joseModule;
 }

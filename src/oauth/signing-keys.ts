@@ -56,6 +56,21 @@ export async function currentSigningKeys(db: Database, keys: KeyRing, policy: Si
   return opened;
 }
 
+/**
+ * The public halves of the signing keys as stored now (newest first): what this service verifies its
+ * own access tokens with, whichever replica signed them (each replica signs with the newest key it
+ * found at start, so the stored keys, not this replica's, are the ones to trust).
+ */
+export async function publishedKeys(db: Database, keys: KeyRing): Promise<PublicJwk[]> {
+  const rows = await listSigningKeys(db);
+  return rows
+    .map((row) => openKey(keys, row))
+    .filter((jwk): jwk is PrivateJwk => jwk !== undefined)
+    .map(({ kty, crv, x, y, kid, alg }) => ({ kty, crv, x, y, kid, alg, use: 'sig' }) as PublicJwk);
+}
+
+export type PublicJwk = { kty: string; crv: string; x: string; y: string; kid: string; alg: string; use: 'sig' };
+
 function openKey(keys: KeyRing, row: { kid: string; sealed_jwk: string }): PrivateJwk | undefined {
   const { keyId, box } = JSON.parse(row.sealed_jwk) as { keyId: string; box: string };
   const plain = keys.open('oauth-signing-key', { keyId, box: Buffer.from(box, 'base64') }, additionalData(row.kid));

@@ -35,6 +35,8 @@ const BROKER_TOKENS = 1_000;
 interface RememberedSubject {
   principal: CallPrincipal;
   expiresAtMs: number | null;
+  /** An access token's one grant: compared by the check with each call's. */
+  grantId?: string;
 }
 
 /** What one tree's version vouches for: brokers' tokens, subjects, and each principal's facts. */

@@ -4,6 +4,7 @@ import { newIdAt } from '../../kernel/ids';
 import { UNKNOWN_SESSION, type TreeSession } from '../../budget/sliding-window';
 import type { CheckingBroker } from '../authenticator';
 import type { BrokerDeps } from '../deps';
+import type { VerifiedSubject } from '../reads';
 import { NO_PRINCIPAL_FACTS } from '../tree-facts';
 import type { CallSubject, CheckRequest, Resolved, Start } from './stages';
 
@@ -52,7 +53,17 @@ export async function resolve(
   await tree.confirmBroker(broker);
   const subject: CallSubject = request.principal
     ? { principal: request.principal, source: 'asserted' }
-    : { principal: (await tree.subjectOf(request.subjectToken ?? '', nowMs))?.principal ?? null, source: 'subject_token' };
+    : { principal: principalFor(await tree.subjectOf(request.subjectToken ?? '', nowMs), request.grantId), source: 'subject_token' };
   const facts = subject.principal ? await tree.factsOf(chain, subject.principal) : NO_PRINCIPAL_FACTS;
   return { ...start, nowMs, chain, treeVersion: tree.version, subject, facts, approval, session: tree.session };
+}
+
+/**
+ * The verified token's principal, when the token is good for this grant: an access token stands for
+ * its agent on its own grant alone, so with any other grant it verifies as nobody (the check's
+ * `subject_token_invalid`), as a token for another audience would.
+ */
+function principalFor(verified: VerifiedSubject | null, grantId: string) {
+  if (!verified) return null;
+  return verified.grantId === undefined || verified.grantId === grantId ? verified.principal : null;
 }

@@ -97,10 +97,22 @@ function mcpCall(message: { method?: unknown; params?: unknown }, routes: RouteM
   return { kind: 'call', tool: route.tool, args, credential: route.credential === true };
 }
 
-/** The forwarded request as the broker check's input, or what Envoy answers without one. */
-export function toCheck(call: ForwardedCall, routes: RouteMap): Mapped {
-  const subjectToken = bearerOf(call.headers.authorization);
+/** The agent's bearer credential of a forwarded request. */
+export const subjectTokenOf = (call: ForwardedCall) => bearerOf(call.headers.authorization);
+
+/**
+ * The forwarded request as the broker check's input, or what Envoy answers without one.
+ * `tokenGrant`: the grant an MCP host's access token names (CONTRACT §20), which needs no
+ * `grant-id` header; one that names another grant is refused (the check would refuse the token
+ * for it anyway; this says why, and checks nothing).
+ */
+export function toCheck(call: ForwardedCall, routes: RouteMap, tokenGrant?: string): Mapped {
+  const subjectToken = subjectTokenOf(call);
   if (!subjectToken) return refuse(401, 'unauthenticated', "send the agent's credential as Authorization: Bearer");
+  const grantHeader = call.headers[GRANT_HEADER];
+  if (tokenGrant !== undefined && grantHeader !== undefined && grantHeader !== tokenGrant) {
+    return refuse(400, 'grant_mismatch', `the access token is for another grant than the ${GRANT_HEADER} header names`);
+  }
   const [pathOnly = '', search = ''] = splitOnce(call.path, '?');
   const match = matchRoute(routes, call.method, pathOnly);
   if (match.kind === 'bad_path') return refuse(400, 'invalid_request', 'the path is not canonical (.., an encoded slash or NUL)');
@@ -130,7 +142,7 @@ export function toCheck(call: ForwardedCall, routes: RouteMap): Mapped {
     credential = match.route.credential === true;
   }
 
-  const grantId = call.headers[GRANT_HEADER];
+  const grantId = grantHeader ?? tokenGrant;
   if (!grantId) return refuse(403, 'grant_required', `send the grant as the ${GRANT_HEADER} header`);
   const approvalId = call.headers[APPROVAL_HEADER];
   return {

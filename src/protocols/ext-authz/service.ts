@@ -6,7 +6,7 @@ import { ApiError } from '../../kernel/errors';
 import type { Logger } from '../../kernel/log';
 import type { CallPrincipal } from '../../kernel/principals';
 import type { Authenticator } from '../../kernel/route';
-import { denial, fromAnswer, toCheck, type ForwardedCall, type Verdict } from './mapping';
+import { denial, fromAnswer, subjectTokenOf, toCheck, type ForwardedCall, type Verdict } from './mapping';
 import type { RouteMap } from './route-map';
 
 /**
@@ -24,6 +24,14 @@ export interface ExtAuthzDeps {
   routesOf(brokerId: string): Promise<RouteMap>;
   /** Verifies the agent's credential of an MCP message that passes without a check. */
   resolveCredential: CredentialResolver;
+  /**
+   * MCP hosts' access tokens (CONTRACT §20): the grant one names (unverified, to find the grant;
+   * the check verifies the token for it), and its verification for a message that passes without a check.
+   */
+  accessTokens: {
+    claimedGrant(token: string): string | undefined;
+    verify(token: string): Promise<{ agentId: string; grantId: string } | null | undefined>;
+  };
   log: Logger;
 }
 
@@ -44,18 +52,16 @@ export interface ExtAuthzService {
 export function createExtAuthzService(deps: ExtAuthzDeps): ExtAuthzService {
   async function decide(call: ForwardedCall, brokerAuthorization: string | undefined): Promise<Verdict> {
     const broker = await deps.brokerCredentials.authenticate({ authorization: brokerAuthorization });
-    const mapped = toCheck(call, await deps.routesOf(broker.brokerId));
+    const mapped = toCheck(call, await deps.routesOf(broker.brokerId), tokenGrantOf(call));
     if (mapped.kind === 'refuse') return denial(mapped.status, mapped.reason, mapped.detail);
     if (mapped.kind === 'pass') {
       // No call to record, so nothing confirms a remembered broker token later: both verify now.
       const [asBroker, subject] = await Promise.all([
         deps.resolveCredential(brokerAuthorization!.replace(/^Bearer +/i, '')),
-        deps.resolveCredential(mapped.subjectToken),
+        subjectOf(mapped.subjectToken),
       ]);
       if (asBroker?.kind !== 'broker') return denial(401, 'unauthenticated', 'the broker credential is invalid or revoked');
-      if (subject?.kind !== 'agent' && subject?.kind !== 'human') {
-        return denial(401, 'subject_token_invalid', "the agent's credential is invalid, expired or revoked");
-      }
+      if (!subject) return denial(401, 'subject_token_invalid', "the agent's credential is invalid, expired or revoked");
       return { allow: true, setHeaders: {}, removeHeaders: ['authorization', 'grant-id'] };
     }
     const request = deps.validate(mapped.check);
@@ -63,13 +69,26 @@ export function createExtAuthzService(deps: ExtAuthzDeps): ExtAuthzService {
   }
 
   async function checkOf(broker: CheckingBroker, call: ForwardedCall): Promise<ForwardedCheck> {
-    const mapped = toCheck(call, await deps.routesOf(broker.brokerId));
+    const mapped = toCheck(call, await deps.routesOf(broker.brokerId), tokenGrantOf(call));
     if (mapped.kind === 'refuse') return { kind: 'refuse', status: mapped.status, reason: mapped.reason };
     if (mapped.kind === 'check') return { kind: 'check', request: deps.validate(mapped.check) };
-    const subject = await deps.resolveCredential(mapped.subjectToken);
-    if (subject?.kind === 'agent') return { kind: 'pass', subject: { kind: 'agent', id: subject.agentId } };
-    if (subject?.kind === 'human') return { kind: 'pass', subject: { kind: 'user', id: subject.userId } };
-    return { kind: 'refuse', status: 401, reason: 'subject_token_invalid' };
+    const subject = await subjectOf(mapped.subjectToken);
+    return subject ? { kind: 'pass', subject } : { kind: 'refuse', status: 401, reason: 'subject_token_invalid' };
+  }
+
+  function tokenGrantOf(call: ForwardedCall): string | undefined {
+    const token = subjectTokenOf(call);
+    return token === undefined ? undefined : deps.accessTokens.claimedGrant(token);
+  }
+
+  /** Who a credential verifies as: an agent (its runtime token or a host's access token) or a person; undefined: nobody. */
+  async function subjectOf(token: string): Promise<CallPrincipal | undefined> {
+    const access = await deps.accessTokens.verify(token);
+    if (access !== undefined) return access ? { kind: 'agent', id: access.agentId } : undefined;
+    const subject = await deps.resolveCredential(token);
+    if (subject?.kind === 'agent') return { kind: 'agent', id: subject.agentId };
+    if (subject?.kind === 'human') return { kind: 'user', id: subject.userId };
+    return undefined;
   }
 
   return {
