@@ -8,17 +8,33 @@ export interface Bearer {
   grantId: string;
   /** The grant's tree (its root): sessions are counted per tree too, however deep an agent attenuates. */
   rootId: string;
+  /** When the token itself stops being valid (an access token's `exp`): it is never remembered past it. */
+  expiresAtMs?: number;
+  /** An MCP host's access token (CONTRACT §20) rather than the agent's own runtime token. */
+  oauth?: boolean;
 }
 
-export type Refusal = 'bad_token' | 'grant_required' | 'grant_not_found' | 'broker_unavailable';
+/**
+ * Why a bearer is refused: a token no kind accepts; a grant missing, unknown or other than the
+ * token's; an access token whose grant has ended (revoked, expired); the authorization server not
+ * yet known; the grant broker unreachable.
+ */
+export type Refusal =
+  | 'bad_token'
+  | 'grant_required'
+  | 'grant_not_found'
+  | 'grant_mismatch'
+  | 'token_ended'
+  | 'authorization_server_unknown'
+  | 'broker_unavailable';
 export type Identified = { ok: true; bearer: Bearer } | { ok: false; refusal: Refusal };
 
 /**
  * A kind of bearer token the gateway accepts. Each kind recognizes its own tokens by their shape
  * (so a token is never tried against another kind's verifier) and asks the grant broker who they
- * stand for. Today there is one: an agent's runtime token with the grant in `Grant-Id`. CONTRACT
- * §20's OAuth access tokens are the next: a kind that recognizes them, verifies them and names the
- * grant they were issued for (no `Grant-Id` needed). Anything no kind recognizes — a person's JWT
+ * stand for: an agent's runtime token with the grant in `Grant-Id` (below), and CONTRACT §20's
+ * OAuth access tokens, verified locally and naming the grant they were issued for, no `Grant-Id`
+ * needed (./access-tokens.ts). Anything no kind recognizes — a person's JWT
  * among them — is a 401 without a request to the broker.
  */
 export interface BearerKind {
@@ -88,8 +104,14 @@ export class AgentAuthenticator {
     const identified = await kind.identify(token, grantId);
     if (!identified.ok) return identified;
     if (this.verified.size >= this.options.maxRemembered) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(key, { bearer: identified.bearer, until: now + this.options.rememberMs });
+    const until = Math.min(now + this.options.rememberMs, identified.bearer.expiresAtMs ?? Infinity);
+    this.verified.set(key, { bearer: identified.bearer, until });
     return identified;
+  }
+
+  /** What was remembered of this token is dropped: its next request is identified afresh. */
+  forget(token: string, grantId: string | undefined): void {
+    this.verified.delete(sessionOwner(token, grantId ?? ''));
   }
 }
 

@@ -34,9 +34,22 @@ export interface GatewayCore {
 
 export interface AgentIdentity {
   grantId: string;
-  /** The agent's own bearer token: reads its grant, and is forwarded to every check as `subjectToken`. */
+  /**
+   * The agent's own bearer token: reads its grant, and is forwarded to every check as
+   * `subjectToken`. Over HTTP each request brings its own (`authInfo.token`), which is used instead:
+   * an MCP host refreshes its access token under one session.
+   */
   agentToken: string;
 }
+
+/** The `authInfo.extra` member a request carries when its token stands or falls with its grant: called once a check finds the grant ended. */
+export const GRANT_ENDED = 'grantEnded';
+
+/** Check refusals that mean the grant itself is over for good (or its token is): no later call can succeed. */
+const GRANT_OVER = new Set(['revoked', 'expired', 'subject_token_invalid']);
+
+type Extra = { authInfo?: { token: string; extra?: Record<string, unknown> } };
+const tokenOf = (extra: Extra, identity: AgentIdentity) => extra.authInfo?.token ?? identity.agentToken;
 
 /**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
@@ -44,26 +57,26 @@ export interface AgentIdentity {
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
-  const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
-  const context: CallContext = {
+  const contextOf = (extra: Extra): CallContext => ({
     grantId: identity.grantId,
-    agentToken: identity.agentToken,
+    agentToken: tokenOf(extra, identity),
     checked: (version) => core.grants.saw(identity.grantId, version),
     refused: () => core.grants.forget(identity.grantId),
-  };
+  });
   const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
     inSpan('tools/list', callerContext(request.params?._meta, extra.requestInfo?.headers), { 'mcp.method.name': 'tools/list' }, () =>
-      listTools(),
+      listTools(tokenOf(extra, identity)),
     ),
   );
-  const listTools = async () => {
+  const listTools = async (token: string) => {
     const [grant, tools] = await Promise.all([
       // Read as the agent (the door verified it may), once per grant while its checks see no change.
-      core.grants.grant(identity.grantId, () =>
-        asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId: identity.grantId } } })),
-      ),
+      core.grants.grant(identity.grantId, () => {
+        const asAgent = createClient({ baseUrl: core.brokerUrl, token, fetch: core.fetch });
+        return asAgent.unwrap(asAgent.api.GET('/api/grants/{grantId}', { params: { path: { grantId: identity.grantId } } }));
+      }),
       core.catalog.tools(),
     ]);
     const listed: Tool[] = [];
@@ -83,12 +96,19 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
       `tools/call ${request.params.name}`,
       callerContext(request.params._meta, extra.requestInfo?.headers),
       { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
-      () => callTool(request),
+      () => callTool(request, extra),
       // A refusal's reason (or the upstream's own tool error) says how the call went.
       (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
     ),
   );
-  const callTool = async (request: CallToolRequest): Promise<CallToolResult> => {
+  const callTool = async (request: CallToolRequest, extra: Extra): Promise<CallToolResult> => {
+    const result = await runTool(request, contextOf(extra));
+    const reason = result.isError ? reasonOf(result) : undefined;
+    const grantEnded = extra.authInfo?.extra?.[GRANT_ENDED];
+    if (reason !== undefined && GRANT_OVER.has(reason) && typeof grantEnded === 'function') (grantEnded as () => void)();
+    return result;
+  };
+  const runTool = async (request: CallToolRequest, context: CallContext): Promise<CallToolResult> => {
     let tool;
     try {
       tool = await core.catalog.tool(request.params.name);

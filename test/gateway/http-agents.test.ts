@@ -88,7 +88,10 @@ function rawStatus(authorization: string): Promise<number> {
 it('answers 401 to a missing or bad token before reading the body', async () => {
   const missing = await post({ 'Grant-Id': grantId }, initialize, false);
   expect(missing.status).toBe(401);
-  expect(missing.headers['www-authenticate']).toBe('Bearer');
+  // Where a host learns to get a token (CONTRACT §20); no error, as no token was sent.
+  expect(missing.headers['www-authenticate']).toBe(
+    `Bearer resource_metadata="${new URL(gateway.url).origin}/.well-known/oauth-protected-resource/mcp", scope="mcp"`,
+  );
   expect(JSON.parse(missing.body)).toMatchObject({ status: 401, code: 'unauthorized' });
   const bad = await post({ Authorization: 'Bearer art_not-a-token', 'Grant-Id': grantId }, initialize, false);
   expect(bad.status).toBe(401);
@@ -150,7 +153,7 @@ it("refuses a person's JWT, and a broker's token, as an agent's bearer: 401 befo
   for (const token of [world.owner.token, world.brokerToken]) {
     const refused = await post({ Authorization: `Bearer ${token}`, 'Grant-Id': grantId }, initialize, false);
     expect(refused.status).toBe(401);
-    expect(refused.headers['www-authenticate']).toBe('Bearer');
+    expect(refused.headers['www-authenticate']).toMatch(/^Bearer resource_metadata="[^"]+", scope="mcp", error="invalid_token"$/);
     expect(JSON.parse(refused.body)).toMatchObject({ status: 401, code: 'unauthorized' });
   }
   // An agent's runtime token still gets in.
