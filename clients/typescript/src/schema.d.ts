@@ -50,7 +50,7 @@ export interface paths {
         };
         /**
          * Read a grant: the connection owner, pod members for a pod grant, the seat for a seat grant
-         * @description `status` and `audience` are computed at read time. Outside the read scope a grant is a 404.
+         * @description `status` and `audience` are computed at read time. Outside the read scope a grant is a 404. An MCP host's OAuth access token reads, as its agent, the one grant it was issued for (every other grant is a 404); it is accepted by no other route.
          */
         get: operations["getGrant"];
         put?: never;
