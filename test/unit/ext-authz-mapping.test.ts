@@ -118,6 +118,25 @@ describe('ext_authz request mapping', () => {
     expect(toCheck(forwarded, routes)).toEqual(expected);
   });
 
+  it("takes the grant from an MCP host's access token, and refuses a grant-id header that names another", () => {
+    const host = { authorization: 'Bearer eyJ.a.b' };
+    const message = { method: 'POST', path: '/mcp', body: rpc('tools/call', { name: 'pulls.list', arguments: {} }) };
+    expect(toCheck(call({ ...message, headers: host }), routes, 'grt_child')).toMatchObject({
+      kind: 'check',
+      check: { grantId: 'grt_child' },
+    });
+    expect(toCheck(call({ ...message, headers: { ...host, 'grant-id': 'grt_child' } }), routes, 'grt_child')).toMatchObject({
+      kind: 'check',
+    });
+    for (const other of [message, { method: 'POST', path: '/mcp', body: rpc('ping') }]) {
+      expect(toCheck(call({ ...other, headers: { ...host, 'grant-id': 'grt_root' } }), routes, 'grt_child')).toMatchObject({
+        kind: 'refuse',
+        status: 400,
+        reason: 'grant_mismatch',
+      });
+    }
+  });
+
   it('matches templates segment by segment', () => {
     expect(matchRoute(routes, 'get', '/repos/a/b/contents/x/y/z')).toMatchObject({
       kind: 'route',
