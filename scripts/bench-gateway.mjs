@@ -12,6 +12,10 @@
 // Prints p50/p90/p99 of each path and the difference (the gateway's added latency: its HTTP hop,
 // the argument validation, the grant broker's check and the outcome report), and the CPU per
 // call of the gateway process and of the service.
+// BENCH_GATEWAY_OAUTH=1 adds a second client to the same gateway process: an MCP host with an OAuth
+// access token (CONTRACT §20: registered, consented through the consent endpoints as the pod's
+// owner, a child grant of the same grant), in the same alternating rounds, so the gateway's CPU
+// per call over an access token sits beside the runtime token's.
 // Env: BENCH_GATEWAY_RATE (200), BENCH_GATEWAY_ROUNDS (3), BENCH_GATEWAY_ROUND_S (10),
 //      BENCH_GATEWAY_WARMUP_S (3), BENCH_GATEWAY_BASELINE (another build's gateway main.js, measured
 //      in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), plus the
@@ -46,6 +50,8 @@ const RATE = Number(process.env.BENCH_GATEWAY_RATE ?? 200);
 const ROUNDS = Number(process.env.BENCH_GATEWAY_ROUNDS ?? 3);
 const ROUND_S = Number(process.env.BENCH_GATEWAY_ROUND_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_GATEWAY_WARMUP_S ?? 3);
+const OAUTH = process.env.BENCH_GATEWAY_OAUTH === '1';
+const { registerGatewayResource } = require(path.join(root, 'dist/src/oauth/resources.js'));
 const IDLE_S = 5;
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 const EVERYTHING = path.join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
@@ -93,7 +99,68 @@ async function seed(base, db) {
     tools: ['everything.echo'],
     budget: { calls: 1_000_000, windowMs: 1000 },
   });
-  return { brokerToken: broker.token, agentToken, grantId: grant.id };
+  return { owner, brokerId: broker.id, brokerToken: broker.token, agentToken, grantId: grant.id };
+}
+
+/**
+ * An access token for `resource` as an MCP host gets one: registered dynamically, the pod's owner
+ * consenting (through the consent endpoints, with the browser's cookies) to `everything.echo` on
+ * the seeded grant for the bench's agent, the code exchanged with its PKCE verifier.
+ */
+async function accessToken(base, world, resource) {
+  const auth = require('@modelcontextprotocol/sdk/client/auth.js');
+  const redirectUrl = 'http://127.0.0.1:9/callback';
+  const metadata = await auth.discoverAuthorizationServerMetadata(base);
+  const clientInformation = await auth.registerClient(base, {
+    metadata,
+    clientMetadata: {
+      client_name: 'bench host',
+      redirect_uris: [redirectUrl],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
+  });
+  const { authorizationUrl, codeVerifier } = await auth.startAuthorization(base, {
+    metadata,
+    clientInformation,
+    redirectUrl,
+    resource: new URL(resource),
+    scope: 'mcp',
+  });
+  const cookies = new Map();
+  const browse = async (url, init = {}) => {
+    const headers = new Headers(init.headers);
+    if (cookies.size) headers.set('cookie', [...cookies].map(([name, value]) => `${name}=${value}`).join('; '));
+    const answer = await fetch(url, { ...init, headers, redirect: 'manual' });
+    for (const line of answer.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const at = pair.indexOf('=');
+      if (/expires=thu, 01 jan 1970/i.test(line)) cookies.delete(pair.slice(0, at));
+      else cookies.set(pair.slice(0, at), pair.slice(at + 1));
+    }
+    return answer;
+  };
+  const consentPage = new URL((await browse(authorizationUrl.href)).headers.get('location'), base);
+  const person = { authorization: `Bearer ${world.owner}` };
+  const details = await (await browse(`${consentPage.href}/details`, { headers: person })).json();
+  const agent = details.pods[0].agents[0];
+  const decided = await browse(consentPage.href, {
+    method: 'POST',
+    headers: { ...person, 'content-type': 'application/json' },
+    body: JSON.stringify({ decision: 'allow', agentId: agent.id, grantId: world.grantId, tools: ['everything.echo'] }),
+  });
+  let next = new URL((await decided.json()).redirectTo, base);
+  while (next.origin === new URL(base).origin) next = new URL((await browse(next.href)).headers.get('location'), next);
+  const tokens = await auth.exchangeAuthorization(base, {
+    metadata,
+    clientInformation,
+    authorizationCode: next.searchParams.get('code'),
+    codeVerifier,
+    redirectUri: redirectUrl,
+    resource: new URL(resource),
+  });
+  return tokens.access_token;
 }
 
 async function client(url, headers = {}) {
@@ -131,8 +198,12 @@ const stats = (latencies) => {
 };
 const ms = (value) => `${value.toFixed(2)} ms`;
 
-/** A gateway process from `main` (a built dist/…/main.js) in front of the upstream, and an agent connected through it. */
-async function startGateway(label, main, base, world, everything, folder) {
+/**
+ * A gateway process from `main` (a built dist/…/main.js) in front of the upstream, and an agent
+ * connected through it with its runtime token (with BENCH_GATEWAY_OAUTH=1, and a host with an
+ * access token: a second path through the same process).
+ */
+async function startGateway(label, main, base, world, everything, folder, db) {
   const port = await freePort();
   const configFile = path.join(folder, `gateway-${port}.json`);
   writeFileSync(
@@ -151,7 +222,24 @@ async function startGateway(label, main, base, world, everything, folder) {
   await waitFor(url.replace('/mcp', '/healthz')).catch(() => undefined);
   await new Promise((resolve) => setTimeout(resolve, 500));
   const agent = await client(url, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
-  return { label, child, agent, latencies: [], cpu: 0, serviceCpu: 0, calls: 0, idleMsPerS: 0 };
+  const paths = [
+    { label: OAUTH ? `${label} (runtime token)` : label, child, agent, latencies: [], cpu: 0, serviceCpu: 0, calls: 0, idleMsPerS: 0 },
+  ];
+  if (OAUTH) {
+    await registerGatewayResource(db, world.brokerId, url);
+    const host = await client(url, { Authorization: `Bearer ${await accessToken(base, world, url)}` });
+    paths.push({
+      label: `${label} (OAuth access token)`,
+      child,
+      agent: host,
+      latencies: [],
+      cpu: 0,
+      serviceCpu: 0,
+      calls: 0,
+      idleMsPerS: 0,
+    });
+  }
+  return paths;
 }
 
 async function main() {
@@ -165,16 +253,19 @@ async function main() {
     const builds = [['through the gateway, checked', 'dist/gateway/src/main.js']];
     if (process.env.BENCH_GATEWAY_BASELINE) builds.push(['through the baseline gateway', process.env.BENCH_GATEWAY_BASELINE]);
     const gateways = [];
-    for (const [label, main] of builds) gateways.push(await startGateway(label, main, base, world, everything, folder));
+    for (const [label, main] of builds) gateways.push(...(await startGateway(label, main, base, world, everything, folder, db)));
     const direct = await client(everything.url);
 
-    console.log(`machine: ${machine()}; bench pid ${process.pid}, gateway pids ${gateways.map((g) => g.child.pid).join(', ')}`);
+    console.log(
+      `machine: ${machine()}; bench pid ${process.pid}, gateway pids ${[...new Set(gateways.map((g) => g.child.pid))].join(', ')}`,
+    );
     console.log(`warm-up: ${WARMUP_S} s each path at ${RATE} calls/s`);
     await atRate(direct, WARMUP_S);
     for (const gateway of gateways) await atRate(gateway.agent, WARMUP_S);
 
     // What each gateway burns with no call at all (its sessions, timers, the upstream's open stream),
     // so that the CPU per call below counts only the calls.
+    // (Paths through one process share its idle figure.)
     const idleBefore = gateways.map((g) => processCpuMs(g.child.pid));
     await new Promise((resolve) => setTimeout(resolve, IDLE_S * 1000));
     gateways.forEach((g, i) => (g.idleMsPerS = (processCpuMs(g.child.pid) - idleBefore[i]) / IDLE_S));
@@ -187,7 +278,8 @@ async function main() {
       failures += straight.failures;
       straightAll.push(...straight.latencies);
       const line = [`round ${round}: direct p50 ${ms(stats(straight.latencies).p50)} p99 ${ms(stats(straight.latencies).p99)}`];
-      for (const gateway of gateways) {
+      // Every other round in the opposite order, so that no path always follows the same one.
+      for (const gateway of round % 2 ? gateways : [...gateways].reverse()) {
         const [gatewayBefore, serviceBefore] = [processCpuMs(gateway.child.pid), serviceCpuMs(base)];
         const gated = await atRate(gateway.agent, ROUND_S);
         gateway.cpu += processCpuMs(gateway.child.pid) - gatewayBefore - gateway.idleMsPerS * gated.seconds;
@@ -213,9 +305,17 @@ async function main() {
       );
     }
     console.log("(gateway CPU: its idle CPU taken out; the service CPU is all of its CPU during the path's rounds)");
+    if (OAUTH) {
+      for (let i = 0; i + 1 < gateways.length; i += 2) {
+        const [runtime, oauth] = [gateways[i], gateways[i + 1]];
+        const ratio = oauth.cpu / oauth.calls / (runtime.cpu / runtime.calls);
+        console.log(`gateway CPU per call, OAuth access token ÷ runtime token: ${ratio.toFixed(3)} (target ≤ 1.05)`);
+      }
+    }
     await direct.close().catch(() => undefined);
+    for (const gateway of gateways) await gateway.agent.close().catch(() => undefined);
     for (const gateway of gateways) {
-      await gateway.agent.close().catch(() => undefined);
+      if (gateway.child.exitCode !== null || gateway.child.signalCode !== null) continue;
       // The gateway ends on its own SIGTERM, so that a --cpu-prof given in BENCH_GATEWAY_NODE_ARGS is written.
       const ended = new Promise((resolve) => gateway.child.once('exit', resolve));
       gateway.child.kill('SIGTERM');
