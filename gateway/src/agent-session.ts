@@ -42,11 +42,11 @@ export interface AgentIdentity {
   agentToken: string;
 }
 
-/** The `authInfo.extra` member a request carries when its token stands or falls with its grant: called once a check finds the grant ended. */
+/**
+ * The `authInfo.extra` member a request carries when its token stands or falls with its grant:
+ * called when the check refuses the grant itself (never on what an upstream answers).
+ */
 export const GRANT_ENDED = 'grantEnded';
-
-/** Check refusals that mean the grant itself is over for good (or its token is): no later call can succeed. */
-const GRANT_OVER = new Set(['revoked', 'expired', 'subject_token_invalid']);
 
 type Extra = { authInfo?: { token: string; extra?: Record<string, unknown> } };
 const tokenOf = (extra: Extra, identity: AgentIdentity) => extra.authInfo?.token ?? identity.agentToken;
@@ -57,12 +57,16 @@ const tokenOf = (extra: Extra, identity: AgentIdentity) => extra.authInfo?.token
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
-  const contextOf = (extra: Extra): CallContext => ({
-    grantId: identity.grantId,
-    agentToken: tokenOf(extra, identity),
-    checked: (version) => core.grants.saw(identity.grantId, version),
-    refused: () => core.grants.forget(identity.grantId),
-  });
+  const contextOf = (extra: Extra): CallContext => {
+    const grantEnded = extra.authInfo?.extra?.[GRANT_ENDED];
+    return {
+      grantId: identity.grantId,
+      agentToken: tokenOf(extra, identity),
+      checked: (version) => core.grants.saw(identity.grantId, version),
+      refused: () => core.grants.forget(identity.grantId),
+      ...(typeof grantEnded === 'function' ? { ended: grantEnded as () => void } : {}),
+    };
+  };
   const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
@@ -102,13 +106,7 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     ),
   );
   const callTool = async (request: CallToolRequest, extra: Extra): Promise<CallToolResult> => {
-    const result = await runTool(request, contextOf(extra));
-    const reason = result.isError ? reasonOf(result) : undefined;
-    const grantEnded = extra.authInfo?.extra?.[GRANT_ENDED];
-    if (reason !== undefined && GRANT_OVER.has(reason) && typeof grantEnded === 'function') (grantEnded as () => void)();
-    return result;
-  };
-  const runTool = async (request: CallToolRequest, context: CallContext): Promise<CallToolResult> => {
+    const context = contextOf(extra);
     let tool;
     try {
       tool = await core.catalog.tool(request.params.name);

@@ -16,7 +16,12 @@ export interface CallContext {
   checked?: (grantVersion: string | undefined) => void;
   /** The grant broker refused a check of this grant. */
   refused?: () => void;
+  /** The grant broker refused the grant itself for good (revoked, expired) or the token for it: no later call can succeed. */
+  ended?: () => void;
 }
+
+/** The check's refusals of the grant or of the token itself, as opposed to this one call. */
+const GRANT_OVER = new Set(['revoked', 'expired']);
 
 /**
  * The upstream answered with a tool error (`isError: true`): the call was made and failed. Thrown
@@ -72,6 +77,10 @@ export async function checkedCall(
     return result;
   } catch (error) {
     if (error instanceof CallDenied) context.refused?.();
+    const over =
+      (error instanceof CallDenied && GRANT_OVER.has(error.reason)) ||
+      (error instanceof ApiProblem && error.code === 'subject_token_invalid');
+    if (over) context.ended?.();
     return refusalFor(error);
   }
 }

@@ -280,6 +280,8 @@ describe('attacks on the door, each refused', () => {
       foreignKey: await signed({}, stranger),
       noScope: await signed({ scope: 'openid' }),
       otherIssuer: await signed({ iss: 'https://idp.example.test' }),
+      // The same claims, unsigned (alg none).
+      unsigned: `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url')}.${good.split('.')[1]}.`,
     };
     for (const [what, token] of Object.entries(bad)) {
       const answer = await post(gateway.url, { Authorization: `Bearer ${token}` }, initialize);
@@ -344,6 +346,25 @@ describe('attacks on the door, each refused', () => {
       .get(`/api/pods/${world.podId}/grants`)
       .set({ Authorization: `Bearer ${access}` })
       .expect(401);
+  });
+
+  it("fails closed while the broker's authorization server cannot be read: metadata and access tokens get a 503", async () => {
+    const config = { ...gateway.config, brokerUrl: 'http://127.0.0.1:9' };
+    const core = createGatewayCore(config, { env: { GATEWAY_BROKER_TOKEN: world.brokerToken } });
+    const blind = await serveHttp(core, { port: 0, host: '127.0.0.1' });
+    try {
+      const origin = new URL(blind.url()).origin;
+      expect((await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`)).status).toBe(503);
+      const answer = await post(blind.url(), { Authorization: `Bearer ${await signed({})}` }, initialize);
+      expect(answer.status).toBe(503);
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 'authorization_server_unavailable' });
+      // Still a 401 that says where to go, for a request without a token.
+      expect((await post(blind.url(), {}, initialize)).status).toBe(401);
+    } finally {
+      await blind.close();
+      await core.upstream.close();
+      await core.close();
+    }
   });
 
   it('Mcp-Method or Mcp-Name headers that disagree with the body: 400; agreeing ones change nothing', async () => {
