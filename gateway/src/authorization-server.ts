@@ -22,6 +22,7 @@ const REFRESH_MS = 60 * 60_000;
  */
 export class AuthorizationServerDiscovery {
   private known: AuthorizationServer | undefined;
+  private jwksUri: string | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -65,8 +66,6 @@ export class AuthorizationServerDiscovery {
     const following = next === REFRESH_MS ? FIRST_RETRY_MS : Math.min(retryMs * 2, LAST_RETRY_MS);
     this.timer = setTimeout(() => void this.attempt(following), next).unref();
   }
-
-  private jwksUri: string | undefined;
 
   private async fetchMetadata(): Promise<{ issuer: string; jwksUri: string }> {
     const url = new URL('/.well-known/oauth-authorization-server', this.brokerUrl);

@@ -8,6 +8,7 @@ import { accessTokens } from './access-tokens';
 import { AgentAuthenticator, runtimeTokens, sessionOwner, type Bearer, type Refusal } from './agent-auth';
 import { createAgentSession, GRANT_ENDED, type GatewayCore } from './agent-session';
 import { allowedHostsOf, hostnameOf } from './allowed-hosts';
+import { answerInstead } from './answer-instead';
 import { AuthorizationServerDiscovery } from './authorization-server';
 import { readMcpBody } from './mcp-body';
 import { ProtectedResource } from './protected-resource';
@@ -267,25 +268,6 @@ export class HttpListener {
     response.setHeader('WWW-Authenticate', this.protectedResource.challenge(presented));
     problem(response, 401, 'unauthorized', detail);
   }
-}
-
-/**
- * Lets the transport answer as usual unless, by the time it writes its status, `instead()` names
- * another answer: that one is sent, and what the transport then writes is dropped. (The transport
- * answers a POST with one JSON body after every handler of the request has run, so a handler's
- * finding can still change the status.)
- */
-function answerInstead(response: ServerResponse, instead: () => (() => void) | undefined): void {
-  const { writeHead, write, end } = response;
-  const restore = () => Object.assign(response, { writeHead, write, end });
-  response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
-    const replacement = instead();
-    restore();
-    if (!replacement) return writeHead.apply(this, args);
-    replacement();
-    Object.assign(response, { write: () => true, end: () => response });
-    return response;
-  } as ServerResponse['writeHead'];
 }
 
 function problem(response: ServerResponse, status: number, code: string, detail: string): void {
