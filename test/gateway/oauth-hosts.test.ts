@@ -1,6 +1,11 @@
 import { request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import {
+  discoverAuthorizationServerMetadata,
+  refreshAuthorization,
+  UnauthorizedError,
+  type OAuthClientProvider,
+} from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationFull, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createGatewayCore, serveHttp } from '../../gateway/src/gateway';
@@ -229,6 +234,20 @@ describe('an MCP host that knows only the gateway URL (CONTRACT §20)', () => {
     const { items } = await trail(world, childId);
     // Checked on the child grant, as the host's agent: echo allowed, get-sum denied by the check (never sent).
     expect(items.map((item) => `${item.tool}:${item.outcome}`)).toEqual(['everything.echo:succeeded', 'everything.sum:denied']);
+
+    // The host refreshes its token (rotation): the new one carries on in the same session.
+    const sessionId = (client.transport as { sessionId?: string }).sessionId;
+    const before = host.tokens()!;
+    const refreshed = await refreshAuthorization(service.baseUrl, {
+      metadata: (await discoverAuthorizationServerMetadata(service.baseUrl))!,
+      clientInformation: host.clientInformation()!,
+      refreshToken: before.refresh_token!,
+      resource: new URL(gateway.listener.resource()),
+    });
+    expect(refreshed.access_token).not.toBe(before.access_token);
+    host.saveTokens(refreshed);
+    expect(text(await call(client, 'echo', { message: 'after refresh' }))).toMatch(/after refresh/);
+    expect((client.transport as { sessionId?: string }).sessionId).toBe(sessionId);
     await client.close();
   });
 
