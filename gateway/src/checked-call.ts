@@ -79,10 +79,11 @@ export async function checkedCall(
 function refusalFor(error: unknown): CallToolResult {
   if (error instanceof ToolReportedError) return error.result;
   if (error instanceof ApprovalRequired) {
+    const where = error.consoleUrl ? ` at ${error.consoleUrl}` : '';
     return refusal(
       `This call needs a human's approval (approval ${error.approvalId}, until ${error.expiresAt}). ` +
-        'Ask a person to approve it, then call this tool again with exactly the same arguments.',
-      { reason: 'approval_required', approvalId: error.approvalId },
+        `Ask a person to approve it${where}, then call this tool again with exactly the same arguments.`,
+      { reason: 'approval_required', approvalId: error.approvalId, ...(error.consoleUrl ? { consoleUrl: error.consoleUrl } : {}) },
     );
   }
   if (error instanceof CallDenied) return refusal(denialText(error), denialDetail(error));

@@ -7,6 +7,8 @@ export interface RefusalDetail {
   message?: string;
   retryAfterMs?: number;
   approvalId?: string;
+  /** With `approval_required`: the approval's page in the web console, where a person decides it. */
+  consoleUrl?: string;
   /** The rule that refused, the level of the chain and what would unlock the call. */
   explanation?: DenialExplanation;
 }
