@@ -98,6 +98,14 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     clientDefaults: { id_token_signed_response_alg: 'ES256', grant_types: ['authorization_code'], response_types: ['code'] },
     pkce: { required: () => true },
     scopes: [GATEWAY_SCOPE],
+    extraParams: {
+      // An authorization that cannot end in a gateway token is refused before anyone is asked to
+      // consent: at the host's redirect URI (checked by the time these run), as invalid_scope.
+      scope: (_ctx, value) => {
+        if (!(typeof value === 'string' && value.split(' ').includes(GATEWAY_SCOPE)))
+          throw new errors.InvalidScope(`ask for the scope ${GATEWAY_SCOPE}`, GATEWAY_SCOPE);
+      },
+    },
     routes: OAUTH_ROUTES,
     interactions: { url: (_ctx, interaction) => consentPath(interaction.uid), policy },
     features: {
@@ -137,7 +145,17 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       return grant ? inHostRealm({ agent_id: grant.created_by }) : undefined;
     },
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-    rotateRefreshToken: true,
+    // Asked just before the presented refresh token is spent. The library compares the resource with
+    // what was granted only after rotating, so a refresh for another resource would spend the host's
+    // token and store one nobody holds (the host's next refresh then reads as a reuse and ends the
+    // family): such a request is refused here, while the host's token is still unspent.
+    rotateRefreshToken: (ctx) => {
+      const asked = [ctx.oidc.params?.resource].flat().filter((value): value is string => typeof value === 'string');
+      const presented = ctx.oidc.entities.RefreshToken as { resourceIndicators?: Set<string> } | undefined;
+      if (asked.length > 1 || (asked.length === 1 && !presented?.resourceIndicators?.has(asked[0]!)))
+        throw new errors.InvalidTarget('the refresh token was not granted for this resource');
+      return true;
+    },
     expiresWithSession: async () => false,
     ttl: {
       AccessToken: accessTokenTtl,

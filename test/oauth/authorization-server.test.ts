@@ -280,6 +280,7 @@ describe('the authorization server (CONTRACT §20)', () => {
       clientInformation: client,
       redirectUrl: REDIRECT,
       resource: new URL(resource),
+      scope: 'mcp',
     });
     const attacker = new CookieJar();
     const start = await attacker.fetch(authorizationUrl.href);
