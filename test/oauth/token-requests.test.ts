@@ -213,6 +213,29 @@ describe('token requests an attacker makes (CONTRACT §20)', () => {
   });
 });
 
+describe('gateway registration', () => {
+  it('a gateway registered a moment ago is taken at once (a refusal is never remembered)', async () => {
+    const client = await registered();
+    const fresh = `https://fresh-${world.brokerId.slice(-8).toLowerCase()}.example.test/mcp`;
+    const ask = async () => {
+      const { authorizationUrl } = await startAuthorization(service.baseUrl, {
+        metadata,
+        clientInformation: client,
+        redirectUrl: REDIRECT,
+        resource: new URL(fresh),
+        scope: 'mcp',
+      });
+      return new CookieJar().fetch(authorizationUrl.href);
+    };
+    const before = await ask();
+    expect(new URL(before.headers.get('location')!, service.baseUrl).searchParams.get('error')).toBe('invalid_target');
+    await registerGatewayResource(service.deps.db, world.brokerId, fresh);
+    const after = await ask();
+    expect(after.status).toBe(303);
+    expect(after.headers.get('location')).toMatch(/^\/oauth\/consent\//);
+  });
+});
+
 describe('the mcp scope', () => {
   it('is advertised in the metadata, at the RFC 8414 path too', async () => {
     expect(metadata.scopes_supported).toContain('mcp');
