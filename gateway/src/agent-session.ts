@@ -102,7 +102,8 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     if (!tool) return refusal(`There is no tool ${request.params.name} on this gateway.`, { reason: 'unknown_tool' });
     const args = canonicalPaths(request.params.arguments ?? {}, tool.mapping, core.pathRoot);
     // A call that waits for a person: a host that declared URL elicitation is asked in band to open its page.
-    return approvals.answer(await checkedCall(core.broker, core.upstream, tool, args, context));
+    const denied = approvals.deniedApprovalOf(tool.name, args);
+    return approvals.answer(await checkedCall(core.broker, core.upstream, tool, args, context, denied), tool.name, args);
   };
   return server;
 }

@@ -35,7 +35,10 @@ let watchedInProcess = 0;
  * did, with the approval's id and its console URL.
  */
 export class ApprovalsInBand {
-  private readonly watching = new Set<string>();
+  /** Approvals asked of this host and not yet decided: the call each was asked for. */
+  private readonly watching = new Map<string, string>();
+  /** Calls whose approval a person denied, and that approval: the host's retry is told so, once. */
+  private readonly denied = new Map<string, string>();
   private readonly limits: InBandLimits;
 
   constructor(
@@ -46,13 +49,26 @@ export class ApprovalsInBand {
     this.limits = { ...DEFAULTS, ...limits };
   }
 
+  /**
+   * The approval a person denied for this very call (tool and arguments as this host sent them),
+   * taken once: the retry a host makes when told the approval was decided is then answered
+   * `approval_denied` by the grant broker, instead of asking a person afresh at once. A later
+   * retry asks afresh, as any call without its approval does.
+   */
+  deniedApprovalOf(tool: string, args: Record<string, unknown>): string | undefined {
+    const key = callKey(tool, args);
+    const approvalId = this.denied.get(key);
+    this.denied.delete(key);
+    return approvalId;
+  }
+
   /** A tool call's result as the host should get it: unchanged, or a -32042 error when it waits for an approval the host can open. */
-  answer(result: CallToolResult): CallToolResult {
+  answer(result: CallToolResult, tool: string, args: Record<string, unknown>): CallToolResult {
     const detail = result.structuredContent as RefusalDetail | undefined;
     if (!result.isError || detail?.reason !== 'approval_required' || !detail.approvalId || !detail.consoleUrl) return result;
     if (!this.server.getClientCapabilities()?.elicitation?.url) return result;
     const approvalId = detail.approvalId;
-    this.watch(approvalId);
+    this.watch(approvalId, callKey(tool, args));
     throw new UrlElicitationRequiredError(
       [
         {
@@ -68,19 +84,19 @@ export class ApprovalsInBand {
     );
   }
 
-  private watch(approvalId: string): void {
+  private watch(approvalId: string, call: string): void {
     if (this.watching.has(approvalId)) return;
     if (this.watching.size >= this.limits.maxWatchedPerSession || watchedInProcess >= this.limits.maxWatched) return;
-    this.watching.add(approvalId);
+    this.watching.set(approvalId, call);
     watchedInProcess += 1;
-    void this.untilDecided(approvalId).finally(() => {
+    void this.untilDecided(approvalId, call).finally(() => {
       this.watching.delete(approvalId);
       watchedInProcess -= 1;
     });
   }
 
   /** Long polls the approval while the session lives; tells the host once a person decided it. */
-  private async untilDecided(approvalId: string): Promise<void> {
+  private async untilDecided(approvalId: string, call: string): Promise<void> {
     while (this.connected()) {
       let state: string;
       try {
@@ -95,6 +111,11 @@ export class ApprovalsInBand {
       if (state === 'pending') continue;
       // Expired: nobody decided, so nothing was completed (the host's retry asks a person afresh).
       if (state === 'expired' || !this.connected()) return;
+      if (state === 'denied') {
+        this.denied.delete(call);
+        if (this.denied.size >= this.limits.maxWatchedPerSession) this.denied.delete(this.denied.keys().next().value!);
+        this.denied.set(call, approvalId);
+      }
       await this.server
         .notification({ method: 'notifications/elicitation/complete', params: { elicitationId: approvalId } })
         .catch(() => undefined);
@@ -106,3 +127,10 @@ export class ApprovalsInBand {
     return this.server.transport !== undefined;
   }
 }
+
+/**
+ * A call as this host sent it. Not canonical: a retry that spells its arguments otherwise is simply
+ * not recognized (it asks a person afresh), and the grant broker compares the arguments' digest
+ * with the approval's whatever this says.
+ */
+const callKey = (tool: string, args: Record<string, unknown>) => `${tool}\u0000${JSON.stringify(args)}`;

@@ -44,6 +44,8 @@ export async function checkedCall(
   tool: MappedTool,
   args: Record<string, unknown>,
   context: CallContext,
+  /** The approval this call names (one a person denied, for the host's retry; ./approvals-in-band.ts). */
+  approvalId?: string,
 ): Promise<CallToolResult> {
   const problem = tool.argumentsProblem(args);
   if (problem) return refusal(`Invalid arguments for ${tool.name}: ${problem}. The call was not made.`, { reason: 'invalid_arguments' });
@@ -54,6 +56,7 @@ export async function checkedCall(
         tool: tool.mapping.grantTool,
         args,
         subjectToken: context.agentToken,
+        ...(approvalId ? { approvalId } : {}),
         ...(upstream.wantsCredential ? { credential: true } : {}),
       },
       async (check) => {

@@ -31,6 +31,8 @@ export function denialText(denied: CallDenied): string {
       return 'Denied: a repository, ref or path in the arguments is not in its plain form (no "..", ".", empty or absolute path segments).';
     case 'tool_not_allowed':
       return 'Denied: this grant does not include that tool.';
+    case 'approval_denied':
+      return 'Denied: a person refused to approve this call. Calling it again asks a person afresh.';
     case 'approval_pending':
       return "Not yet: a person has not decided on this call's approval. Call again with exactly the same arguments once they have.";
     default:

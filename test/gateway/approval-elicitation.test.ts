@@ -27,8 +27,8 @@ import {
  * Approvals in band (CONTRACT §20, MCP 2025-11-25 URL mode elicitation), with the SDK's own Client
  * against a real service, the gateway and server-everything: a host that declared URL elicitation
  * is answered -32042 naming the approval's console page, told `notifications/elicitation/complete`
- * once a person decided, and its retry runs once; a denied approval's retry never reaches the
- * upstream. A host that did not declare it gets the tool error with the approval and its page.
+ * once a person decided, and its retry runs once; a denied approval's retry is refused
+ * `approval_denied` and never reaches the upstream. A host that did not declare it gets the tool error with the approval and its page.
  */
 jest.setTimeout(60_000);
 
@@ -135,7 +135,7 @@ it('asks a host that declared URL elicitation to open the approval page; approve
   ]);
 });
 
-it('a denied approval: the host is told it is decided, and its retry never reaches the upstream', async () => {
+it('a denied approval: the host is told it is decided, its retry is refused approval_denied, and nothing reaches the upstream', async () => {
   const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
   const { client, completed } = await elicitingHost(grantId);
   const before = callsUpstream();
@@ -144,11 +144,22 @@ it('a denied approval: the host is told it is decided, and its retry never reach
   await until(() => completed.includes(approvalId));
   expect(await approvalOf(approvalId)).toMatchObject({ state: 'denied' });
 
-  // The retry is refused: a denied approval covers nothing, so the call waits for a new one.
-  const retried = await elicitationOf(client);
-  expect(retried.elicitations[0]!.elicitationId).not.toBe(approvalId);
+  // The retry the notification prompts is told the answer, not asked about again at once.
+  const retried = await call(client, 'get-annotated-message', ARGS);
+  expect(retried.isError).toBe(true);
+  expect(reasonOf(retried)).toBe('approval_denied');
+  expect(text(retried)).toMatch(/refused to approve/);
+  // Once: calling it again is a new request a person may decide otherwise.
+  const again = await elicitationOf(client);
+  expect(again.elicitations[0]!.elicitationId).not.toBe(approvalId);
   expect(callsUpstream()).toBe(before);
-  expect((await trail(world, grantId)).items.filter((item) => item.outcome === 'succeeded')).toEqual([]);
+  const { items } = await trail(world, grantId);
+  // The held call reads as its approval ended (denied); the retry's own record says why it was refused.
+  expect(items.map((item) => `${item.outcome}:${item.reason}`)).toEqual([
+    'denied:approval_denied',
+    'denied:approval_denied',
+    'awaiting_approval:approval_required',
+  ]);
 });
 
 it('a host that did not declare URL elicitation gets the tool error with the approval and its console page', async () => {
