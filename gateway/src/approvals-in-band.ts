@@ -40,6 +40,9 @@ export class ApprovalsInBand {
   /** Calls whose approval a person denied, and that approval: the host's retry is told so, once. */
   private readonly denied = new Map<string, string>();
   private readonly limits: InBandLimits;
+  /** Aborted when the session's transport closes: a long poll in flight ends with it. */
+  private readonly closed = new AbortController();
+  private closeHooked = false;
 
   constructor(
     private readonly server: Server,
@@ -68,6 +71,7 @@ export class ApprovalsInBand {
     if (!result.isError || detail?.reason !== 'approval_required' || !detail.approvalId || !detail.consoleUrl) return result;
     if (!this.server.getClientCapabilities()?.elicitation?.url) return result;
     const approvalId = detail.approvalId;
+    this.hookClose();
     this.watch(approvalId, callKey(tool, args));
     throw new UrlElicitationRequiredError(
       [
@@ -82,6 +86,18 @@ export class ApprovalsInBand {
       ],
       `This call waits for a human's approval (${approvalId}).`,
     );
+  }
+
+  /** Once connected: the transport's close also aborts this session's polls (the SDK's own handler still runs). */
+  private hookClose(): void {
+    const transport = this.server.transport;
+    if (this.closeHooked || !transport) return;
+    this.closeHooked = true;
+    const previous = transport.onclose;
+    transport.onclose = () => {
+      this.closed.abort();
+      previous?.();
+    };
   }
 
   private watch(approvalId: string, call: string): void {
@@ -100,7 +116,7 @@ export class ApprovalsInBand {
     while (this.connected()) {
       let state: string;
       try {
-        state = (await this.broker.waitForApproval(approvalId, { timeoutMs: this.limits.pollMs })).state;
+        state = (await this.broker.waitForApproval(approvalId, { timeoutMs: this.limits.pollMs, signal: this.closed.signal })).state;
       } catch (error) {
         // Not this broker's approval (or no longer there): nothing to wait for.
         if (error instanceof ApiProblem && error.status < 500) return;
@@ -124,7 +140,7 @@ export class ApprovalsInBand {
   }
 
   private connected(): boolean {
-    return this.server.transport !== undefined;
+    return !this.closed.signal.aborted && this.server.transport !== undefined;
   }
 }
 

@@ -1,4 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   ElicitationCompleteNotificationSchema,
@@ -13,6 +17,7 @@ import {
   configFor,
   connectionFor,
   EVERYTHING,
+  GATEWAY_MAIN,
   gatewayWorld,
   grantOn,
   httpAgent,
@@ -38,6 +43,7 @@ let world: GatewayWorld;
 let gateway: Awaited<ReturnType<typeof startHttpGateway>>;
 let upstream: RecordingUpstream;
 let connectionId: string;
+let configFile: string;
 const open: Client[] = [];
 
 beforeAll(async () => {
@@ -46,6 +52,8 @@ beforeAll(async () => {
   connectionId = await connectionFor(world, config);
   upstream = new RecordingUpstream(new McpUpstream(config.upstream as { command: string; args: string[] }, config.callTimeoutMs));
   gateway = await startHttpGateway(world, config, upstream);
+  configFile = path.join(mkdtempSync(path.join(tmpdir(), 'gateway-elicit-')), 'gateway.json');
+  writeFileSync(configFile, JSON.stringify(config));
 });
 afterAll(async () => {
   for (const client of open) await client.close().catch(() => undefined);
@@ -189,4 +197,28 @@ it('a host that declared only form elicitation is not sent a URL elicitation', a
   await client.connect(transport);
   open.push(client);
   expect(reasonOf(await call(client, 'get-annotated-message', ARGS))).toBe('approval_required');
+});
+
+it('over stdio (the gateway a host starts itself): asked in band, told once decided, its retry runs once', async () => {
+  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [GATEWAY_MAIN, '--config', configFile],
+    env: { PATH: process.env.PATH ?? '', GATEWAY_BROKER_TOKEN: world.brokerToken, GRANT_ID: grantId, AGENT_TOKEN: world.agent.token },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'stdio-host', version: '1.0.0' }, { capabilities: { elicitation: { url: {} } } });
+  const completed: string[] = [];
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) => {
+    completed.push(notification.params.elicitationId);
+  });
+  await client.connect(transport);
+  open.push(client);
+
+  const [elicitation] = (await elicitationOf(client)).elicitations;
+  expect(elicitation).toMatchObject({ mode: 'url', url: pageOf(elicitation!.elicitationId) });
+  await decide(elicitation!.elicitationId, 'approve');
+  await until(() => completed.includes(elicitation!.elicitationId));
+  expect((await call(client, 'get-annotated-message', ARGS)).isError).toBeFalsy();
+  expect((await elicitationOf(client)).elicitations[0]!.elicitationId).not.toBe(elicitation!.elicitationId);
 });
