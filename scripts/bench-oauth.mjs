@@ -263,7 +263,7 @@ export async function oauthTokenEndpoint(db) {
 export function oauthLines(r) {
   const lines = [`## Token endpoint (refresh grant) at ${r.rate}/s, ${r.hosts} hosts, ${r.rounds.length} rounds of ${r.seconds} s`];
   lines.push(
-    '| round | healthz p50 / p99 (ms) | refresh p50 / p90 / p99 / max (ms) | failed | service CPU per healthz / per refresh (µs) |',
+    '| round | healthz p50 / p99 (ms) | refresh p50 / p90 / p99 / max (ms) | failed, or unsent (every host waiting) | service CPU per healthz / per refresh (µs) |',
   );
   lines.push('| --- | --- | --- | --- | --- |');
   r.rounds.forEach(({ healthz, refresh }, i) =>
