@@ -36,7 +36,7 @@ let watchedInProcess = 0;
  */
 export class ApprovalsInBand {
   /** Approvals asked of this host and not yet decided: the call each was asked for. */
-  private readonly watching = new Map<string, string>();
+  private readonly watching = new Map<string, { call: string; url: string }>();
   /** Calls whose approval a person denied, and that approval: the host's retry is told so, once. */
   private readonly denied = new Map<string, string>();
   private readonly limits: InBandLimits;
@@ -65,20 +65,32 @@ export class ApprovalsInBand {
     return approvalId;
   }
 
-  /** A tool call's result as the host should get it: unchanged, or a -32042 error when it waits for an approval the host can open. */
+  /**
+   * A tool call's result as the host should get it: unchanged, or a -32042 error when it waits for
+   * an approval the host can open: one just asked for, or (a retry before anyone decided) the one
+   * this host was already asked to open for this very call.
+   */
   answer(result: CallToolResult, tool: string, args: Record<string, unknown>): CallToolResult {
     const detail = result.structuredContent as RefusalDetail | undefined;
-    if (!result.isError || detail?.reason !== 'approval_required' || !detail.approvalId || !detail.consoleUrl) return result;
-    if (!this.server.getClientCapabilities()?.elicitation?.url) return result;
-    const approvalId = detail.approvalId;
+    if (!result.isError || !this.server.getClientCapabilities()?.elicitation?.url) return result;
+    const call = callKey(tool, args);
+    if (detail?.reason === 'approval_pending') {
+      const waiting = [...this.watching].find(([, watched]) => watched.call === call);
+      return waiting ? this.elicit(waiting[0], waiting[1].url) : result;
+    }
+    if (detail?.reason !== 'approval_required' || !detail.approvalId || !detail.consoleUrl) return result;
     this.hookClose();
-    this.watch(approvalId, callKey(tool, args));
+    this.watch(detail.approvalId, call, detail.consoleUrl);
+    return this.elicit(detail.approvalId, detail.consoleUrl);
+  }
+
+  private elicit(approvalId: string, url: string): never {
     throw new UrlElicitationRequiredError(
       [
         {
           mode: 'url',
           elicitationId: approvalId,
-          url: detail.consoleUrl,
+          url,
           message:
             'A person must approve this tool call on its page in the console. Once it is approved, ' +
             'call the tool again with exactly the same arguments: it runs once.',
@@ -100,10 +112,10 @@ export class ApprovalsInBand {
     };
   }
 
-  private watch(approvalId: string, call: string): void {
+  private watch(approvalId: string, call: string, url: string): void {
     if (this.watching.has(approvalId)) return;
     if (this.watching.size >= this.limits.maxWatchedPerSession || watchedInProcess >= this.limits.maxWatched) return;
-    this.watching.set(approvalId, call);
+    this.watching.set(approvalId, { call, url });
     watchedInProcess += 1;
     void this.untilDecided(approvalId, call).finally(() => {
       this.watching.delete(approvalId);

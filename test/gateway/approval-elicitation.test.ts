@@ -119,8 +119,9 @@ it('asks a host that declared URL elicitation to open the approval page; approve
   expect(JSON.stringify(asked.elicitations)).not.toMatch(/success|art_|bkt_/);
   expect(await approvalOf(approvalId)).toMatchObject({ state: 'pending' });
 
-  // Retried before anyone decided: not yet, and still nothing sent upstream.
-  expect(reasonOf(await call(client, 'get-annotated-message', ARGS))).toBe('approval_pending');
+  // Retried before anyone decided: the same page again (the call still waits for it), nothing sent upstream.
+  const early = await elicitationOf(client);
+  expect(early.elicitations).toEqual(asked.elicitations);
   expect(completed).toEqual([]);
 
   await decide(approvalId, 'approve');
