@@ -7,6 +7,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
+import { ApprovalsInBand } from './approvals-in-band';
 import { checkedCall, type CallContext } from './checked-call';
 import type { ToolMapping } from './config';
 import type { GrantCache } from './grant-cache';
@@ -68,6 +69,7 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     };
   };
   const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
+  const approvals = new ApprovalsInBand(server, core.broker);
 
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
     inSpan('tools/list', callerContext(request.params?._meta, extra.requestInfo?.headers), { 'mcp.method.name': 'tools/list' }, () =>
@@ -117,7 +119,9 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     // Not in the config (or not offered by the upstream): never checked, never sent.
     if (!tool) return refusal(`There is no tool ${request.params.name} on this gateway.`, { reason: 'unknown_tool' });
     const args = canonicalPaths(request.params.arguments ?? {}, tool.mapping, core.pathRoot);
-    return checkedCall(core.broker, core.upstream, tool, args, context);
+    // A call that waits for a person: a host that declared URL elicitation is asked in band to open its page.
+    const denied = approvals.deniedApprovalOf(tool.name, args);
+    return approvals.answer(await checkedCall(core.broker, core.upstream, tool, args, context, denied), tool.name, args);
   };
   return server;
 }
