@@ -196,7 +196,12 @@ async function main() {
         gateway.latencies.push(...gated.latencies);
         failures += gated.failures;
         const b = stats(gated.latencies);
-        line.push(`${gateway.label} p50 ${ms(b.p50)} p99 ${ms(b.p99)}`);
+        const roundCpu = processCpuMs(gateway.child.pid) - gatewayBefore - gateway.idleMsPerS * gated.seconds;
+        const roundService = serviceCpuMs(base) - serviceBefore;
+        line.push(
+          `${gateway.label} p50 ${ms(b.p50)} p99 ${ms(b.p99)}, CPU per call ${((1000 * roundCpu) / gated.latencies.length).toFixed(0)} µs ` +
+            `(service ${((1000 * roundService) / gated.latencies.length).toFixed(0)} µs)`,
+        );
       }
       console.log(line.join(' | '));
     }
@@ -219,7 +224,7 @@ async function main() {
       // The gateway ends on its own SIGTERM, so that a --cpu-prof given in BENCH_GATEWAY_NODE_ARGS is written.
       const ended = new Promise((resolve) => gateway.child.once('exit', resolve));
       gateway.child.kill('SIGTERM');
-      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 5000))]);
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 20_000))]);
     }
     everything.child.kill('SIGTERM');
   } finally {

@@ -1,9 +1,12 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { IncomingHttpHeaders } from 'node:http';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
   type CallToolRequest,
   type CallToolResult,
+  type ListToolsRequest,
+  type ListToolsResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
@@ -39,11 +42,28 @@ export interface AgentIdentity {
 }
 
 /**
+ * What one agent's session answers to its two methods, given the request and its HTTP headers (the
+ * trace context): the MCP server below, and the hot path of the HTTP listener (./hot-path.ts), call these.
+ */
+export interface SessionHandlers {
+  listTools(request: ListToolsRequest, headers?: IncomingHttpHeaders): Promise<ListToolsResult>;
+  callTool(request: CallToolRequest, headers?: IncomingHttpHeaders): Promise<CallToolResult>;
+}
+
+/**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
  * grant allows (read as the agent, kept while the grant's checks see it unchanged) and whose `tools/call` runs each
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
-export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
+export function createAgentSession(core: GatewayCore, identity: AgentIdentity, handlers = sessionHandlers(core, identity)): Server {
+  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) => handlers.listTools(request, extra.requestInfo?.headers));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => handlers.callTool(request, extra.requestInfo?.headers));
+  return server;
+}
+
+/** The handlers of one agent's session on one grant (see createAgentSession). */
+export function sessionHandlers(core: GatewayCore, identity: AgentIdentity): SessionHandlers {
   const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
   const context: CallContext = {
     grantId: identity.grantId,
@@ -51,13 +71,6 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     checked: (version) => core.grants.saw(identity.grantId, version),
     refused: () => core.grants.forget(identity.grantId),
   };
-  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
-
-  server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
-    inSpan('tools/list', callerContext(request.params?._meta, extra.requestInfo?.headers), { 'mcp.method.name': 'tools/list' }, () =>
-      listTools(),
-    ),
-  );
   const listTools = async () => {
     const [grant, tools] = await Promise.all([
       // Read as the agent (the door verified it may), once per grant while its checks see no change.
@@ -78,16 +91,6 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     return { tools: listed };
   };
 
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    inSpan(
-      `tools/call ${request.params.name}`,
-      callerContext(request.params._meta, extra.requestInfo?.headers),
-      { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
-      () => callTool(request),
-      // A refusal's reason (or the upstream's own tool error) says how the call went.
-      (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
-    ),
-  );
   const callTool = async (request: CallToolRequest): Promise<CallToolResult> => {
     let tool;
     try {
@@ -101,7 +104,19 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     const args = canonicalPaths(request.params.arguments ?? {}, tool.mapping, core.pathRoot);
     return checkedCall(core.broker, core.upstream, tool, args, context);
   };
-  return server;
+  return {
+    listTools: (request, headers) =>
+      inSpan('tools/list', callerContext(request.params?._meta, headers), { 'mcp.method.name': 'tools/list' }, () => listTools()),
+    callTool: (request, headers) =>
+      inSpan(
+        `tools/call ${request.params.name}`,
+        callerContext(request.params._meta, headers),
+        { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
+        () => callTool(request),
+        // A refusal's reason (or the upstream's own tool error) says how the call went.
+        (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
+      ),
+  };
 }
 
 /**
