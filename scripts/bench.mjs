@@ -15,6 +15,8 @@
 //      labels), alternating with 1.: what session rules cost a check, and the Redis bytes of a tree;
 //   5c. 1. asked as Envoy's ext_authz over gRPC (scripts/bench-ext-authz.mjs), alternating with the
 //      plain check on the same process: checks/s and CPU per check of each;
+//   5d. the authorization server's token endpoint (refresh grants of connected hosts) at 50/s beside
+//      the same service's /healthz at that rate (scripts/bench-oauth.mjs; also `npm run bench:oauth`);
 //   6. 1. on the Node pinned in tools/node (the release line the Docker image runs), when
 //      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1., untraced and
 //      with every check traced (what tracing costs on the image's Node).
@@ -51,6 +53,7 @@ import {
   waitFor,
 } from './bench-harness.mjs';
 import { extAuthzPair } from './bench-ext-authz.mjs';
+import { oauthLines, oauthTokenEndpoint } from './bench-oauth.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
@@ -366,12 +369,15 @@ async function main() {
     console.log(`in-process WASM: ${WASM_S} s`);
     results.wasmEvaluationsPerSec = await wasmEvaluationsPerSec(input);
 
+    // The authorization server's token endpoint under the steady state of connected hosts (scripts/bench-oauth.mjs).
+    results.oauth = await oauthTokenEndpoint(db);
     // What the call trail costs on disk after all the runs above: every partition, indexes included.
     results.trail = await trailFootprint(db);
   } finally {
     await finish(db);
   }
   report(results, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, PAIR_S, SCALE_S });
+  console.log(`\n${oauthLines(results.oauth).join('\n')}`);
 }
 
 /** `opa run --server` (the pinned binary) on the policies, on a free port; its CPU time read from /proc. */

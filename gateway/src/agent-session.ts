@@ -10,6 +10,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
+import { ApprovalsInBand } from './approvals-in-band';
 import { checkedCall, type CallContext } from './checked-call';
 import type { ToolMapping } from './config';
 import type { GrantCache } from './grant-cache';
@@ -55,15 +56,21 @@ export interface SessionHandlers {
  * grant allows (read as the agent, kept while the grant's checks see it unchanged) and whose `tools/call` runs each
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
-export function createAgentSession(core: GatewayCore, identity: AgentIdentity, handlers = sessionHandlers(core, identity)): Server {
-  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, (request, extra) => handlers.listTools(request, extra.requestInfo?.headers));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => handlers.callTool(request, extra.requestInfo?.headers));
-  return server;
+export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
+  return openAgentSession(core, identity).server;
 }
 
-/** The handlers of one agent's session on one grant (see createAgentSession). */
-export function sessionHandlers(core: GatewayCore, identity: AgentIdentity): SessionHandlers {
+/** The session's MCP server, and the handlers it answers with (which the HTTP listener's hot path calls too). */
+export function openAgentSession(core: GatewayCore, identity: AgentIdentity): { server: Server; handlers: SessionHandlers } {
+  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
+  const handlers = sessionHandlers(core, identity, server);
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) => handlers.listTools(request, extra.requestInfo?.headers));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => handlers.callTool(request, extra.requestInfo?.headers));
+  return { server, handlers };
+}
+
+/** The handlers of one agent's session on one grant (see createAgentSession); `server` is the session's, which approvals asked in band talk through. */
+function sessionHandlers(core: GatewayCore, identity: AgentIdentity, server: Server): SessionHandlers {
   const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
   const context: CallContext = {
     grantId: identity.grantId,
@@ -71,6 +78,7 @@ export function sessionHandlers(core: GatewayCore, identity: AgentIdentity): Ses
     checked: (version) => core.grants.saw(identity.grantId, version),
     refused: () => core.grants.forget(identity.grantId),
   };
+  const approvals = new ApprovalsInBand(server, core.broker);
   const listTools = async () => {
     const [grant, tools] = await Promise.all([
       // Read as the agent (the door verified it may), once per grant while its checks see no change.
@@ -102,7 +110,9 @@ export function sessionHandlers(core: GatewayCore, identity: AgentIdentity): Ses
     // Not in the config (or not offered by the upstream): never checked, never sent.
     if (!tool) return refusal(`There is no tool ${request.params.name} on this gateway.`, { reason: 'unknown_tool' });
     const args = canonicalPaths(request.params.arguments ?? {}, tool.mapping, core.pathRoot);
-    return checkedCall(core.broker, core.upstream, tool, args, context);
+    // A call that waits for a person: a host that declared URL elicitation is asked in band to open its page.
+    const denied = approvals.deniedApprovalOf(tool.name, args);
+    return approvals.answer(await checkedCall(core.broker, core.upstream, tool, args, context, denied), tool.name, args);
   };
   return {
     listTools: (request, headers) =>

@@ -51,13 +51,15 @@ export async function answerHot(
     answer = { result, jsonrpc: '2.0', id: call.id };
   } catch (error) {
     // As the SDK's protocol layer answers a handler that threw.
-    const { code, message: text } = error as { code?: unknown; message?: unknown };
+    // (An approval asked in band is one: URL elicitation's -32042, its data naming the page.)
+    const { code, message: text, data } = error as { code?: unknown; message?: unknown; data?: unknown };
     answer = {
       jsonrpc: '2.0',
       id: call.id,
       error: {
         code: Number.isSafeInteger(code) ? code : ErrorCode.InternalError,
         message: typeof text === 'string' ? text : 'Internal error',
+        ...(data !== undefined ? { data } : {}),
       },
     };
   }

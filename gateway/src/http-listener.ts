@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { AgentAuthenticator, runtimeTokens, sessionOwner, type Bearer, type Refusal } from './agent-auth';
-import { createAgentSession, sessionHandlers, type GatewayCore, type SessionHandlers } from './agent-session';
+import { openAgentSession, type GatewayCore, type SessionHandlers } from './agent-session';
 import { allowedHostsOf, hostnameOf } from './allowed-hosts';
 import { answerHot } from './hot-path';
 import { SessionTable } from './session-table';
@@ -136,9 +136,7 @@ export class HttpListener {
   }
 
   private async openSession(owner: string, bearer: Bearer, token: string, request: IncomingMessage, response: ServerResponse) {
-    const identity = { grantId: bearer.grantId, agentToken: token };
-    const handlers = sessionHandlers(this.core, identity);
-    const server = createAgentSession(this.core, identity, handlers);
+    const { server, handlers } = openAgentSession(this.core, { grantId: bearer.grantId, agentToken: token });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       enableJsonResponse: true,
