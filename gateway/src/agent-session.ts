@@ -1,9 +1,12 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { IncomingHttpHeaders } from 'node:http';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
   type CallToolRequest,
   type CallToolResult,
+  type ListToolsRequest,
+  type ListToolsResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
@@ -37,20 +40,29 @@ export interface AgentIdentity {
   grantId: string;
   /**
    * The agent's own bearer token: reads its grant, and is forwarded to every check as
-   * `subjectToken`. Over HTTP each request brings its own (`authInfo.token`), which is used instead:
+   * `subjectToken`. Over HTTP each request brings its own (`auth.token`), which is used instead:
    * an MCP host refreshes its access token under one session.
    */
   agentToken: string;
 }
 
 /**
- * The `authInfo.extra` member a request carries when its token stands or falls with its grant:
+ * The `auth.extra` member a request carries when its token stands or falls with its grant:
  * called when the check refuses the grant itself (never on what an upstream answers).
  */
 export const GRANT_ENDED = 'grantEnded';
 
-type Extra = { authInfo?: { token: string; extra?: Record<string, unknown> } };
-const tokenOf = (extra: Extra, identity: AgentIdentity) => extra.authInfo?.token ?? identity.agentToken;
+/** The request's own credential, as the HTTP listener hands it over (the SDK's `authInfo`). */
+export type RequestAuth = { token: string; extra?: Record<string, unknown> };
+
+/**
+ * What one agent's session answers to its two methods, given the request and its HTTP headers (the
+ * trace context): the MCP server below, and the hot path of the HTTP listener (./hot-path.ts), call these.
+ */
+export interface SessionHandlers {
+  listTools(request: ListToolsRequest, headers?: IncomingHttpHeaders, auth?: RequestAuth): Promise<ListToolsResult>;
+  callTool(request: CallToolRequest, headers?: IncomingHttpHeaders, auth?: RequestAuth): Promise<CallToolResult>;
+}
 
 /**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
@@ -58,24 +70,35 @@ const tokenOf = (extra: Extra, identity: AgentIdentity) => extra.authInfo?.token
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
-  const contextOf = (extra: Extra): CallContext => {
-    const grantEnded = extra.authInfo?.extra?.[GRANT_ENDED];
+  return openAgentSession(core, identity).server;
+}
+
+/** The session's MCP server, and the handlers it answers with (which the HTTP listener's hot path calls too). */
+export function openAgentSession(core: GatewayCore, identity: AgentIdentity): { server: Server; handlers: SessionHandlers } {
+  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
+  const handlers = sessionHandlers(core, identity, server);
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
+    handlers.listTools(request, extra.requestInfo?.headers, extra.authInfo),
+  );
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    handlers.callTool(request, extra.requestInfo?.headers, extra.authInfo),
+  );
+  return { server, handlers };
+}
+
+/** The handlers of one agent's session on one grant (see createAgentSession); `server` is the session's, which approvals asked in band talk through. */
+function sessionHandlers(core: GatewayCore, identity: AgentIdentity, server: Server): SessionHandlers {
+  const contextOf = (auth: RequestAuth | undefined): CallContext => {
+    const grantEnded = auth?.extra?.[GRANT_ENDED];
     return {
       grantId: identity.grantId,
-      agentToken: tokenOf(extra, identity),
+      agentToken: auth?.token ?? identity.agentToken,
       checked: (version) => core.grants.saw(identity.grantId, version),
       refused: () => core.grants.forget(identity.grantId),
       ...(typeof grantEnded === 'function' ? { ended: grantEnded as () => void } : {}),
     };
   };
-  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
   const approvals = new ApprovalsInBand(server, core.broker);
-
-  server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
-    inSpan('tools/list', callerContext(request.params?._meta, extra.requestInfo?.headers), { 'mcp.method.name': 'tools/list' }, () =>
-      listTools(tokenOf(extra, identity)),
-    ),
-  );
   const listTools = async (token: string) => {
     const [grant, tools] = await Promise.all([
       // Read as the agent (the door verified it may), once per grant while its checks see no change.
@@ -97,18 +120,7 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     return { tools: listed };
   };
 
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    inSpan(
-      `tools/call ${request.params.name}`,
-      callerContext(request.params._meta, extra.requestInfo?.headers),
-      { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
-      () => callTool(request, extra),
-      // A refusal's reason (or the upstream's own tool error) says how the call went.
-      (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
-    ),
-  );
-  const callTool = async (request: CallToolRequest, extra: Extra): Promise<CallToolResult> => {
-    const context = contextOf(extra);
+  const callTool = async (request: CallToolRequest, context: CallContext): Promise<CallToolResult> => {
     let tool;
     try {
       tool = await core.catalog.tool(request.params.name);
@@ -123,7 +135,21 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     const denied = approvals.deniedApprovalOf(tool.name, args);
     return approvals.answer(await checkedCall(core.broker, core.upstream, tool, args, context, denied), tool.name, args);
   };
-  return server;
+  return {
+    listTools: (request, headers, auth) =>
+      inSpan('tools/list', callerContext(request.params?._meta, headers), { 'mcp.method.name': 'tools/list' }, () =>
+        listTools(auth?.token ?? identity.agentToken),
+      ),
+    callTool: (request, headers, auth) =>
+      inSpan(
+        `tools/call ${request.params.name}`,
+        callerContext(request.params._meta, headers),
+        { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
+        () => callTool(request, contextOf(auth)),
+        // A refusal's reason (or the upstream's own tool error) says how the call went.
+        (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
+      ),
+  };
 }
 
 /**

@@ -6,15 +6,14 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { accessTokens } from './access-tokens';
 import { AgentAuthenticator, runtimeTokens, sessionOwner, type Bearer, type Refusal } from './agent-auth';
-import { createAgentSession, GRANT_ENDED, type GatewayCore } from './agent-session';
+import { openAgentSession, GRANT_ENDED, type GatewayCore, type SessionHandlers } from './agent-session';
 import { allowedHostsOf, hostnameOf } from './allowed-hosts';
 import { answerInstead } from './answer-instead';
 import { AuthorizationServerDiscovery } from './authorization-server';
+import { answerHot } from './hot-path';
 import { readMcpBody } from './mcp-body';
 import { ProtectedResource } from './protected-resource';
 import { SessionTable } from './session-table';
-
-const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface ListenOptions {
   port: number;
@@ -38,7 +37,10 @@ export interface ListenOptions {
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
+  handlers: SessionHandlers;
 }
+
+const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * The gateway for agents over streamable HTTP: `POST /mcp` (and the `GET`/`DELETE` of a session)
@@ -154,6 +156,14 @@ export class HttpListener {
     // Someone else's session is as unknown as one that never was.
     if (typeof sessionId === 'string' && (!session || session.owner !== owner)) return jsonRpcError(response, 404, 'Session not found');
     if (!session && request.method !== 'POST') return jsonRpcError(response, 400, 'Bad Request: Mcp-Session-Id header is required');
+    const mcpHeaders = request.headers['mcp-method'] !== undefined || request.headers['mcp-name'] !== undefined;
+    if (session && !bearer.oauth && !mcpHeaders) {
+      // A runtime token's tools/call and tools/list straight over Node's HTTP (./hot-path.ts); the rest through the SDK's transport.
+      response.once('close', this.sessions.use(sessionId as string));
+      const declined = await answerHot(request, response, sessionId as string, session.value.handlers, MAX_BODY_BYTES);
+      if (declined) return session.value.transport.handleRequest(request, response, declined.parsedBody);
+      return;
+    }
 
     let body: unknown;
     if (request.method === 'POST') {
@@ -209,15 +219,15 @@ export class HttpListener {
     response: ServerResponse,
     body: unknown,
   ) {
-    const server = createAgentSession(this.core, { grantId: bearer.grantId, agentToken: token });
+    const { server, handlers } = openAgentSession(this.core, { grantId: bearer.grantId, agentToken: token });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       enableJsonResponse: true,
-      maxRequestBodySize: 1024 * 1024,
+      maxRequestBodySize: MAX_BODY_BYTES,
       // Admitted at once, within the initialize: whatever it displaces is closed first (./session-table.ts).
       onsessioninitialized: (id) => {
         const { agentId, rootId } = bearer;
-        this.sessions.admit({ id, owner, agentId, rootId, value: { transport, server }, close: () => server.close() });
+        this.sessions.admit({ id, owner, agentId, rootId, value: { transport, server, handlers }, close: () => server.close() });
       },
       onsessionclosed: (id) => void this.sessions.end(id),
     });
