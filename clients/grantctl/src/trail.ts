@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { EXIT } from './failure';
+import { parseDayProofs, verifyArchive } from './trail-archive';
 import { leafHash, openCheckpoint, recordLeaf, verifyConsistency, verifyInclusion } from './trail-proofs';
 
 /**
@@ -48,6 +49,33 @@ export function trailCommands(program: Command): void {
       const sizes = `size ${older.size} to size ${newer.size}`;
       if (older.size > newer.size) finish(false, '', `rollback: the newer checkpoint is smaller (${sizes})`);
       finish(verifyConsistency(older, newer, hashesOf(proof.hashes)), `consistent from ${sizes}`, `not consistent from ${sizes}`);
+    });
+  trail
+    .command('verify-archive')
+    .description('is every record of this exported day in the tree of its signed checkpoint, and nothing else?')
+    .requiredOption('--key <file>', 'the verifier key (GET /api/trail/key)')
+    .requiredOption('--archive <file>', 'the exported day (trail export: gzip JSON lines)')
+    .option('--checkpoint <file>', 'the signed checkpoint (default: <archive>.checkpoint)')
+    .option('--proofs <file>', 'the leaf and border hashes (default: <archive>.proofs)')
+    .action(async (options: { key: string; archive: string; checkpoint?: string; proofs?: string }) => {
+      const key = readText(options.key);
+      const checkpoint = opened(readText(options.checkpoint ?? `${options.archive}.checkpoint`), key);
+      let proofs;
+      try {
+        proofs = parseDayProofs(readText(options.proofs ?? `${options.archive}.proofs`));
+      } catch (error) {
+        return unreadable(`the proofs: ${(error as Error).message}`);
+      }
+      const verdict = await verifyArchive(options.archive, proofs, checkpoint).catch((error: Error) =>
+        unreadable(`${options.archive}: ${error.message}`),
+      );
+      if (verdict.ok) {
+        finish(true, `${verdict.records} records (${verdict.leaves} leaves) are in the checkpoint of size ${checkpoint.size}`, '');
+        return;
+      }
+      const at = verdict.leafIndex !== undefined && verdict.leafIndex >= 0 ? ` at leaf ${verdict.leafIndex}` : '';
+      const who = verdict.callId ? `call ${verdict.callId}${at}` : `leaf ${verdict.leafIndex ?? '?'}`;
+      finish(false, '', verdict.leafIndex === undefined && !verdict.callId ? `not proven: ${verdict.why}` : `${who} ${verdict.why}`);
     });
 }
 
