@@ -9,7 +9,8 @@ import type { Database } from '../db/database';
 import { presentCallRecord } from './presenters';
 import { callRecordsOfDay } from './repositories/call-records';
 import { nextDay } from './repositories/days';
-import { firstCheckpointFrom, readNodes } from './repositories/tree';
+import { firstCheckpointFrom } from './repositories/tree';
+import { treeReader } from './tree-store';
 import { leavesOfRecord } from './tree/leaves';
 import { borderRanges, rangeHashes } from './tree/proofs';
 
@@ -108,7 +109,7 @@ export async function exportTrailDay(db: Database, day: string, file: string): P
 
 async function dayProofs(db: Database, treeSize: number, indices: number[], leaves: Map<number, Buffer>): Promise<TrailDayProofs> {
   const borders = borderRanges(treeSize, indices);
-  const hashes = await rangeHashes(borders, (nodes) => readNodes(db, nodes));
+  const hashes = await rangeHashes(borders, treeReader(db));
   return {
     treeSize,
     leaves: indices.map((index) => [index, leaves.get(index)!.toString('base64')]),

@@ -18,6 +18,7 @@ import { createTrailDay, dropTrailDay, nextDay, trailDays } from './repositories
 import { heldGrantIds } from './repositories/holds';
 import { dayIndexes, packTrailDay } from './repositories/packing';
 import { dropTalliesBefore } from './repositories/tallies';
+import { keepDroppedSpan } from './tree-store';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
 export const DAYS_AHEAD = 3;
@@ -91,10 +92,12 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
           continue;
         }
       }
+      // The tree keeps proving the records kept: first the hashes that stand for the day's leaves.
+      const kept = await keepDroppedSpan(db, day, held);
       await dropTrailDay(db, day, held);
       trailDaysDropped.inc();
       run.dropped.push(day);
-      log.info({ day, heldGrants: held.length }, 'dropped a day of the call trail past retention');
+      log.info({ day, heldGrants: held.length, treeHashesKept: kept }, 'dropped a day of the call trail past retention');
     }
   }
   // The tallies of the days dropped go with them (a few hundred rows a day: one small delete).

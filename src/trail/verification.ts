@@ -3,7 +3,8 @@ import { ApiError } from '../kernel/errors';
 import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import type { ReadableGrant } from './deps';
 import { findCallRecord } from './repositories/call-records';
-import { checkpointOfSize, latestCheckpoint, readNodes } from './repositories/tree';
+import { checkpointOfSize, latestCheckpoint } from './repositories/tree';
+import { LeafGone, treeReader } from './tree-store';
 import type { Checkpointer } from './tree/checkpointer';
 import type { TrailSigner } from './tree/note';
 import { consistencyProof, inclusionProof, type ReadNodes } from './tree/proofs';
@@ -21,7 +22,13 @@ export interface TrailVerificationDeps {
 }
 
 export function createTrailVerification(deps: TrailVerificationDeps) {
-  const read: ReadNodes = (nodes) => readNodes(deps.db, nodes);
+  const reader = treeReader(deps.db);
+  // A leaf the tree can no longer rebuild is the store's fault, said plainly, not a 500.
+  const read: ReadNodes = (nodes) =>
+    reader(nodes).catch((error: unknown) => {
+      if (error instanceof LeafGone) throw new ApiError('not_provable', error.message);
+      throw error;
+    });
   const base64 = (hashes: Buffer[]) => hashes.map((hash) => hash.toString('base64'));
 
   /** The newest checkpoint; before the first, one signed now (of the tree as it is). */

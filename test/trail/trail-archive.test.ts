@@ -11,6 +11,8 @@ import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
 import { exportTrailDay } from '../../src/trail/export';
+import { dayTable, dropTrailDay } from '../../src/trail/repositories/days';
+import { keepDroppedSpan } from '../../src/trail/tree-store';
 import { trailSigner } from '../../src/trail/tree/note';
 import { grantctl } from '../support/grantctl';
 import { ManualClock } from '../support/clock';
@@ -168,5 +170,61 @@ describe('grantctl trail verify-archive', () => {
     const copy = path.join(work, 'copy.jsonl.gz');
     copyFileSync(archive, copy);
     expect((await verifyArchive(copy)).code).toBe(0);
+  });
+});
+
+describe('a day dropped', () => {
+  // Read when the describe is declared: the clock stands at the first day's noon.
+  const firstDay = new Date(clock.now()).toISOString().slice(0, 10);
+  const lastDay = new Date(clock.now() + 2 * DAY).toISOString().slice(0, 10);
+  const save = (name: string, text: string) => {
+    writeFileSync(path.join(work, name), text);
+    return path.join(work, name);
+  };
+  /** An auditor's check of one archived record, online proof and offline verification. */
+  async function auditRecord(record: { id: string }) {
+    const checkpoint = save('latest.note', (await service.http.get('/api/trail/checkpoint').expect(200)).text);
+    const proof = await service.http.get(`/api/trail/proofs/inclusion?callId=${record.id}`).set(world.owner.auth);
+    if (proof.status !== 200) return { status: proof.status, body: proof.body };
+    const files = ['--key', keyFile, '--checkpoint', checkpoint, '--record', save('record.json', JSON.stringify(record))];
+    return {
+      status: 200,
+      ...(await grantctl(['trail', 'verify', ...files, '--proof', save('proof.json', JSON.stringify(proof.body))], env)),
+    };
+  }
+
+  it('by retention keeps proving the records kept, with a few hashes standing for the day', async () => {
+    expect(new Date(clock.now()).toISOString().slice(0, 10)).toBe(lastDay);
+    const hashesBefore = Number((await db('trail_hashes').count({ n: '*' }).first())!.n);
+    const kept = await keepDroppedSpan(db, firstDay, []);
+    await dropTrailDay(db, firstDay, []);
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThanOrEqual(8);
+    expect(Number((await db('trail_hashes').count({ n: '*' }).first())!.n)).toBe(hashesBefore + kept);
+    for (const line of [lines[0]!, lines.at(-1)!]) {
+      const record = JSON.parse(line);
+      expect(await auditRecord(record)).toMatchObject({ status: 200, code: 0, stdout: expect.stringContaining(`call ${record.id}`) });
+    }
+    // The archive of the day after still verifies offline, as it always will.
+    expect((await grantctl(['trail', 'verify-archive', '--key', keyFile, '--archive', archive], env)).code).toBe(0);
+  });
+
+  it('out of turn (its partition dropped by hand) leaves records whose proofs the service can no longer build', async () => {
+    await db.raw('drop table ??', [dayTable(lastDay)]);
+    // The records of the day before share 256-leaf blocks with the dropped ones: their leaves are gone with
+    // no hash kept in their place, so the service answers, for each, which leaf it cannot rebuild.
+    const record = JSON.parse(lines.at(-1)!);
+    const audited = await auditRecord(record);
+    expect(audited.status).toBe(409);
+    expect(JSON.stringify(audited.body)).toContain('not_provable');
+    expect(JSON.stringify(audited.body)).toMatch(/leaf \d+ has no record and no stored hash covers it/);
+    // Consistency from the checkpoint the archive holds up to the latest needs them too.
+    const archived = Number(readFileSync(`${archive}.checkpoint`, 'utf8').split('\n')[1]);
+    const latest = Number((await service.http.get('/api/trail/checkpoint').expect(200)).text.split('\n')[1]);
+    if (archived < latest) {
+      const consistency = await service.http.get(`/api/trail/proofs/consistency?from=${archived}&to=${latest}`);
+      expect(consistency.status).toBe(409);
+      expect(JSON.stringify(consistency.body)).toContain('not_provable');
+    }
   });
 });

@@ -4334,7 +4334,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size; `not_provable`: The trail can no longer prove this: a leaf it needs has no record and no kept hash (a record deleted, or a day dropped out of turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4449,7 +4449,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size; `not_provable`: The trail can no longer prove this: a leaf it needs has no record and no kept hash (a record deleted, or a day dropped out of turn) */
             409: {
                 headers: {
                     [name: string]: unknown;

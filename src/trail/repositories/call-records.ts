@@ -494,6 +494,24 @@ export async function callRecordsAfterPlan(
   return rows.map((row) => row['QUERY PLAN']).join('\n');
 }
 
+/**
+ * The records (live and held) holding a leaf, or an outcome's leaf, in these ranges of leaf indices
+ * `[lo, hi)`, with their grants' roots: what the tree's lower levels are rebuilt from. The BRIN
+ * indexes on the leaf columns find them (rows are written in leaf order).
+ */
+export async function callRecordsOfLeaves(db: Queryable, ranges: ReadonlyArray<readonly [number, number]>): Promise<CallRecordRow[]> {
+  if (ranges.length === 0) return [];
+  const where = ranges
+    .map(() => '(r.leaf_index >= ? and r.leaf_index < ?) or (r.outcome_leaf_index >= ? and r.outcome_leaf_index < ?)')
+    .join(' or ');
+  const bindings = ranges.flatMap(([lo, hi]) => [lo, hi, lo, hi]);
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+    `${withShape(`(select * from call_records r where ${where} union all select * from held_call_records r where ${where}) r`)}`,
+    [...bindings, ...bindings],
+  );
+  return withRoots(db, rows.map(decode));
+}
+
 /** One UTC day's records in time order after a position (the export): live and held alike. */
 export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, after: { at: Date; uuid: string } | null, size: number) {
   const position = after ? 'and (r.requested_at, r.id) > (?, ?::uuid)' : '';

@@ -56,3 +56,29 @@ export async function checkpointOfSize(db: Queryable, size: number): Promise<Sto
 export async function saveCheckpoint(db: Queryable, checkpoint: StoredCheckpoint): Promise<void> {
   await db('trail_checkpoints').insert({ size: checkpoint.size, note: checkpoint.note }).onConflict('size').ignore();
 }
+
+/** Levels below this are not stored while their leaves' records are kept (migrations/20261126203000). */
+export const STORED_FROM_LEVEL = 8;
+export const BLOCK = 1 << STORED_FROM_LEVEL;
+
+/** The hashes stored below level 8 in these 256-leaf blocks (kept for leaves whose records are gone), by nodeKey. */
+export async function readLowerNodes(db: Queryable, blocks: readonly number[]): Promise<Map<string, Buffer>> {
+  if (blocks.length === 0) return new Map();
+  const levels = Array.from({ length: STORED_FROM_LEVEL }, (_, level) => level);
+  const ranges = blocks.flatMap((block) => levels.map((level) => [level, block << (STORED_FROM_LEVEL - level)] as const));
+  const { rows } = await db.raw<{ rows: Array<{ level: number; idx: string; hash: Buffer }> }>(
+    `select h.level, h.idx, h.hash from unnest(?::smallint[], ?::bigint[]) as n(level, lo)
+       join trail_hashes h on h.level = n.level and h.idx >= n.lo and h.idx < n.lo + (1::bigint << (${STORED_FROM_LEVEL} - n.level))`,
+    [ranges.map(([level]) => level), ranges.map(([, lo]) => lo)],
+  );
+  return new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
+}
+
+/** Keeps the hashes of these complete subtrees (the same node always hashes the same). */
+export async function saveNodes(db: Queryable, nodes: ReadonlyArray<{ level: number; index: number; hash: Buffer }>): Promise<void> {
+  if (nodes.length === 0) return;
+  await db.raw(
+    `insert into trail_hashes (level, idx, hash) select * from unnest(?::smallint[], ?::bigint[], ?::bytea[]) on conflict do nothing`,
+    [nodes.map((node) => node.level), nodes.map((node) => node.index), nodes.map((node) => node.hash)],
+  );
+}
