@@ -13,6 +13,8 @@
 //      then the trail searched as the console asks it (a denied call by tool and reason, a tool, a
 //      principal, an hour), p50 and p99;
 //   4. the plan Postgres runs each with (EXPLAIN ANALYZE, BUFFERS), the denied search's too.
+//   5. (--only tree) inclusion and consistency proof latency, p50 and p99, at --leaves leaves (default 50 000 000),
+//      the tree grown past the real leaves with synthetic stored hashes (scripts/bench-trail-proofs.mjs says how).
 // A benchmark, not a test: it prints figures and judges nothing.
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -20,6 +22,7 @@ import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { api, benchDatabase, finish, humanToken, percentile, require, root, run, startService } from './bench-harness.mjs';
 import { checkBody, seed } from './bench-world.mjs';
+import { proofLatency } from './bench-trail-proofs.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -206,6 +209,9 @@ async function main() {
     results.checks.tree = await treeBytes(db);
     console.log(`   the tree adds: ${JSON.stringify(results.checks.tree)}`);
     if (TREE_ONLY) {
+      console.log(`5. proofs at ${values.leaves} leaves, ${QUERIES} requests each`);
+      results.proofs = await proofLatency({ db, base, owner, leaves: Number(values.leaves), queries: QUERIES, grantIds: siblings });
+      console.log(`   ${JSON.stringify(results.proofs)}`);
       console.log(JSON.stringify(results, null, 2));
       return;
     }

@@ -12,6 +12,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
 import { exportTrailDay } from '../../src/trail/export';
 import { dayTable, dropTrailDay } from '../../src/trail/repositories/days';
+import { pruneCheckpoints } from '../../src/trail/repositories/tree';
 import { keepDroppedSpan } from '../../src/trail/tree-store';
 import { trailSigner } from '../../src/trail/tree/note';
 import { grantctl } from '../support/grantctl';
@@ -35,6 +36,7 @@ let world: BrokerWorld;
 let keyFile: string;
 let env: { url: string; token: string };
 let lines: string[];
+let heldGrant: string;
 
 const verifyArchive = (file: string, extra: string[] = []) =>
   grantctl(
@@ -73,9 +75,10 @@ beforeAll(async () => {
   world = await brokerWorld(service);
   env = { url: service.baseUrl, token: world.owner.token };
   const grantId = (await chainOf(service, world, 0, { tools: ['repos.read_file'] })).rootId;
-  const check = async (i: number) => {
+  heldGrant = (await chainOf(service, world, 0, { tools: ['repos.read_file'] })).rootId;
+  const check = async (i: number, on = grantId) => {
     clock.advance(1000);
-    const res = await checkAs(service, world, grantId, world.agent, i % 4 === 3 ? { tool: 'repos.delete' } : {}).expect(200);
+    const res = await checkAs(service, world, on, world.agent, i % 4 === 3 ? { tool: 'repos.delete' } : {}).expect(200);
     if (res.body.decision === 'allow' && i % 2 === 0) {
       await service.http
         .post(`/api/broker/calls/${res.body.callId}/outcome`)
@@ -84,7 +87,8 @@ beforeAll(async () => {
         .expect(200);
     }
   };
-  for (let i = 0; i < 5; i += 1) await check(i);
+  // The first day's checks alternate with a grant whose trail will be held when that day is dropped.
+  for (let i = 0; i < 8; i += 1) await check(i >> 1, i % 2 ? heldGrant : grantId);
   clock.advance(DAY);
   for (let i = 0; i < 12; i += 1) await check(i);
   clock.advance(DAY);
@@ -173,6 +177,22 @@ describe('grantctl trail verify-archive', () => {
   });
 });
 
+describe('checkpoint retention', () => {
+  it('keeps every checkpoint of the last day, and the last of each day before', async () => {
+    const sizes = (await db('trail_checkpoints').orderBy('size').select('size')).map((row) => Number(row.size));
+    expect(sizes.length).toBeGreaterThan(3);
+    // Back-date them as if signed over three days: the first two a day apart, the rest today.
+    const [a, b, c] = sizes as [number, number, number];
+    await db.raw(`update trail_checkpoints set signed_at = now() - interval '3 days' where size in (?, ?)`, [a, b]);
+    await db.raw(`update trail_checkpoints set signed_at = now() - interval '2 days' where size = ?`, [c]);
+    const pruned = await pruneCheckpoints(db, new Date(Date.now() - DAY));
+    expect(pruned).toBe(1);
+    expect((await db('trail_checkpoints').orderBy('size').select('size')).map((row) => Number(row.size))).toEqual(
+      sizes.filter((size) => size !== a),
+    );
+  });
+});
+
 describe('a day dropped', () => {
   // Read when the describe is declared: the clock stands at the first day's noon.
   const firstDay = new Date(clock.now()).toISOString().slice(0, 10);
@@ -196,8 +216,10 @@ describe('a day dropped', () => {
   it('by retention keeps proving the records kept, with a few hashes standing for the day', async () => {
     expect(new Date(clock.now()).toISOString().slice(0, 10)).toBe(lastDay);
     const hashesBefore = Number((await db('trail_hashes').count({ n: '*' }).first())!.n);
-    const kept = await keepDroppedSpan(db, firstDay, []);
-    await dropTrailDay(db, firstDay, []);
+    const held = (await service.http.get(`/api/grants/${heldGrant}/calls`).set(world.owner.auth).expect(200)).body.items;
+    expect(held).toHaveLength(4);
+    const kept = await keepDroppedSpan(db, firstDay, [heldGrant]);
+    await dropTrailDay(db, firstDay, [heldGrant]);
     expect(kept).toBeGreaterThan(0);
     expect(kept).toBeLessThanOrEqual(8);
     expect(Number((await db('trail_hashes').count({ n: '*' }).first())!.n)).toBe(hashesBefore + kept);
@@ -205,6 +227,25 @@ describe('a day dropped', () => {
       const record = JSON.parse(line);
       expect(await auditRecord(record)).toMatchObject({ status: 200, code: 0, stdout: expect.stringContaining(`call ${record.id}`) });
     }
+    // A held record of the dropped day: its record's leaf and its outcome's, proven and verified offline.
+    const withOutcome = held.find((r: { outcomeLeafIndex: number | null }) => r.outcomeLeafIndex !== null);
+    expect(await auditRecord(held[0])).toMatchObject({ status: 200, code: 0 });
+    const outcome = await service.http
+      .get(`/api/trail/proofs/inclusion?callId=${withOutcome.id}&leaf=outcome`)
+      .set(world.owner.auth)
+      .expect(200);
+    expect(outcome.body.leafIndex).toBe(withOutcome.outcomeLeafIndex);
+    const note = save('latest.note', (await service.http.get('/api/trail/checkpoint').expect(200)).text);
+    const files = ['--key', keyFile, '--checkpoint', note, '--record', save('held.json', JSON.stringify(withOutcome))];
+    expect(await grantctl(['trail', 'verify', ...files, '--proof', save('outcome.json', JSON.stringify(outcome.body))], env)).toMatchObject(
+      {
+        code: 0,
+        stdout: expect.stringContaining(`call ${withOutcome.id}'s outcome at leaf ${withOutcome.outcomeLeafIndex} is in the checkpoint`),
+      },
+    );
+    // No outcome reported: no outcome leaf to prove.
+    const pending = held.find((r: { outcomeLeafIndex: number | null }) => r.outcomeLeafIndex === null);
+    await service.http.get(`/api/trail/proofs/inclusion?callId=${pending.id}&leaf=outcome`).set(world.owner.auth).expect(404);
     // The archive of the day after still verifies offline, as it always will.
     expect((await grantctl(['trail', 'verify-archive', '--key', keyFile, '--archive', archive], env)).code).toBe(0);
   });

@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
-import { canonicalize } from 'json-canonicalize';
-import { leafHash, recordLeaf, type Checkpoint } from './trail-proofs';
+import { leafHash, outcomeLeaf, recordLeaf, type Checkpoint } from './trail-proofs';
 
 /**
  * An archived day of the call trail checked against a signed checkpoint, offline (`grantctl trail
@@ -89,8 +88,7 @@ function leavesOf(record: Record<string, unknown>): Array<[number, Buffer]> {
   const leaves: Array<[number, Buffer]> = [];
   if (typeof record.leafIndex === 'number') leaves.push([record.leafIndex, leafHash(recordLeaf(record))]);
   if (typeof record.outcomeLeafIndex === 'number') {
-    const outcome = { callId: record.id, outcome: record.outcome, completedAt: record.completedAt };
-    leaves.push([record.outcomeLeafIndex, leafHash(Buffer.from(canonicalize(outcome), 'utf8'))]);
+    leaves.push([record.outcomeLeafIndex, leafHash(outcomeLeaf(record))]);
   }
   return leaves;
 }

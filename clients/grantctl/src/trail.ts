@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { EXIT } from './failure';
 import { parseDayProofs, verifyArchive } from './trail-archive';
-import { leafHash, openCheckpoint, recordLeaf, verifyConsistency, verifyInclusion } from './trail-proofs';
+import { leafHash, openCheckpoint, outcomeLeaf, recordLeaf, verifyConsistency, verifyInclusion } from './trail-proofs';
 
 /**
  * `grantctl trail verify` and `trail consistency`: an auditor's checks, offline, with the verifier
@@ -17,18 +17,22 @@ export function trailCommands(program: Command): void {
     .requiredOption('--key <file>', 'the verifier key (GET /api/trail/key)')
     .requiredOption('--checkpoint <file>', 'a signed checkpoint (GET /api/trail/checkpoint)')
     .requiredOption('--record <file>', 'the call record as the API reads it (JSON)')
-    .requiredOption('--proof <file>', 'its inclusion proof (GET /api/trail/proofs/inclusion)')
+    .requiredOption('--proof <file>', "its inclusion proof, or its outcome's (GET /api/trail/proofs/inclusion[?leaf=outcome])")
     .action((options: { key: string; checkpoint: string; record: string; proof: string }) => {
       const key = readText(options.key);
       const record = readJson(options.record) as Record<string, unknown>;
       const proof = readJson(options.proof) as { leafIndex?: unknown; treeSize?: unknown; hashes?: unknown };
-      const named = `call ${String(record.id)} at leaf ${String(record.leafIndex)}`;
+      // The proof of the record's leaf, or (GET …/inclusion?leaf=outcome) of its outcome's.
+      const ofOutcome = typeof record.outcomeLeafIndex === 'number' && proof.leafIndex === record.outcomeLeafIndex;
+      const index = ofOutcome ? record.outcomeLeafIndex : record.leafIndex;
+      const named = `call ${String(record.id)}${ofOutcome ? "'s outcome" : ''} at leaf ${String(index)}`;
       const checkpoint = opened(readText(options.checkpoint), key);
+      const leaf = ofOutcome ? outcomeLeaf(record) : recordLeaf(record);
       const proven =
-        typeof record.leafIndex === 'number' &&
-        proof.leafIndex === record.leafIndex &&
+        typeof index === 'number' &&
+        proof.leafIndex === index &&
         proof.treeSize === checkpoint.size &&
-        verifyInclusion(record.leafIndex, checkpoint.size, leafHash(recordLeaf(record)), hashesOf(proof.hashes), checkpoint.root);
+        verifyInclusion(index, checkpoint.size, leafHash(leaf), hashesOf(proof.hashes), checkpoint.root);
       finish(
         proven,
         `${named} is in the checkpoint of size ${checkpoint.size}`,

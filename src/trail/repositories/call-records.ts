@@ -264,6 +264,14 @@ export async function findCallRecord(db: Queryable, callId: string): Promise<Cal
   return rows[0] && decode(rows[0]);
 }
 
+/** A held record of a day already dropped (held_call_records), by its call's id. */
+export async function findHeldCallRecord(db: Queryable, callId: string): Promise<CallRecordRow | undefined> {
+  const bytes = idBytes('call', callId);
+  if (!bytes) return undefined;
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(`${withShape('held_call_records r')} where r.id = ?::uuid`, [bytes.toString('hex')]);
+  return rows[0] && decode(rows[0]);
+}
+
 /** The call's outcome so far, its time and the broker of its grant, for the outcome decision. */
 export async function findCallForOutcome(
   db: Queryable,
