@@ -409,7 +409,7 @@ export interface paths {
         };
         /**
          * A proof that a call's record is in the tree of a signed checkpoint
-         * @description Whoever may read the call's grant (else 404). `treeSize` omitted: the latest checkpoint's. A record no signed checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.
+         * @description Whoever may read the call's grant (else 404); a held record of a dropped day too. `leaf=outcome`: the proof of the outcome's leaf. `treeSize` omitted: the latest checkpoint's. A record no signed checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.
          */
         get: operations["getTrailInclusionProof"];
         put?: never;
@@ -4401,6 +4401,8 @@ export interface operations {
                 callId: string;
                 /** @description The size of a signed checkpoint */
                 treeSize?: number | null;
+                /** @description The call's record leaf (default), or its reported outcome's (404 before it is reported) */
+                leaf?: "record" | "outcome";
             };
             header?: never;
             path?: never;
