@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
+import jwt from 'jsonwebtoken';
 import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { expect, test, type Page } from '@playwright/test';
@@ -340,6 +341,35 @@ test('a person who may not run the agent is offered nothing, and a forged answer
   expect(await oauthChildren(host.information!.client_id)).toEqual([]);
   // The request is still open, and still answerable by its own person: "Deny" works.
   await form.getByRole('button', { name: 'Deny' }).click();
+  expect((await backAtHost(page)).searchParams.get('error')).toBe('access_denied');
+});
+
+test('a session that ends while the page is open sends the person through sign-in and back to the same request', async ({ page }) => {
+  const host = new TestHost(page, 'Patient Host');
+  await auth(host, { serverUrl: service.baseUrl, scope: 'mcp' });
+  await expect(page).toHaveURL(`${service.baseUrl}/console/sign-in`);
+  // The tab holds a token that expires in two seconds, as an identity provider's ID token ends.
+  const returnTo = await page.evaluate(
+    ({ token, userId }) => {
+      // The page's own storage (this file is compiled without the DOM's types).
+      const sessionStorage = (
+        globalThis as unknown as { sessionStorage: { setItem(k: string, v: string): void; getItem(k: string): string | null } }
+      ).sessionStorage;
+      sessionStorage.setItem(
+        'grant-broker.session',
+        JSON.stringify({ token, userId, expiresAt: new Date(Date.now() + 3_600_000).toISOString() }),
+      );
+      return sessionStorage.getItem('grant-broker.return-to');
+    },
+    { token: jwt.sign({}, service.config.JWT_SECRET, { algorithm: 'HS256', subject: world.ownerId, expiresIn: 2 }), userId: world.ownerId },
+  );
+  await page.goto(`${service.baseUrl}/console${returnTo}`);
+  await expect(page.getByRole('heading', { level: 1, name: 'Connect Patient Host?' })).toBeVisible();
+  await page.waitForTimeout(2_500);
+  await consentForm(page).getByRole('button', { name: 'Deny' }).click();
+  await signInThroughConsole(page, world.ownerId);
+  await expect(page).toHaveURL(`${service.baseUrl}/console${returnTo}`);
+  await consentForm(page).getByRole('button', { name: 'Deny' }).click();
   expect((await backAtHost(page)).searchParams.get('error')).toBe('access_denied');
 });
 

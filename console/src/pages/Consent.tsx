@@ -107,10 +107,10 @@ export function ConsentPage({ session, uid, onSignedOut }: { session: Session; u
     }
     return <Failed error={result.error} retry={reload} />;
   }
-  return <ConsentForm session={session} details={result.data} />;
+  return <ConsentForm session={session} details={result.data} onSignedOut={onSignedOut} />;
 }
 
-function ConsentForm({ session, details }: { session: Session; details: ConsentDetails }) {
+function ConsentForm({ session, details, onSignedOut }: { session: Session; details: ConsentDetails; onSignedOut: () => void }) {
   const { client } = details;
   const pods = details.pods;
   const [podId, setPodId] = useState(() => (pods.find((p) => p.agents.some((a) => a.grants.length > 0)) ?? pods[0])?.pod.id ?? '');
@@ -177,6 +177,8 @@ function ConsentForm({ session, details }: { session: Session; details: ConsentD
       window.location.assign(new URL(redirectTo, window.location.origin).href);
     } catch (caught) {
       setBusy(null);
+      // A session that ended meanwhile: sign in again and come back; the request waits ten minutes.
+      if ((caught as ConsentProblem).status === 401) return onSignedOut();
       setFailure(describeError(caught));
     }
   };
