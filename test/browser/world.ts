@@ -128,6 +128,8 @@ export async function seedWorld(service: ConsoleService) {
     agentName: agent.name as string,
     agentId: agent.agentId as string,
     brokerId: registered.id,
+    /** What a gateway of that broker authenticates with. */
+    brokerToken: registered.token,
     connectionId: connection.id,
     sign,
     owner,
