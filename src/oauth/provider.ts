@@ -41,7 +41,7 @@ export const OAUTH_ROUTES = {
   userinfo: '/oauth/userinfo',
 } as const;
 
-/** The consent page's path for an interaction (the page is the console's; see consent-routes.ts). */
+/** The consent page's path for an interaction: handler.ts sends the browser on to the console's page. */
 export const consentPath = (uid: string) => `/oauth/consent/${encodeURIComponent(uid)}`;
 
 /** The only scope a gateway knows: using its MCP endpoint. Consent, not scopes, says what a host may do. */
