@@ -13,8 +13,8 @@
 // the argument validation, the grant broker's check and the outcome report), and the CPU per
 // call of the gateway process and of the service.
 // Env: BENCH_GATEWAY_RATE (200), BENCH_GATEWAY_ROUNDS (3), BENCH_GATEWAY_ROUND_S (10),
-//      BENCH_GATEWAY_WARMUP_S (3), BENCH_GATEWAY_BASELINE (another build's gateway main.js, measured
-//      in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), plus the
+//      BENCH_GATEWAY_WARMUP_S (3), BENCH_GATEWAY_BASELINE (other builds' gateway main.js, comma-
+//      separated, each measured in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), plus the
 //      service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -163,7 +163,9 @@ async function main() {
     const folder = mkdtempSync(path.join(tmpdir(), 'bench-gateway-'));
     // BENCH_GATEWAY_BASELINE: another build's main.js (an earlier commit's gateway), measured in the same rounds.
     const builds = [['through the gateway, checked', 'dist/gateway/src/main.js']];
-    if (process.env.BENCH_GATEWAY_BASELINE) builds.push(['through the baseline gateway', process.env.BENCH_GATEWAY_BASELINE]);
+    // Several, comma-separated: each its own path (`baseline 1`, `baseline 2`, …).
+    const baselines = process.env.BENCH_GATEWAY_BASELINE?.split(',').filter(Boolean) ?? [];
+    baselines.forEach((main, i) => builds.push([`through the baseline gateway${baselines.length > 1 ? ` ${i + 1}` : ''}`, main]));
     const gateways = [];
     for (const [label, main] of builds) gateways.push(await startGateway(label, main, base, world, everything, folder));
     const direct = await client(everything.url);
@@ -196,7 +198,12 @@ async function main() {
         gateway.latencies.push(...gated.latencies);
         failures += gated.failures;
         const b = stats(gated.latencies);
-        line.push(`${gateway.label} p50 ${ms(b.p50)} p99 ${ms(b.p99)}`);
+        const roundCpu = processCpuMs(gateway.child.pid) - gatewayBefore - gateway.idleMsPerS * gated.seconds;
+        const roundService = serviceCpuMs(base) - serviceBefore;
+        line.push(
+          `${gateway.label} p50 ${ms(b.p50)} p99 ${ms(b.p99)}, CPU per call ${((1000 * roundCpu) / gated.latencies.length).toFixed(0)} µs ` +
+            `(service ${((1000 * roundService) / gated.latencies.length).toFixed(0)} µs)`,
+        );
       }
       console.log(line.join(' | '));
     }
@@ -219,7 +226,7 @@ async function main() {
       // The gateway ends on its own SIGTERM, so that a --cpu-prof given in BENCH_GATEWAY_NODE_ARGS is written.
       const ended = new Promise((resolve) => gateway.child.once('exit', resolve));
       gateway.child.kill('SIGTERM');
-      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 5000))]);
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 20_000))]);
     }
     everything.child.kill('SIGTERM');
   } finally {

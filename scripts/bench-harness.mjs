@@ -132,7 +132,11 @@ export function signalService(base, signal) {
  * a machine whose cores are shared with the load generator, Postgres and Redis.
  */
 export function serviceCpuMs(base) {
-  const pid = services.get(base)?.pid;
+  return processCpuMs(services.get(base)?.pid);
+}
+
+/** CPU time (user + system, ms) of any process so far, from /proc (Linux); NaN once it is gone. */
+export function processCpuMs(pid) {
   if (!pid || !existsSync(`/proc/${pid}/stat`)) return NaN;
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   // utime and stime are fields 14 and 15 of stat(5), counted from the state field (3) here.

@@ -3,7 +3,8 @@
 //      (a throwaway database) and Redis (a throwaway key prefix), through a chain of depth 3
 //      (root -> child -> grandchild -> great-grandchild), driven by autocannon;
 //   2. the same broker/check entrypoint evaluated in-process by opa-wasm (evaluations/s);
-//   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load;
+//   3. `opa run --server` (the pinned .tools/bin/opa) evaluating it over REST under the same load,
+//      in the alternating rounds of 1. (the throughput target is the median of its rounds' ratios);
 //   4. the service with no decision logged (DECISION_LOG=off), alternating with 1., so the cost of
 //      decision logs (on by default, and on in 1.) shows;
 //   5. the service again, on a module with the three example org packages enforced
@@ -14,13 +15,16 @@
 //      labels), alternating with 1.: what session rules cost a check, and the Redis bytes of a tree;
 //   5c. 1. asked as Envoy's ext_authz over gRPC (scripts/bench-ext-authz.mjs), alternating with the
 //      plain check on the same process: checks/s and CPU per check of each;
+//   5d. the authorization server's token endpoint (refresh grants of connected hosts) at 50/s beside
+//      the same service's /healthz at that rate (scripts/bench-oauth.mjs; also `npm run bench:oauth`);
 //   6. 1. on the Node pinned in tools/node (the release line the Docker image runs), when
-//      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1.
+//      `scripts/ensure-deps.sh --with-test-node` has installed it, alternating with 1., untraced and
+//      with every check traced (what tracing costs on the image's Node).
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,
 //      the service's default), BENCH_PAIR_ROUNDS (3) and BENCH_PAIR_S (10): alternating rounds of
 //      1., 4., 5. and 6., BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
 //      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
-//      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load,
+//      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load (BENCH_SCALE=off skips them),
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL,
 //      BENCH_SERVICE_NODE_ARGS (the services' node flags, by default those they ship with: `none` for
 //      V8's defaults), BENCH_NODE_ARGS (extra node flags for the services, e.g. --trace-gc-nvp) and
@@ -38,6 +42,7 @@ import {
   freePort,
   killChildren,
   pinnedNode,
+  processCpuMs,
   require,
   root,
   start,
@@ -48,6 +53,7 @@ import {
   waitFor,
 } from './bench-harness.mjs';
 import { extAuthzPair } from './bench-ext-authz.mjs';
+import { oauthLines, oauthTokenEndpoint } from './bench-oauth.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
@@ -63,6 +69,7 @@ const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
 const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 3);
 const PAIR_S = Number(process.env.BENCH_PAIR_S ?? 10);
 const SCALE_S = Number(process.env.BENCH_SCALE_S ?? 10);
+const SCALE = process.env.BENCH_SCALE !== 'off';
 /** The main run's and the org run's decision logging: the service's default unless told. */
 const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
 
@@ -100,6 +107,13 @@ async function main() {
     const base = await startService({ DECISION_LOG: DECISION_LOG, EXT_AUTHZ_GRPC_PORT: String(grpcPort) });
     const world = await seed(base, db);
     const body = checkBody(world);
+    // `opa run --server` on the same policy and the first world's check input, started now so that
+    // it takes its turn in the alternating rounds below.
+    const agentId = (await db('agents').first('id')).id;
+    const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
+    const input = await checkInputFor(db, world.leafId, agentId, brokerId);
+    input.now_ms = Date.now();
+    const opa = await startOpa();
     const before = Object.values(await trailRecordsByOutcome(db)).reduce((sum, n) => sum + n, 0);
     const cpuBefore = serviceCpuMs(base);
     const service = await load('POST /api/broker/check', {
@@ -180,58 +194,85 @@ async function main() {
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpSink.address().port}`,
     });
     const tracedWorld = await seed(tracedBase, db, { name: 'bench-traced' });
+    const otlpEnv = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpSink.address().port}` };
+    const imageNodeTracedBase = imageNode && (await startService({ DECISION_LOG: DECISION_LOG, ...imageNode.env, ...otlpEnv }));
+    const imageNodeTracedWorld = imageNodeTracedBase && (await seed(imageNodeTracedBase, db, { name: 'bench-image-node-traced' }));
 
     // Alternating rounds, so the drift of a shared machine falls on every variant alike.
+    const check = (key, title, url, token, payload) => ({
+      key,
+      title,
+      url: `${url}/api/broker/check`,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: payload,
+      cpuMs: () => serviceCpuMs(url),
+    });
     const variants = [
-      ['pairPlain', `POST /api/broker/check, DECISION_LOG=${DECISION_LOG}`, base, world.brokerToken, body],
-      [
+      check('pairPlain', `POST /api/broker/check, DECISION_LOG=${DECISION_LOG}`, base, world.brokerToken, body),
+      check(
         'serviceOrg',
         'POST /api/broker/check, example org packages enforced, resources constrained',
         orgBase,
         orgWorld.brokerToken,
         orgBody,
-      ],
-      [
+      ),
+      check(
         'serviceInformationFlow',
         'POST /api/broker/check, information_flow enforced, every check labelled',
         flowBase,
         flowWorld.brokerToken,
         flowBody,
-      ],
-      ['serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody],
-      ['serviceTraced', 'POST /api/broker/check, every check traced (OTLP)', tracedBase, tracedWorld.brokerToken, checkBody(tracedWorld)],
-      ['serviceUntreed', 'POST /api/broker/check, TRAIL_TREE=off', untreedBase, untreedWorld.brokerToken, checkBody(untreedWorld)],
+      ),
+      check('serviceUnlogged', 'POST /api/broker/check, DECISION_LOG=off', unloggedBase, unloggedWorld.brokerToken, unloggedBody),
+      check(
+        'serviceTraced',
+        'POST /api/broker/check, every check traced (OTLP)',
+        tracedBase,
+        tracedWorld.brokerToken,
+        checkBody(tracedWorld),
+      ),
+      check('serviceUntreed', 'POST /api/broker/check, TRAIL_TREE=off', untreedBase, untreedWorld.brokerToken, checkBody(untreedWorld)),
       ...(imageNodeBase
         ? [
-            [
+            check(
               'serviceImageNode',
               `POST /api/broker/check on Node ${imageNode.version}`,
               imageNodeBase,
               imageNodeWorld.brokerToken,
               checkBody(imageNodeWorld),
-            ],
+            ),
+            check(
+              'serviceImageNodeTraced',
+              `POST /api/broker/check on Node ${imageNode.version}, every check traced (OTLP)`,
+              imageNodeTracedBase,
+              imageNodeTracedWorld.brokerToken,
+              checkBody(imageNodeTracedWorld),
+            ),
           ]
         : []),
+      {
+        key: 'opaRest',
+        title: 'opa run --server: POST /v1/data/broker/check/decision',
+        url: `${opa.base}/v1/data/broker/check/decision`,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input }),
+        cpuMs: opa.cpuMs,
+      },
     ];
-    const runs = Object.fromEntries(variants.map(([key]) => [key, []]));
+    const runs = Object.fromEntries(variants.map(({ key }) => [key, []]));
     // CPU time per check of each variant over all its rounds: the cost of what a variant adds,
     // steadier than req/s on cores shared with the load generator, Postgres and Redis.
-    const cpu = Object.fromEntries(variants.map(([key]) => [key, { ms: 0, checks: 0 }]));
+    const cpu = Object.fromEntries(variants.map(({ key }) => [key, { ms: 0, checks: 0 }]));
     for (let round = 1; round <= PAIR_ROUNDS; round += 1) {
-      for (const [key, title, url, token, payload] of variants) {
-        const cpuBefore = serviceCpuMs(url);
-        const result = await load(`round ${round}: ${title}`, {
-          url: `${url}/api/broker/check`,
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: payload,
-          duration: PAIR_S,
-        });
-        cpu[key].ms += serviceCpuMs(url) - cpuBefore;
+      for (const { key, title, url, headers, body: payload, cpuMs } of variants) {
+        const cpuBefore = cpuMs();
+        const result = await load(`round ${round}: ${title}`, { url, headers, body: payload, duration: PAIR_S });
+        cpu[key].ms += cpuMs() - cpuBefore;
         cpu[key].checks += result.requests.total;
         runs[key].push(result);
       }
     }
-    for (const [key] of variants) {
+    for (const { key } of variants) {
       results[key] = {
         ...meanSummary(runs[key]),
         cpuMicrosPerCheck: Math.round((1000 * cpu[key].ms) / cpu[key].checks),
@@ -239,10 +280,12 @@ async function main() {
         roundsPerSec: runs[key].map((run) => Math.round(run.requests.average)),
       };
     }
+    opa.stop();
     // The same check asked as Envoy's ext_authz over gRPC (MCP metadata), alternating with the plain check.
     results.extAuthz = await extAuthzPair({ base, grpcPort, world });
     // Its part is done: it would only idle beside the fixed-rate runs (and hold Postgres connections).
     if (imageNodeBase) await stopService(imageNodeBase);
+    if (imageNodeTracedBase) await stopService(imageNodeTracedBase);
     await stopService(tracedBase);
     otlpSink.close();
     results.flowTree = await redisBytesPerTree(db, flowWorld.leafId);
@@ -312,49 +355,50 @@ async function main() {
       results[`${key}Rate`] = await atFixedRate(title, target);
       await stopService(scaledBase);
     };
-    await scaled('workers1', 'WORKERS=1, DECISION_LOG=all', {});
-    await scaled('workers2', 'WORKERS=2, DECISION_LOG=all', { WORKERS: '2' });
-    const cluster = await startRedisCluster();
-    try {
-      await scaled('cluster', 'WORKERS=1 on a 3-master Redis Cluster, DECISION_LOG=all', { REDIS_CLUSTER_NODES: cluster.nodes });
-    } finally {
-      cluster.stop();
+    if (SCALE) {
+      await scaled('workers1', 'WORKERS=1, DECISION_LOG=all', {});
+      await scaled('workers2', 'WORKERS=2, DECISION_LOG=all', { WORKERS: '2' });
+      const cluster = await startRedisCluster();
+      try {
+        await scaled('cluster', 'WORKERS=1 on a 3-master Redis Cluster, DECISION_LOG=all', { REDIS_CLUSTER_NODES: cluster.nodes });
+      } finally {
+        cluster.stop();
+      }
     }
 
-    const agentId = (await db('agents').first('id')).id;
-    const brokerId = (await db('brokers').where('name', 'bench-broker').first('id')).id;
-    const input = await checkInputFor(db, world.leafId, agentId, brokerId);
-    input.now_ms = Date.now();
     console.log(`in-process WASM: ${WASM_S} s`);
     results.wasmEvaluationsPerSec = await wasmEvaluationsPerSec(input);
 
-    const opaPort = await freePort();
-    start(path.join(root, '.tools/bin/opa'), [
-      'run',
-      '--server',
-      '--addr',
-      `127.0.0.1:${opaPort}`,
-      '--log-level',
-      'error',
-      '--ignore',
-      '*_test.rego',
-      '--ignore',
-      'schemas',
-      'policies',
-    ]);
-    await waitFor(`http://127.0.0.1:${opaPort}/health`);
-    const opa = await load('opa run --server: POST /v1/data/broker/check/decision', {
-      url: `http://127.0.0.1:${opaPort}/v1/data/broker/check/decision`,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ input }),
-    });
-    results.opaRest = summary(opa);
+    // The authorization server's token endpoint under the steady state of connected hosts (scripts/bench-oauth.mjs).
+    results.oauth = await oauthTokenEndpoint(db);
     // What the call trail costs on disk after all the runs above: every partition, indexes included.
     results.trail = await trailFootprint(db);
   } finally {
     await finish(db);
   }
   report(results, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, PAIR_S, SCALE_S });
+  console.log(`\n${oauthLines(results.oauth).join('\n')}`);
+}
+
+/** `opa run --server` (the pinned binary) on the policies, on a free port; its CPU time read from /proc. */
+async function startOpa() {
+  const port = await freePort();
+  const child = start(path.join(root, '.tools/bin/opa'), [
+    'run',
+    '--server',
+    '--addr',
+    `127.0.0.1:${port}`,
+    '--log-level',
+    'error',
+    '--ignore',
+    '*_test.rego',
+    '--ignore',
+    'schemas',
+    'policies',
+  ]);
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(`${base}/health`);
+  return { base, cpuMs: () => processCpuMs(child.pid), stop: () => child.kill('SIGTERM') };
 }
 
 const ORG_MODES = ['protected_branches', 'repository_allowlist', 'working_hours'].map((p) => `broker.check.${p}=enforce`).join(',');

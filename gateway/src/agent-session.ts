@@ -1,12 +1,16 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { IncomingHttpHeaders } from 'node:http';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
   type CallToolRequest,
   type CallToolResult,
+  type ListToolsRequest,
+  type ListToolsResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createClient, type Grant, type GrantBrokerClient } from '@grant-broker/client';
+import { ApprovalsInBand } from './approvals-in-band';
 import { checkedCall, type CallContext } from './checked-call';
 import type { ToolMapping } from './config';
 import type { GrantCache } from './grant-cache';
@@ -39,11 +43,34 @@ export interface AgentIdentity {
 }
 
 /**
+ * What one agent's session answers to its two methods, given the request and its HTTP headers (the
+ * trace context): the MCP server below, and the hot path of the HTTP listener (./hot-path.ts), call these.
+ */
+export interface SessionHandlers {
+  listTools(request: ListToolsRequest, headers?: IncomingHttpHeaders): Promise<ListToolsResult>;
+  callTool(request: CallToolRequest, headers?: IncomingHttpHeaders): Promise<CallToolResult>;
+}
+
+/**
  * One agent's MCP session on one grant: an MCP server whose `tools/list` shows the mapped tools the
  * grant allows (read as the agent, kept while the grant's checks see it unchanged) and whose `tools/call` runs each
  * call through the check. Sessions share the upstream and the compiled schemas.
  */
 export function createAgentSession(core: GatewayCore, identity: AgentIdentity): Server {
+  return openAgentSession(core, identity).server;
+}
+
+/** The session's MCP server, and the handlers it answers with (which the HTTP listener's hot path calls too). */
+export function openAgentSession(core: GatewayCore, identity: AgentIdentity): { server: Server; handlers: SessionHandlers } {
+  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
+  const handlers = sessionHandlers(core, identity, server);
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) => handlers.listTools(request, extra.requestInfo?.headers));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => handlers.callTool(request, extra.requestInfo?.headers));
+  return { server, handlers };
+}
+
+/** The handlers of one agent's session on one grant (see createAgentSession); `server` is the session's, which approvals asked in band talk through. */
+function sessionHandlers(core: GatewayCore, identity: AgentIdentity, server: Server): SessionHandlers {
   const asAgent = createClient({ baseUrl: core.brokerUrl, token: identity.agentToken, fetch: core.fetch });
   const context: CallContext = {
     grantId: identity.grantId,
@@ -51,13 +78,7 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     checked: (version) => core.grants.saw(identity.grantId, version),
     refused: () => core.grants.forget(identity.grantId),
   };
-  const server = new Server({ name: 'mcp-gateway', version: '0.1.0' }, { capabilities: { tools: {} } });
-
-  server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
-    inSpan('tools/list', callerContext(request.params?._meta, extra.requestInfo?.headers), { 'mcp.method.name': 'tools/list' }, () =>
-      listTools(),
-    ),
-  );
+  const approvals = new ApprovalsInBand(server, core.broker);
   const listTools = async () => {
     const [grant, tools] = await Promise.all([
       // Read as the agent (the door verified it may), once per grant while its checks see no change.
@@ -78,16 +99,6 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     return { tools: listed };
   };
 
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    inSpan(
-      `tools/call ${request.params.name}`,
-      callerContext(request.params._meta, extra.requestInfo?.headers),
-      { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
-      () => callTool(request),
-      // A refusal's reason (or the upstream's own tool error) says how the call went.
-      (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
-    ),
-  );
   const callTool = async (request: CallToolRequest): Promise<CallToolResult> => {
     let tool;
     try {
@@ -99,9 +110,23 @@ export function createAgentSession(core: GatewayCore, identity: AgentIdentity): 
     // Not in the config (or not offered by the upstream): never checked, never sent.
     if (!tool) return refusal(`There is no tool ${request.params.name} on this gateway.`, { reason: 'unknown_tool' });
     const args = canonicalPaths(request.params.arguments ?? {}, tool.mapping, core.pathRoot);
-    return checkedCall(core.broker, core.upstream, tool, args, context);
+    // A call that waits for a person: a host that declared URL elicitation is asked in band to open its page.
+    const denied = approvals.deniedApprovalOf(tool.name, args);
+    return approvals.answer(await checkedCall(core.broker, core.upstream, tool, args, context, denied), tool.name, args);
   };
-  return server;
+  return {
+    listTools: (request, headers) =>
+      inSpan('tools/list', callerContext(request.params?._meta, headers), { 'mcp.method.name': 'tools/list' }, () => listTools()),
+    callTool: (request, headers) =>
+      inSpan(
+        `tools/call ${request.params.name}`,
+        callerContext(request.params._meta, headers),
+        { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': request.params.name, 'gen_ai.operation.name': 'execute_tool' },
+        () => callTool(request),
+        // A refusal's reason (or the upstream's own tool error) says how the call went.
+        (result) => (result.isError ? (reasonOf(result) ?? 'tool_error') : undefined),
+      ),
+  };
 }
 
 /**

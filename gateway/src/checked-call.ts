@@ -44,6 +44,8 @@ export async function checkedCall(
   tool: MappedTool,
   args: Record<string, unknown>,
   context: CallContext,
+  /** The approval this call names (one a person denied, for the host's retry; ./approvals-in-band.ts). */
+  approvalId?: string,
 ): Promise<CallToolResult> {
   const problem = tool.argumentsProblem(args);
   if (problem) return refusal(`Invalid arguments for ${tool.name}: ${problem}. The call was not made.`, { reason: 'invalid_arguments' });
@@ -54,6 +56,7 @@ export async function checkedCall(
         tool: tool.mapping.grantTool,
         args,
         subjectToken: context.agentToken,
+        ...(approvalId ? { approvalId } : {}),
         ...(upstream.wantsCredential ? { credential: true } : {}),
       },
       async (check) => {
@@ -79,10 +82,11 @@ export async function checkedCall(
 function refusalFor(error: unknown): CallToolResult {
   if (error instanceof ToolReportedError) return error.result;
   if (error instanceof ApprovalRequired) {
+    const where = error.consoleUrl ? ` at ${error.consoleUrl}` : '';
     return refusal(
       `This call needs a human's approval (approval ${error.approvalId}, until ${error.expiresAt}). ` +
-        'Ask a person to approve it, then call this tool again with exactly the same arguments.',
-      { reason: 'approval_required', approvalId: error.approvalId },
+        `Ask a person to approve it${where}, then call this tool again with exactly the same arguments.`,
+      { reason: 'approval_required', approvalId: error.approvalId, ...(error.consoleUrl ? { consoleUrl: error.consoleUrl } : {}) },
     );
   }
   if (error instanceof CallDenied) return refusal(denialText(error), denialDetail(error));

@@ -4,8 +4,9 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { AgentAuthenticator, runtimeTokens, sessionOwner, type Bearer, type Refusal } from './agent-auth';
-import { createAgentSession, type GatewayCore } from './agent-session';
+import { openAgentSession, type GatewayCore, type SessionHandlers } from './agent-session';
 import { allowedHostsOf, hostnameOf } from './allowed-hosts';
+import { answerHot } from './hot-path';
 import { SessionTable } from './session-table';
 
 export interface ListenOptions {
@@ -30,7 +31,10 @@ export interface ListenOptions {
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
+  handlers: SessionHandlers;
 }
+
+const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * The gateway for agents over streamable HTTP: `POST /mcp` (and the `GET`/`DELETE` of a session)
@@ -122,22 +126,25 @@ export class HttpListener {
       // Someone else's session is as unknown as one that never was.
       if (!session || session.owner !== owner) return jsonRpcError(response, 404, 'Session not found');
       response.once('close', this.sessions.use(sessionId));
-      return session.value.transport.handleRequest(request, response);
+      // Its tools/call and tools/list straight over Node's HTTP (./hot-path.ts); the rest through the SDK's transport.
+      const declined = await answerHot(request, response, sessionId, session.value.handlers, MAX_BODY_BYTES);
+      if (declined) return session.value.transport.handleRequest(request, response, declined.parsedBody);
+      return;
     }
     if (request.method !== 'POST') return jsonRpcError(response, 400, 'Bad Request: Mcp-Session-Id header is required');
     return this.openSession(owner, bearer, token, request, response);
   }
 
   private async openSession(owner: string, bearer: Bearer, token: string, request: IncomingMessage, response: ServerResponse) {
-    const server = createAgentSession(this.core, { grantId: bearer.grantId, agentToken: token });
+    const { server, handlers } = openAgentSession(this.core, { grantId: bearer.grantId, agentToken: token });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       enableJsonResponse: true,
-      maxRequestBodySize: 1024 * 1024,
+      maxRequestBodySize: MAX_BODY_BYTES,
       // Admitted at once, within the initialize: whatever it displaces is closed first (./session-table.ts).
       onsessioninitialized: (id) => {
         const { agentId, rootId } = bearer;
-        this.sessions.admit({ id, owner, agentId, rootId, value: { transport, server }, close: () => server.close() });
+        this.sessions.admit({ id, owner, agentId, rootId, value: { transport, server, handlers }, close: () => server.close() });
       },
       onsessionclosed: (id) => void this.sessions.end(id),
     });

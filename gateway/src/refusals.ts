@@ -7,6 +7,8 @@ export interface RefusalDetail {
   message?: string;
   retryAfterMs?: number;
   approvalId?: string;
+  /** With `approval_required`: the approval's page in the web console, where a person decides it. */
+  consoleUrl?: string;
   /** The rule that refused, the level of the chain and what would unlock the call. */
   explanation?: DenialExplanation;
 }
@@ -29,6 +31,8 @@ export function denialText(denied: CallDenied): string {
       return 'Denied: a repository, ref or path in the arguments is not in its plain form (no "..", ".", empty or absolute path segments).';
     case 'tool_not_allowed':
       return 'Denied: this grant does not include that tool.';
+    case 'approval_denied':
+      return 'Denied: a person refused to approve this call. Calling it again asks a person afresh.';
     case 'approval_pending':
       return "Not yet: a person has not decided on this call's approval. Call again with exactly the same arguments once they have.";
     default:

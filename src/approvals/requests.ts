@@ -76,7 +76,7 @@ export interface CallApprovals<Record> {
   ask(
     request: ApprovalRequest,
     recordFor: (approval: { id: string }) => Record,
-  ): Promise<{ id: string; expiresAt: string; receipt: number | undefined }>;
+  ): Promise<{ id: string; expiresAt: string; consoleUrl: string; receipt: number | undefined }>;
 }
 
 export interface CallApprovalsDeps<Record> {
@@ -141,7 +141,7 @@ async function requestApproval(
   trx: Knex.Transaction,
   request: ApprovalRequest,
   deps: Pick<CallApprovalsDeps<unknown>, 'vault' | 'consoleUrl'>,
-): Promise<{ id: string; expiresAt: string }> {
+): Promise<{ id: string; expiresAt: string; consoleUrl: string }> {
   const id = newId('approval');
   // A human deciding after the grant has expired would decide nothing (the grant is no longer
   // usable), so the approval expires with it rather than show `pending` until its own TTL.
@@ -164,14 +164,9 @@ async function requestApproval(
     { ...row, decided_by: null, decided_at: null, note: null, used_by_call_id: null },
     request.requestedAt.getTime(),
   );
-  await tellOfApproval(trx, {
-    type: 'approval.requested',
-    podId: request.podId,
-    at: request.requestedAt,
-    approval,
-    consoleUrl: deps.consoleUrl(id),
-  });
-  return { id, expiresAt: iso(expiresAt) };
+  const consoleUrl = deps.consoleUrl(id);
+  await tellOfApproval(trx, { type: 'approval.requested', podId: request.podId, at: request.requestedAt, approval, consoleUrl });
+  return { id, expiresAt: iso(expiresAt), consoleUrl };
 }
 
 async function approvalFact(db: Database, id: string): Promise<ApprovalFact> {

@@ -47,7 +47,15 @@ export const CheckResult = z
       description: "`allowed`, or a core deny reason, or an org rule's own reason",
     }),
     approvalId: z.string().optional().openapi({ description: 'With approval_required: the approval a human now decides' }),
-    approval: z.object({ id: z.string(), expiresAt: z.string() }).optional(),
+    approval: z
+      .object({
+        id: z.string(),
+        expiresAt: z.string(),
+        consoleUrl: z.string().openapi({
+          description: "The approval's page in the web console (`<PUBLIC_URL>/console/approvals/<id>`), where a person decides it",
+        }),
+      })
+      .optional(),
     message: z.string().optional().openapi({ description: "With an org rule's reason: the rule's message" }),
     retryAfterMs: z.number().int().optional().openapi({ description: 'With budget_exhausted: when the first unit frees' }),
     explanation: z

@@ -11,11 +11,22 @@ import { consumeState, deleteState, deleteStateOfGrant, findState, upsertState, 
  * its whole grant).
  */
 export function postgresAdapter(db: Database, clock: Clock): (name: string) => Adapter {
+  // Registered clients, as every token request reads them. Registration management is off, so a
+  // client registered dynamically never changes or goes away: one read is remembered for a minute
+  // (bounded in entries). A client not found is never remembered.
+  const clients = new Map<string, { payload: AdapterPayload; until: number }>();
+  const rememberClient = (id: string, payload: AdapterPayload) => {
+    clients.delete(id);
+    if (clients.size >= MAX_REMEMBERED_CLIENTS) clients.delete(clients.keys().next().value!);
+    clients.set(id, { payload, until: clock.now() + CLIENT_MEMORY_MS });
+  };
+
   // A factory, not a class: oidc-provider tells classes with `instanceof Function`, which another realm's fails.
   class PostgresAdapter implements Adapter {
     constructor(private readonly name: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      if (this.name === 'Client') clients.delete(id);
       await upsertState(db, {
         model: this.name,
         id,
@@ -27,8 +38,14 @@ export function postgresAdapter(db: Database, clock: Clock): (name: string) => A
       });
     }
 
-    find(id: string): Promise<AdapterPayload | undefined> {
-      return this.load({ id });
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      if (this.name !== 'Client') return this.load({ id });
+      const remembered = clients.get(id);
+      // A copy each time: the library may add to what it is given.
+      if (remembered && remembered.until > clock.now()) return inHostRealm({ ...remembered.payload });
+      const payload = await this.load({ id });
+      if (payload) rememberClient(id, payload);
+      return payload;
     }
 
     findByUid(uid: string): Promise<AdapterPayload | undefined> {
@@ -44,6 +61,7 @@ export function postgresAdapter(db: Database, clock: Clock): (name: string) => A
     }
 
     async destroy(id: string): Promise<void> {
+      if (this.name === 'Client') clients.delete(id);
       await deleteState(db, this.name, id);
     }
 
@@ -59,3 +77,6 @@ export function postgresAdapter(db: Database, clock: Clock): (name: string) => A
   }
   return (name) => new PostgresAdapter(name);
 }
+
+const CLIENT_MEMORY_MS = 60_000;
+const MAX_REMEMBERED_CLIENTS = 1_000;

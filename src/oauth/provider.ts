@@ -7,7 +7,8 @@ import type { Logger } from '../kernel/log';
 import { postgresAdapter } from './adapter';
 import { clientMetadataFetch } from './client-metadata-fetch';
 import { inHostRealm, oidcProvider } from './provider-module';
-import { consentedGrant, findResource } from './repository';
+import { consentedGrant } from './repository';
+import { registeredResources } from './resources';
 import { currentSigningKeys } from './signing-keys';
 
 export interface AuthorizationServerSettings {
@@ -72,6 +73,16 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     clock.now(),
   );
 
+  const registered = registeredResources(db, { rememberMs: 60_000, maxRemembered: 1_000 });
+  // A token request asks for its child grant twice (the account, then the token's claims): one read per request.
+  const grantsOfRequest = new WeakMap<object, Map<string, ReturnType<typeof consentedGrant>>>();
+  const grantOf = (ctx: object, grantId: string) => {
+    const read = grantsOfRequest.get(ctx) ?? new Map<string, ReturnType<typeof consentedGrant>>();
+    grantsOfRequest.set(ctx, read);
+    if (!read.has(grantId)) read.set(grantId, consentedGrant(db, grantId));
+    return read.get(grantId)!;
+  };
+
   const policy = interactionPolicy.base();
   policy
     .get('login')!
@@ -89,8 +100,8 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       long: { signed: true, sameSite: 'lax' },
       short: { signed: true, sameSite: 'lax' },
     },
-    findAccount: async (_ctx, sub) => {
-      const grant = await consentedGrant(db, sub);
+    findAccount: async (ctx, sub) => {
+      const grant = await grantOf(ctx, sub);
       return grant ? { accountId: grant.id, claims: () => ({ sub: grant.id }) } : undefined;
     },
     extraClientMetadata: {
@@ -107,6 +118,14 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     clientDefaults: { id_token_signed_response_alg: 'ES256', grant_types: ['authorization_code'], response_types: ['code'] },
     pkce: { required: () => true },
     scopes: [GATEWAY_SCOPE],
+    extraParams: {
+      // An authorization that cannot end in a gateway token is refused before anyone is asked to
+      // consent: at the host's redirect URI (checked by the time these run), as invalid_scope.
+      scope: (_ctx, value) => {
+        if (!(typeof value === 'string' && value.split(' ').includes(GATEWAY_SCOPE)))
+          throw new errors.InvalidScope(`ask for the scope ${GATEWAY_SCOPE}`, GATEWAY_SCOPE);
+      },
+    },
     routes: OAUTH_ROUTES,
     interactions: { url: (_ctx, interaction) => consentPath(interaction.uid), policy },
     features: {
@@ -126,7 +145,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
         },
         useGrantedResource: () => true,
         getResourceServerInfo: async (_ctx, resource) => {
-          if (!(await findResource(db, resource))) throw new errors.InvalidTarget('the resource is not a registered gateway');
+          if (!(await registered(resource))) throw new errors.InvalidTarget('the resource is not a registered gateway');
           return {
             scope: GATEWAY_SCOPE,
             audience: resource,
@@ -139,14 +158,24 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     },
     clientBasedCORS: (_ctx, origin, client) =>
       origin !== 'null' && client.clientAuthMethod === 'none' && client.redirectUris!.some((uri) => URL.parse(uri)?.origin === origin),
-    extraTokenClaims: async (_ctx, token) => {
+    extraTokenClaims: async (ctx, token) => {
       const accountId = 'accountId' in token ? token.accountId : undefined;
-      const grant = accountId ? await consentedGrant(db, accountId) : undefined;
+      const grant = accountId ? await grantOf(ctx, accountId) : undefined;
       // A plain object of Node's realm: oidc-provider checks the answer by its constructor.
       return grant ? inHostRealm({ agent_id: grant.created_by }) : undefined;
     },
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-    rotateRefreshToken: true,
+    // Asked just before the presented refresh token is spent. The library compares the resource with
+    // what was granted only after rotating, so a refresh for another resource would spend the host's
+    // token and store one nobody holds (the host's next refresh then reads as a reuse and ends the
+    // family): such a request is refused here, while the host's token is still unspent.
+    rotateRefreshToken: (ctx) => {
+      const asked = [ctx.oidc.params?.resource].flat().filter((value): value is string => typeof value === 'string');
+      const presented = ctx.oidc.entities.RefreshToken as { resourceIndicators?: Set<string> } | undefined;
+      if (asked.length > 1 || (asked.length === 1 && !presented?.resourceIndicators?.has(asked[0]!)))
+        throw new errors.InvalidTarget('the refresh token was not granted for this resource');
+      return true;
+    },
     expiresWithSession: async () => false,
     ttl: {
       AccessToken: accessTokenTtl,

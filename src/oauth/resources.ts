@@ -1,6 +1,6 @@
 import type { Database } from '../db/database';
 import { ApiError } from '../kernel/errors';
-import { brokerExists, insertResource } from './repository';
+import { brokerExists, findResource, insertResource } from './repository';
 
 /**
  * Registers a gateway's resource URI (its public URL ending in `/mcp`) for a broker: tokens are
@@ -28,4 +28,21 @@ export async function registerGatewayResource(db: Database, brokerId: string, re
   const row = await insertResource(db, resource, brokerId);
   if (row?.broker_id !== brokerId) throw new ApiError('invalid_request', 'the resource is registered for another broker');
   return { resource: row.resource, brokerId: row.broker_id, createdAt: row.created_at.toISOString() };
+}
+
+/**
+ * Whether a resource is registered, as every token request asks. A yes is remembered for
+ * `rememberMs` (registrations are only ever added, so a yes stays true), in a map bounded in
+ * entries; a no is never remembered, so a gateway registered a moment ago is taken at once.
+ */
+export function registeredResources(db: Database, options: { rememberMs: number; maxRemembered: number }) {
+  const known = new Map<string, number>();
+  return async (resource: string, now = Date.now()): Promise<boolean> => {
+    if ((known.get(resource) ?? 0) > now) return true;
+    known.delete(resource);
+    if (!(await findResource(db, resource))) return false;
+    if (known.size >= options.maxRemembered) known.delete(known.keys().next().value!);
+    known.set(resource, now + options.rememberMs);
+    return true;
+  };
 }

@@ -271,6 +271,12 @@ describe('the authorization server (CONTRACT §20)', () => {
       (g: { parentId: string; oauthClient: { clientId: string } | null }) => g.oauthClient?.clientId === client.client_id,
     );
     expect(children).toEqual([]);
+    // Nor anything of the authorization server's: no code, no grant, no token for this client.
+    const minted = await service.deps
+      .db('oauth_state')
+      .whereIn('model', ['AuthorizationCode', 'Grant', 'RefreshToken', 'AccessToken'])
+      .whereRaw("payload->>'clientId' = ?", [client.client_id]);
+    expect(minted).toEqual([]);
   });
 
   it('a consent link opened in another browser finds nothing', async () => {
@@ -280,6 +286,7 @@ describe('the authorization server (CONTRACT §20)', () => {
       clientInformation: client,
       redirectUrl: REDIRECT,
       resource: new URL(resource),
+      scope: 'mcp',
     });
     const attacker = new CookieJar();
     const start = await attacker.fetch(authorizationUrl.href);

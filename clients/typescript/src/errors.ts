@@ -39,12 +39,14 @@ export class CallDenied extends Error {
   }
 }
 
-/** The call waits for a human: re-send it with `approvalId` once approved. */
+/** The call waits for a human (who decides it at `consoleUrl`): re-send it with `approvalId` once approved. */
 export class ApprovalRequired extends Error {
   constructor(
     readonly approvalId: string,
     readonly callId: string,
     readonly expiresAt: string,
+    /** The approval's page in the web console; absent from a service older than this client. */
+    readonly consoleUrl?: string,
   ) {
     super(`call waits for approval ${approvalId}`);
     this.name = 'ApprovalRequired';

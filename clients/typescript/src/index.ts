@@ -121,7 +121,7 @@ export function createClient(options: ClientOptions) {
   ): Promise<CheckedCall<T>> {
     const check = await unwrap(api.POST('/api/broker/check', { body: call }));
     if (check.decision === 'approval_required') {
-      throw new ApprovalRequired(check.approvalId!, check.callId, check.approval!.expiresAt);
+      throw new ApprovalRequired(check.approvalId!, check.callId, check.approval!.expiresAt, check.approval!.consoleUrl);
     }
     if (check.decision !== 'allow') throw new CallDenied(check.reason, check.callId, check.retryAfterMs, check.message, check.explanation);
     const started = Date.now();

@@ -1277,6 +1277,8 @@ export interface components {
             approval?: {
                 id: string;
                 expiresAt: string;
+                /** @description The approval's page in the web console (`<PUBLIC_URL>/console/approvals/<id>`), where a person decides it */
+                consoleUrl: string;
             };
             /** @description With an org rule's reason: the rule's message */
             message?: string;
@@ -1494,6 +1496,8 @@ export interface components {
                 approval?: {
                     id: string;
                     expiresAt: string;
+                    /** @description The approval's page in the web console (`<PUBLIC_URL>/console/approvals/<id>`), where a person decides it */
+                    consoleUrl: string;
                 };
                 /** @description With an org rule's reason: the rule's message */
                 message?: string;

@@ -3,6 +3,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { upstreamFetch } from './http-fetch';
 import { MAX_ANSWER_BYTES, UpstreamFailure, type Upstream } from './upstream';
 
 export type McpServerAddress =
@@ -20,11 +21,15 @@ export class McpUpstream implements Upstream {
   private tools?: Promise<Tool[]>;
   private readonly listeners: (() => void)[] = [];
   private closed = false;
+  /** An HTTP upstream's POSTs on a kept-alive pool (./http-fetch.ts). */
+  private readonly http?: ReturnType<typeof upstreamFetch>;
 
   constructor(
     private readonly address: McpServerAddress,
     private readonly callTimeoutMs: number,
-  ) {}
+  ) {
+    if ('url' in address) this.http = upstreamFetch();
+  }
 
   async listTools(): Promise<Tool[]> {
     this.tools ??= this.fetchTools().catch((error: unknown) => {
@@ -52,7 +57,7 @@ export class McpUpstream implements Upstream {
     const connection = this.connection;
     this.connection = undefined;
     const client = await connection?.catch(() => undefined);
-    if (!client) return;
+    if (!client) return this.http?.close();
     // The SDK gives a stdio child 2 s to leave once its stdin closes, then SIGTERM and 2 s more: a
     // gateway whose host is gone must not wait that long (./host-lifetime.ts), so it is signalled now.
     const pid = client.transport instanceof StdioClientTransport ? client.transport.pid : null;
@@ -64,6 +69,8 @@ export class McpUpstream implements Upstream {
       }
     }
     await client.close();
+    // After the client: its close aborts what it still has in flight, which the pool would otherwise wait for.
+    await this.http?.close();
   }
 
   private async fetchTools(): Promise<Tool[]> {
@@ -121,7 +128,10 @@ export class McpUpstream implements Upstream {
         maxBufferSize: MAX_ANSWER_BYTES,
       });
     }
-    return new StreamableHTTPClientTransport(new URL(this.address.url), { requestInit: { headers: this.address.headers ?? {} } });
+    return new StreamableHTTPClientTransport(new URL(this.address.url), {
+      requestInit: { headers: this.address.headers ?? {} },
+      fetch: this.http?.fetch,
+    });
   }
 
   private toolsChanged(): void {

@@ -42,7 +42,8 @@ export async function settle(
         approval_id: approval.id,
       }));
       leafIndex = asked.receipt;
-      answer = { ...answer, decision: 'approval_required', approvalId: asked.id, approval: { id: asked.id, expiresAt: asked.expiresAt } };
+      const approval = { id: asked.id, expiresAt: asked.expiresAt, consoleUrl: asked.consoleUrl };
+      answer = { ...answer, decision: 'approval_required', approvalId: asked.id, approval };
     } else {
       leafIndex = await deps.trail.write(record);
     }

@@ -35,7 +35,8 @@ export interface CheckAnswer {
   callId: string;
   reason: string;
   approvalId?: string;
-  approval?: { id: string; expiresAt: string };
+  /** With approval_required: the approval, and its page in the console where a person decides it. */
+  approval?: { id: string; expiresAt: string; consoleUrl: string };
   /** The message of the org rule whose reason this is. */
   message?: string;
   /** A refusal (or an approval asked for): why, at which level of the chain, what would change it. */
