@@ -13,6 +13,8 @@
 //      then the trail searched as the console asks it (a denied call by tool and reason, a tool, a
 //      principal, an hour), p50 and p99;
 //   4. the plan Postgres runs each with (EXPLAIN ANALYZE, BUFFERS), the denied search's too.
+//   5. (--only tree) inclusion and consistency proof latency, p50 and p99, at --leaves leaves (default 50 000 000),
+//      the tree grown past the real leaves with synthetic stored hashes (scripts/bench-trail-proofs.mjs says how).
 // A benchmark, not a test: it prints figures and judges nothing.
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -20,6 +22,7 @@ import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { api, benchDatabase, finish, humanToken, percentile, require, root, run, startService } from './bench-harness.mjs';
 import { checkBody, seed } from './bench-world.mjs';
+import { proofLatency } from './bench-trail-proofs.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -29,8 +32,12 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '1000' },
     checks: { type: 'string', default: '60000' },
     'checked-grants': { type: 'string', default: '64' },
+    // `tree`: only the checks (with the bytes the tree adds) and the proofs at --leaves; `all`: everything.
+    only: { type: 'string', default: 'all' },
+    leaves: { type: 'string', default: '50000000' },
   },
 });
+const TREE_ONLY = values.only === 'tree';
 const RECORDS = Number(values.records);
 const DAYS = Number(values.days);
 const GRANTS = Number(values.grants);
@@ -48,6 +55,34 @@ const partitions = require(path.join(root, 'dist/src/trail/repositories/days.js'
 const compaction = require(path.join(root, 'dist/src/trail/repositories/packing.js'));
 const records = require(path.join(root, 'dist/src/trail/repositories/call-records.js'));
 const shapes = require(path.join(root, 'dist/src/trail/repositories/shapes.js'));
+
+/**
+ * The bytes the trail's Merkle tree adds: its tables (stored hashes, head, checkpoints) with their
+ * indexes, the records' leaf index columns, and any index over those columns; per record kept.
+ */
+async function treeBytes(db) {
+  const { rows } = await db.raw(
+    `select (select count(*) from call_records) + (select count(*) from held_call_records) as records,
+            pg_total_relation_size('trail_hashes') as hashes,
+            (select count(*) from trail_hashes) as hash_rows,
+            pg_total_relation_size('trail_tree') as head,
+            pg_total_relation_size('trail_checkpoints') as checkpoints,
+            (select count(*) from trail_checkpoints) as checkpoint_rows,
+            (select coalesce(sum(pg_column_size(leaf_index)), 0) + coalesce(sum(pg_column_size(outcome_leaf_index)), 0) from call_records) as columns,
+            (select coalesce(sum(pg_relation_size(i.indexrelid)), 0) from pg_partition_tree('call_records') t
+               join pg_index i on i.indrelid = t.relid join pg_class c on c.oid = i.indexrelid where c.relname like '%leaf%') as leaf_indexes`,
+  );
+  const r = Object.fromEntries(Object.entries(rows[0]).map(([k, v]) => [k, Number(v)]));
+  const total = r.hashes + r.head + r.checkpoints + r.columns + r.leaf_indexes;
+  const per = (bytes) => Number((bytes / Math.max(r.records, 1)).toFixed(2));
+  return {
+    ...r,
+    bytesPerRecord: per(total),
+    hashesPerRecord: per(r.hashes),
+    checkpointsPerRecord: per(r.checkpoints),
+    columnsPerRecord: per(r.columns + r.leaf_indexes),
+  };
+}
 
 const uuidHex = (typeid) => Buffer.from(TypeID.fromString(typeid).toUUIDBytes()).toString('hex');
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
@@ -171,6 +206,15 @@ async function main() {
     results.checks = { count: CHECKS, refused, seconds: Number(seconds(started)), ...(await partitions.trailFootprint(db)) };
     results.checks.marginalBytesPerRecord = Math.round((results.checks.bytes - halfway.bytes) / (results.checks.records - halfway.records));
     results.checks.breakdown = await partitions.trailBreakdown(db);
+    results.checks.tree = await treeBytes(db);
+    console.log(`   the tree adds: ${JSON.stringify(results.checks.tree)}`);
+    if (TREE_ONLY) {
+      console.log(`5. proofs at ${values.leaves} leaves, ${QUERIES} requests each`);
+      results.proofs = await proofLatency({ db, base, owner, leaves: Number(values.leaves), queries: QUERIES, grantIds: siblings });
+      console.log(`   ${JSON.stringify(results.proofs)}`);
+      console.log(JSON.stringify(results, null, 2));
+      return;
+    }
     // What the maintenance job does to the day once it is over: its B-tree rebuilt packed.
     await compaction.packTrailDay(db, new Date().toISOString().slice(0, 10));
     results.checks.packed = { ...(await partitions.trailFootprint(db)), breakdown: await partitions.trailBreakdown(db) };

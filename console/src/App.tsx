@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { AgentsPage } from './pages/Agents';
 import { ApprovalsPage } from './pages/Approvals';
 import { CallsPage } from './pages/Calls';
+import { ConsentPage } from './pages/Consent';
 import { GrantsPage } from './pages/Grants';
 import { OverviewPage } from './pages/Overview';
 import { PolicyPage } from './pages/Policy';
@@ -13,6 +14,16 @@ import { match, navigate, usePath } from './router';
 import { apiFor, clearSession, loadConfig, loadSession, type ConsoleConfig, type Session } from './session';
 
 const LAST_POD = 'grant-broker.pod';
+/** Where a person was going when the console sent them to sign in (a consent page), for this tab. */
+const RETURN_TO = 'grant-broker.return-to';
+const CONSENT = '/oauth/consent/:uid';
+
+/** The page to open after a sign-in: the consent page that asked for it, else the overview. */
+function takeReturnPath(): string {
+  const saved = sessionStorage.getItem(RETURN_TO);
+  sessionStorage.removeItem(RETURN_TO);
+  return saved && match(CONSENT, saved) ? saved : '/';
+}
 
 type PodChoice = { id: string; name: string; role: string };
 
@@ -65,9 +76,20 @@ function usePods(session: Session | null): PodChoice[] {
   return pods;
 }
 
-function Page({ path, session, pod }: { path: string; session: Session; pod: { id: string | null; name?: string } }) {
+function Page({
+  path,
+  session,
+  pod,
+  onSignedOut,
+}: {
+  path: string;
+  session: Session;
+  pod: { id: string | null; name?: string };
+  onSignedOut: () => void;
+}) {
   const api = useMemo(() => apiFor(session), [session]);
   let params: Record<string, string> | null;
+  if ((params = match(CONSENT, path))) return <ConsentPage session={session} uid={params.uid!} onSignedOut={onSignedOut} />;
   if (path === '/') return <OverviewPage api={api} podId={pod.id} podName={pod.name} />;
   if (path === '/approvals') return <ApprovalsPage api={api} />;
   if (path === '/policy') return <PolicyPage api={api} />;
@@ -93,6 +115,7 @@ const TITLES: Array<[string, string]> = [
   ['/pods/:podId/grants', 'Grants'],
   ['/pods/:podId/agents', 'Agents'],
   ['/grants/:grantId/calls', 'Calls'],
+  [CONSENT, 'Connect an application'],
   ['/sign-in', 'Sign in'],
   ['/callback', 'Sign in'],
 ];
@@ -120,8 +143,15 @@ export function App() {
     document.title = `${title} · Grant broker`;
   }, [path]);
   useEffect(() => {
-    if (!session && path !== '/sign-in' && path !== '/callback') navigate('/sign-in', true);
+    if (session || path === '/sign-in' || path === '/callback') return;
+    // A host's consent page survives the sign-in: the person comes back to it (the interaction waits ten minutes).
+    if (match(CONSENT, path)) sessionStorage.setItem(RETURN_TO, path);
+    navigate('/sign-in', true);
   }, [path, session]);
+  const signOut = () => {
+    clearSession();
+    setSession(null);
+  };
 
   const signingIn = path === '/sign-in' || path === '/callback';
   return (
@@ -158,15 +188,15 @@ export function App() {
         </nav>
         {session && (
           <div className="who">
-            <PodSwitcher pods={pods} podId={podId} path={path} onChoose={choosePod} />
+            {/* The consent form has its own "Pod": one choice of pod on that page, not two. */}
+            {!match(CONSENT, path) && <PodSwitcher pods={pods} podId={podId} path={path} onChoose={choosePod} />}
             <span>
               Signed in as <strong>{session.userId}</strong>
             </span>
             <button
               type="button"
               onClick={() => {
-                clearSession();
-                setSession(null);
+                signOut();
                 navigate('/sign-in');
               }}
             >
@@ -185,12 +215,12 @@ export function App() {
             session={session}
             onSignedIn={(fresh) => {
               setSession(fresh);
-              navigate('/', true);
+              navigate(takeReturnPath(), true);
             }}
           />
         )}
         {config && !signingIn && session && (
-          <Page path={path} session={session} pod={{ id: podId, name: pods.find((p) => p.id === podId)?.name }} />
+          <Page path={path} session={session} pod={{ id: podId, name: pods.find((p) => p.id === podId)?.name }} onSignedOut={signOut} />
         )}
       </main>
     </>

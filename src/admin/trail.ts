@@ -24,6 +24,7 @@ export async function trailCommand(
       ...exported,
       sha256File: `${exported.file}.sha256`,
       checkpointFile: exported.checkpoint === null ? null : `${exported.file}.checkpoint`,
+      proofsFile: exported.checkpoint === null ? null : `${exported.file}.proofs`,
     };
   }
   return undefined;

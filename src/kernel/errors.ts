@@ -32,6 +32,11 @@ export const PROBLEMS = {
   call_denied: { status: 409, title: 'The call was denied; a denied call takes no outcome' },
   outcome_too_late: { status: 409, title: 'The call was checked more than 24 days ago; its outcome is no longer taken' },
   not_in_checkpoint: { status: 409, title: 'No signed checkpoint of the trail covers this yet, or none has that size' },
+  not_provable: {
+    status: 409,
+    title:
+      'The trail can no longer prove this: a leaf it needs has no record and no kept hash (a record deleted, or a day dropped out of turn)',
+  },
   runtime_stopped: { status: 409, title: "The agent's runtime is stopped" },
   member_exists: { status: 409, title: 'The identity is already a member of the pod' },
   agent_exists: { status: 409, title: 'An agent with this name is already installed in the pod' },

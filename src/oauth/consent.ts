@@ -51,7 +51,11 @@ async function clientOf(deps: ConsentDeps, interaction: Interaction) {
   const redirectUri = String(interaction.params.redirect_uri ?? client.redirectUris?.[0] ?? '');
   return {
     clientId,
-    name: typeof client.clientName === 'string' && client.clientName.trim() !== '' ? client.clientName.slice(0, 200) : clientId,
+    // At most 200 characters, cut between code points so a pair is never halved.
+    name:
+      typeof client.clientName === 'string' && client.clientName.trim() !== ''
+        ? Array.from(client.clientName).slice(0, 200).join('')
+        : clientId,
     redirectHost: URL.parse(redirectUri)?.host ?? '',
   };
 }

@@ -42,7 +42,7 @@ export const OAUTH_ROUTES = {
   userinfo: '/oauth/userinfo',
 } as const;
 
-/** The consent page's path for an interaction (the page is the console's; see consent-routes.ts). */
+/** The consent page's path for an interaction: handler.ts sends the browser on to the console's page. */
 export const consentPath = (uid: string) => `/oauth/consent/${encodeURIComponent(uid)}`;
 
 /** The only scope a gateway knows: using its MCP endpoint. Consent, not scopes, says what a host may do. */
@@ -103,6 +103,15 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     findAccount: async (ctx, sub) => {
       const grant = await grantOf(ctx, sub);
       return grant ? { accountId: grant.id, claims: () => ({ sub: grant.id }) } : undefined;
+    },
+    extraClientMetadata: {
+      // Listed only so the check below runs on every registration and metadata document; nothing new is accepted.
+      properties: ['client_name'],
+      validator: (_ctx, key, _value, metadata) => {
+        if (key === 'client_name' && holdsLoneSurrogate(metadata)) {
+          throw new errors.InvalidClientMetadata('client metadata text must be well-formed Unicode (it holds a lone surrogate)');
+        }
+      },
     },
     responseTypes: ['code'],
     // The keys are P-256: whatever a client registers is signed with ES256.
@@ -197,6 +206,19 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
   );
   provider.on('server_error', (_ctx, error) => deps.log.error({ err: error }, 'authorization server error'));
   return provider;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Whether a client's metadata holds a string with half a surrogate pair: JSON lets a host send
+ * one (`"\ud800"`), Postgres cannot store it in the state's JSON, and no name needs one. Such a
+ * client is refused as invalid metadata (400), at registration and when its document is fetched.
+ */
+function holdsLoneSurrogate(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value);
+  if (depth > 8 || value === null || typeof value !== 'object') return false;
+  return Object.entries(value).some(([key, entry]) => LONE_SURROGATE.test(key) || holdsLoneSurrogate(entry, depth + 1));
 }
 
 /** A client metadata document is a few hundred bytes: anything past this is refused. */

@@ -1,7 +1,8 @@
 import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import { looksLikeId } from '../kernel/ids';
-import { holdTree, releaseTree, rootOfGrant } from './repositories/holds';
+import { heldLeavesOfTree, holdTree, releaseTree, rootOfGrant } from './repositories/holds';
+import { keepHashesOver } from './tree-store';
 
 /**
  * Holds on the call trail, for an investigation: a held grant tree's records outlive retention.
@@ -23,5 +24,7 @@ export async function releaseGrantTree(
 ): Promise<{ rootGrantId: string; releasedRecords: number } | undefined> {
   const rootGrantId = looksLikeId('grant', grantId) ? await rootOfGrant(db, grantId) : undefined;
   if (!rootGrantId) return undefined;
+  // The tree keeps proving the records kept: first the hashes that stand for the released rows' leaves.
+  await keepHashesOver(db, await heldLeavesOfTree(db, rootGrantId));
   return { rootGrantId, releasedRecords: await releaseTree(db, rootGrantId) };
 }

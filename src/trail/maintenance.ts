@@ -18,9 +18,13 @@ import { createTrailDay, dropTrailDay, nextDay, trailDays } from './repositories
 import { heldGrantIds } from './repositories/holds';
 import { dayIndexes, packTrailDay } from './repositories/packing';
 import { dropTalliesBefore } from './repositories/tallies';
+import { pruneCheckpoints } from './repositories/tree';
+import { keepDroppedSpan } from './tree-store';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
 export const DAYS_AHEAD = 3;
+/** Every checkpoint of the last day is kept; before that, the last of each UTC day. */
+const CHECKPOINTS_KEPT_WHOLE_MS = 86_400_000;
 /** Often enough to make a new day long before it starts, rarely enough to cost nothing. */
 const INTERVAL_MS = 3_600_000;
 
@@ -91,14 +95,18 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
           continue;
         }
       }
+      // The tree keeps proving the records kept: first the hashes that stand for the day's leaves.
+      const kept = await keepDroppedSpan(db, day, held);
       await dropTrailDay(db, day, held);
       trailDaysDropped.inc();
       run.dropped.push(day);
-      log.info({ day, heldGrants: held.length }, 'dropped a day of the call trail past retention');
+      log.info({ day, heldGrants: held.length, treeHashesKept: kept }, 'dropped a day of the call trail past retention');
     }
   }
   // The tallies of the days dropped go with them (a few hundred rows a day: one small delete).
   await dropTalliesBefore(db, new Date(`${oldestKept}T00:00:00Z`));
+  // Checkpoints older than a day: the last of each day stays, the others go (one a second otherwise).
+  await pruneCheckpoints(db, new Date(clock.now() - CHECKPOINTS_KEPT_WHOLE_MS));
   await packNewestClosedDay(options, today, oldestKept, run);
   await observe(db, today);
   trailLastPass.set(clock.now() / 1000);

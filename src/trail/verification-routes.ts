@@ -50,7 +50,7 @@ export function trailVerificationRoutes(verification: TrailVerification, auth: C
         auth: null,
         query: z.strictObject({ from: size('The older tree size (at least 1)'), to: size('The newer tree size') }),
         success: { status: 200, description: 'The consistency proof', schema: z.object({ hashes }) },
-        errors: ['not_in_checkpoint'],
+        errors: ['not_in_checkpoint', 'not_provable'],
       },
       async ({ query }) => ({ body: await verification.consistency(query.from, query.to) }),
     ),
@@ -62,21 +62,26 @@ export function trailVerificationRoutes(verification: TrailVerification, auth: C
         tag,
         summary: "A proof that a call's record is in the tree of a signed checkpoint",
         description:
-          "Whoever may read the call's grant (else 404). `treeSize` omitted: the latest checkpoint's. A record no signed " +
+          "Whoever may read the call's grant (else 404); a held record of a dropped day too. `leaf=outcome`: the proof of the " +
+          "outcome's leaf. `treeSize` omitted: the latest checkpoint's. A record no signed " +
           'checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.',
         auth: auth.credentials('human', 'agent'),
         query: z.strictObject({
           callId: z.string().min(1).max(64).openapi({ description: 'The call (`call_…`)' }),
           treeSize: size('The size of a signed checkpoint').optional(),
+          leaf: z
+            .enum(['record', 'outcome'])
+            .optional()
+            .openapi({ description: "The call's record leaf (default), or its reported outcome's (404 before it is reported)" }),
         }),
         success: {
           status: 200,
           description: 'The inclusion proof',
           schema: z.object({ leafIndex: z.number().int(), treeSize: z.number().int(), hashes }).openapi('TrailInclusionProof'),
         },
-        errors: ['not_found', 'not_in_checkpoint'],
+        errors: ['not_found', 'not_in_checkpoint', 'not_provable'],
       },
-      async ({ principal, query }) => ({ body: await verification.inclusion(principal, query.callId, query.treeSize) }),
+      async ({ principal, query }) => ({ body: await verification.inclusion(principal, query.callId, query.treeSize, query.leaf) }),
     ),
   ];
 }

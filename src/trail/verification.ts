@@ -2,8 +2,9 @@ import type { Database } from '../db/database';
 import { ApiError } from '../kernel/errors';
 import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import type { ReadableGrant } from './deps';
-import { findCallRecord } from './repositories/call-records';
-import { checkpointOfSize, latestCheckpoint, readNodes } from './repositories/tree';
+import { findCallRecord, findHeldCallRecord } from './repositories/call-records';
+import { checkpointOfSize, latestCheckpoint } from './repositories/tree';
+import { LeafGone, treeReader } from './tree-store';
 import type { Checkpointer } from './tree/checkpointer';
 import type { TrailSigner } from './tree/note';
 import { consistencyProof, inclusionProof, type ReadNodes } from './tree/proofs';
@@ -21,7 +22,13 @@ export interface TrailVerificationDeps {
 }
 
 export function createTrailVerification(deps: TrailVerificationDeps) {
-  const read: ReadNodes = (nodes) => readNodes(deps.db, nodes);
+  const reader = treeReader(deps.db);
+  // A leaf the tree can no longer rebuild is the store's fault, said plainly, not a 500.
+  const read: ReadNodes = (nodes) =>
+    reader(nodes).catch((error: unknown) => {
+      if (error instanceof LeafGone) throw new ApiError('not_provable', error.message);
+      throw error;
+    });
   const base64 = (hashes: Buffer[]) => hashes.map((hash) => hash.toString('base64'));
 
   /** The newest checkpoint; before the first, one signed now (of the tree as it is). */
@@ -42,17 +49,20 @@ export function createTrailVerification(deps: TrailVerificationDeps) {
       return { hashes: from === to ? [] : base64(await consistencyProof(from, to, read)) };
     },
 
-    async inclusion(principal: HumanPrincipal | AgentPrincipal, callId: string, treeSize?: number) {
-      const record = await findCallRecord(deps.db, callId);
+    /** The proof of a call's record leaf, or (`leaf: 'outcome'`) of its reported outcome's; a held record's too. */
+    async inclusion(principal: HumanPrincipal | AgentPrincipal, callId: string, treeSize?: number, leaf: 'record' | 'outcome' = 'record') {
+      const record = (await findCallRecord(deps.db, callId)) ?? (await findHeldCallRecord(deps.db, callId));
       if (!record) throw new ApiError('not_found', 'no such call');
       await deps.readableGrant(principal, record.grant_id);
       const checkpoint = treeSize === undefined ? await latest() : await checkpointOfSize(deps.db, treeSize);
       if (!checkpoint) throw new ApiError('not_in_checkpoint', `no signed checkpoint has size ${treeSize}`);
-      if (record.leaf_index === null || record.leaf_index >= checkpoint.size) {
-        throw new ApiError('not_in_checkpoint', `the checkpoint of size ${checkpoint.size} does not cover this call yet`);
+      const index = leaf === 'outcome' ? record.outcome_leaf_index : record.leaf_index;
+      if (leaf === 'outcome' && index === null) throw new ApiError('not_found', 'no outcome of this call is in the trail');
+      if (index === null || index >= checkpoint.size) {
+        throw new ApiError('not_in_checkpoint', `the checkpoint of size ${checkpoint.size} does not cover this ${leaf} yet`);
       }
-      const hashes = await inclusionProof(record.leaf_index, checkpoint.size, read);
-      return { leafIndex: record.leaf_index, treeSize: checkpoint.size, hashes: base64(hashes) };
+      const hashes = await inclusionProof(index, checkpoint.size, read);
+      return { leafIndex: index, treeSize: checkpoint.size, hashes: base64(hashes) };
     },
   };
 }

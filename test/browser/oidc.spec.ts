@@ -1,6 +1,9 @@
+import { discoverAuthorizationServerMetadata, registerClient, startAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
 import { expect, test } from '@playwright/test';
+import { registerBroker } from '../../src/admin/brokers';
+import { registerGatewayResource } from '../../src/oauth/resources';
 import { CLIENT_ID, startIdentityProvider, TEST_ACCOUNT, type IdentityProvider } from './identity-provider';
-import { startConsoleService, type ConsoleService } from './world';
+import { startConsoleService, uniqueId, type ConsoleService } from './world';
 
 let provider: IdentityProvider;
 let service: ConsoleService;
@@ -76,4 +79,40 @@ test('signs in with OpenID Connect (code + PKCE) at a real provider, and the API
   const forged = `${token.split('.')[0]}.${token.split('.')[1]}.${Buffer.from('not the signature').toString('base64url')}`;
   const refused = await fetch(`${service.baseUrl}/api/approvals`, { headers: { Authorization: `Bearer ${forged}` } });
   expect(refused.status).toBe(401);
+});
+
+test("an MCP host's consent page sends a person who is not signed in through the identity provider and back to it", async ({ page }) => {
+  const { createDatabase } = await import('../../src/db/database');
+  const db = createDatabase(service.config.DATABASE_URL, 1);
+  const resource = `https://${uniqueId('gw').toLowerCase()}.example.test/mcp`;
+  await registerBroker(db, uniqueId('broker'))
+    .then((broker) => registerGatewayResource(db, broker.id, resource))
+    .finally(() => db.destroy());
+  const metadata = (await discoverAuthorizationServerMetadata(service.baseUrl))!;
+  const redirectUrl = 'http://127.0.0.1:9/callback';
+  const client = await registerClient(service.baseUrl, {
+    metadata,
+    clientMetadata: { client_name: 'OIDC Host', redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none' },
+  });
+  const { authorizationUrl } = await startAuthorization(service.baseUrl, {
+    metadata,
+    clientInformation: client,
+    redirectUrl,
+    resource: new URL(resource),
+    scope: 'mcp',
+  });
+  await page.goto(authorizationUrl.href);
+  await expect(page).toHaveURL(`${service.baseUrl}/console/sign-in`);
+  await page.getByRole('button', { name: 'Sign in with your identity provider' }).click();
+  await page.getByLabel('Email').fill(TEST_ACCOUNT.login);
+  await page.getByLabel('Password').fill(TEST_ACCOUNT.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).toHaveURL(new RegExp(`^${service.baseUrl}/console/oauth/consent/[\\w-]+$`));
+  await expect(page.getByRole('heading', { level: 1, name: 'Connect OIDC Host?' })).toBeVisible();
+  await expect(page.getByText(`Signed in as ${TEST_ACCOUNT.sub}`)).toBeVisible();
+  // This person runs no agent behind that gateway: nothing to give, and saying no still answers the host.
+  await expect(page.getByRole('button', { name: 'Allow' })).toBeDisabled();
+  const denied = page.waitForRequest((request) => request.url().startsWith(redirectUrl));
+  await page.getByRole('button', { name: 'Deny' }).click();
+  expect(new URL((await denied).url()).searchParams.get('error')).toBe('access_denied');
 });

@@ -1,8 +1,9 @@
+import type { RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import pino from 'pino';
 import { registerBroker } from '../../src/admin/brokers';
-import { buildService } from '../../src/composition';
+import { buildService, type ServiceOptions } from '../../src/composition';
 import { loadConfig, type Config } from '../../src/config';
 import { createHttpServer } from '../../src/http/server';
 import { createLogger } from '../../src/kernel/log';
@@ -13,20 +14,34 @@ export interface ConsoleService {
   config: Config;
   /** A one-time console sign-in link for a user (what `npm run admin -- console-link` prints). */
   linkFor(userId: string): Promise<string>;
+  /** The service's own dependencies (its database), for what an operator does with the admin command. */
+  deps: Awaited<ReturnType<typeof buildService>>['infrastructure'];
   /** Adds the checks counted so far to the trail's tallies (the service does it every second). */
   flushTallies(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startConsoleService(overrides: Record<string, string> = {}): Promise<ConsoleService> {
-  const config = loadConfig({ ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'warn', DECISION_LOG: 'all', ...overrides });
-  const service = await buildService(config, { logger: createLogger('warn', pino.destination(2)), migrate: true });
-  const server = createHttpServer(service.app).listen(0, '127.0.0.1');
+export async function startConsoleService(overrides: Record<string, string> = {}, options: ServiceOptions = {}): Promise<ConsoleService> {
+  // The port first, so PUBLIC_URL (the OAuth issuer, the links in webhooks) is where it listens.
+  const app: { listener?: RequestListener } = {};
+  const server = createHttpServer({ callback: () => (req, res) => (app.listener ? app.listener(req, res) : res.writeHead(503).end()) });
+  server.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const config = loadConfig({
+    ...process.env,
+    POLICY_WATCH: 'false',
+    LOG_LEVEL: 'warn',
+    DECISION_LOG: 'all',
+    PUBLIC_URL: baseUrl,
+    ...overrides,
+  });
+  const service = await buildService(config, { logger: createLogger('warn', pino.destination(2)), migrate: true, ...options });
+  app.listener = service.app.callback();
   return {
     baseUrl,
     config,
+    deps: service.infrastructure,
     async linkFor(userId) {
       const { code } = await service.infrastructure.consoleLinks.create(userId);
       return `${baseUrl}/console/sign-in#code=${code}`;
@@ -111,6 +126,12 @@ export async function seedWorld(service: ConsoleService) {
     ownerId,
     memberId,
     agentName: agent.name as string,
+    agentId: agent.agentId as string,
+    brokerId: registered.id,
+    /** What a gateway of that broker authenticates with. */
+    brokerToken: registered.token,
+    connectionId: connection.id,
+    sign,
     owner,
     agentApi,
     grant,

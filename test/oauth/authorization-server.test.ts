@@ -298,6 +298,20 @@ describe('the authorization server (CONTRACT §20)', () => {
     expect(details.status).toBe(404);
   });
 
+  it('client metadata holding half a surrogate pair is refused 400 (never a 5xx), and a long name is cut between code points', async () => {
+    const response = await fetch(metadata.registration_endpoint!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      // The JSON text itself carries the escape: no JavaScript string can be sent with a lone half otherwise.
+      body: `{"client_name":"lone \\ud800 half","redirect_uris":["${REDIRECT}"],"token_endpoint_auth_method":"none"}`,
+    });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: string }).error).toBe('invalid_client_metadata');
+    const client = await registered({ client_name: `${'a'.repeat(199)}\u{1F600}tail` });
+    const { details } = await authorized(client, world.owner.token, () => ({ decision: 'deny' }));
+    expect(details.client.name).toBe(`${'a'.repeat(199)}\u{1F600}`);
+  });
+
   it('a client metadata document on a private address is refused without a fetch', async () => {
     const url = new URL(metadata.authorization_endpoint);
     for (const [key, value] of Object.entries({

@@ -75,6 +75,11 @@ export function recordLeaf(record: Record<string, unknown>): Buffer {
   return Buffer.from(canonicalize(leaf), 'utf8');
 }
 
+/** The leaf of a call's reported outcome: `{callId, outcome, completedAt}` as RFC 8785 JSON. */
+export function outcomeLeaf(record: Record<string, unknown>): Buffer {
+  return Buffer.from(canonicalize({ callId: record.id, outcome: record.outcome, completedAt: record.completedAt }), 'utf8');
+}
+
 const lsb = (n: number) => n % 2 === 1;
 const half = (n: number) => Math.floor(n / 2);
 

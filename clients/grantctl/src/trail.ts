@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { EXIT } from './failure';
-import { leafHash, openCheckpoint, recordLeaf, verifyConsistency, verifyInclusion } from './trail-proofs';
+import { parseDayProofs, verifyArchive } from './trail-archive';
+import { leafHash, openCheckpoint, outcomeLeaf, recordLeaf, verifyConsistency, verifyInclusion } from './trail-proofs';
 
 /**
  * `grantctl trail verify` and `trail consistency`: an auditor's checks, offline, with the verifier
@@ -16,18 +17,22 @@ export function trailCommands(program: Command): void {
     .requiredOption('--key <file>', 'the verifier key (GET /api/trail/key)')
     .requiredOption('--checkpoint <file>', 'a signed checkpoint (GET /api/trail/checkpoint)')
     .requiredOption('--record <file>', 'the call record as the API reads it (JSON)')
-    .requiredOption('--proof <file>', 'its inclusion proof (GET /api/trail/proofs/inclusion)')
+    .requiredOption('--proof <file>', "its inclusion proof, or its outcome's (GET /api/trail/proofs/inclusion[?leaf=outcome])")
     .action((options: { key: string; checkpoint: string; record: string; proof: string }) => {
       const key = readText(options.key);
       const record = readJson(options.record) as Record<string, unknown>;
       const proof = readJson(options.proof) as { leafIndex?: unknown; treeSize?: unknown; hashes?: unknown };
-      const named = `call ${String(record.id)} at leaf ${String(record.leafIndex)}`;
+      // The proof of the record's leaf, or (GET …/inclusion?leaf=outcome) of its outcome's.
+      const ofOutcome = typeof record.outcomeLeafIndex === 'number' && proof.leafIndex === record.outcomeLeafIndex;
+      const index = ofOutcome ? record.outcomeLeafIndex : record.leafIndex;
+      const named = `call ${String(record.id)}${ofOutcome ? "'s outcome" : ''} at leaf ${String(index)}`;
       const checkpoint = opened(readText(options.checkpoint), key);
+      const leaf = ofOutcome ? outcomeLeaf(record) : recordLeaf(record);
       const proven =
-        typeof record.leafIndex === 'number' &&
-        proof.leafIndex === record.leafIndex &&
+        typeof index === 'number' &&
+        proof.leafIndex === index &&
         proof.treeSize === checkpoint.size &&
-        verifyInclusion(record.leafIndex, checkpoint.size, leafHash(recordLeaf(record)), hashesOf(proof.hashes), checkpoint.root);
+        verifyInclusion(index, checkpoint.size, leafHash(leaf), hashesOf(proof.hashes), checkpoint.root);
       finish(
         proven,
         `${named} is in the checkpoint of size ${checkpoint.size}`,
@@ -48,6 +53,33 @@ export function trailCommands(program: Command): void {
       const sizes = `size ${older.size} to size ${newer.size}`;
       if (older.size > newer.size) finish(false, '', `rollback: the newer checkpoint is smaller (${sizes})`);
       finish(verifyConsistency(older, newer, hashesOf(proof.hashes)), `consistent from ${sizes}`, `not consistent from ${sizes}`);
+    });
+  trail
+    .command('verify-archive')
+    .description('is every record of this exported day in the tree of its signed checkpoint, and nothing else?')
+    .requiredOption('--key <file>', 'the verifier key (GET /api/trail/key)')
+    .requiredOption('--archive <file>', 'the exported day (trail export: gzip JSON lines)')
+    .option('--checkpoint <file>', 'the signed checkpoint (default: <archive>.checkpoint)')
+    .option('--proofs <file>', 'the leaf and border hashes (default: <archive>.proofs)')
+    .action(async (options: { key: string; archive: string; checkpoint?: string; proofs?: string }) => {
+      const key = readText(options.key);
+      const checkpoint = opened(readText(options.checkpoint ?? `${options.archive}.checkpoint`), key);
+      let proofs;
+      try {
+        proofs = parseDayProofs(readText(options.proofs ?? `${options.archive}.proofs`));
+      } catch (error) {
+        return unreadable(`the proofs: ${(error as Error).message}`);
+      }
+      const verdict = await verifyArchive(options.archive, proofs, checkpoint).catch((error: Error) =>
+        unreadable(`${options.archive}: ${error.message}`),
+      );
+      if (verdict.ok) {
+        finish(true, `${verdict.records} records (${verdict.leaves} leaves) are in the checkpoint of size ${checkpoint.size}`, '');
+        return;
+      }
+      const at = verdict.leafIndex !== undefined && verdict.leafIndex >= 0 ? ` at leaf ${verdict.leafIndex}` : '';
+      const who = verdict.callId ? `call ${verdict.callId}${at}` : `leaf ${verdict.leafIndex ?? '?'}`;
+      finish(false, '', verdict.leafIndex === undefined && !verdict.callId ? `not proven: ${verdict.why}` : `${who} ${verdict.why}`);
     });
 }
 

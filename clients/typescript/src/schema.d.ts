@@ -409,7 +409,7 @@ export interface paths {
         };
         /**
          * A proof that a call's record is in the tree of a signed checkpoint
-         * @description Whoever may read the call's grant (else 404). `treeSize` omitted: the latest checkpoint's. A record no signed checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.
+         * @description Whoever may read the call's grant (else 404); a held record of a dropped day too. `leaf=outcome`: the proof of the outcome's leaf. `treeSize` omitted: the latest checkpoint's. A record no signed checkpoint covers yet, or a size no checkpoint has: 409 `not_in_checkpoint`.
          */
         get: operations["getTrailInclusionProof"];
         put?: never;
@@ -4338,7 +4338,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size; `not_provable`: The trail can no longer prove this: a leaf it needs has no record and no kept hash (a record deleted, or a day dropped out of turn) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4401,6 +4401,8 @@ export interface operations {
                 callId: string;
                 /** @description The size of a signed checkpoint */
                 treeSize?: number | null;
+                /** @description The call's record leaf (default), or its reported outcome's (404 before it is reported) */
+                leaf?: "record" | "outcome";
             };
             header?: never;
             path?: never;
@@ -4453,7 +4455,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size */
+            /** @description `not_in_checkpoint`: No signed checkpoint of the trail covers this yet, or none has that size; `not_provable`: The trail can no longer prove this: a leaf it needs has no record and no kept hash (a record deleted, or a day dropped out of turn) */
             409: {
                 headers: {
                     [name: string]: unknown;

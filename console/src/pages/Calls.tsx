@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import type { components } from '@grant-broker/client';
 import type { Api } from '../session';
 import { CopyId } from '../parts/CopyId';
+import { VisibleText } from '../parts/ArgsTree';
 import { GrantName, PrincipalName, useAllAgentNames } from '../parts/names';
 import { Pager } from '../parts/Pager';
 import { describeError, Empty, Failed, Loading } from '../parts/states';
@@ -162,6 +163,16 @@ export function CallsPage({ api, grantId }: { api: Api; grantId: string }) {
       {grant.result.state === 'ready' && (
         <p className="hint">
           Tools {grant.result.data.tools.join(', ')}; write mode {grant.result.data.writeMode}; {grant.result.data.status}.
+          {grant.result.data.oauthClient && (
+            <>
+              {' '}
+              Held by application <VisibleText text={grant.result.data.oauthClient.name} /> (client id{' '}
+              <code>
+                <VisibleText text={grant.result.data.oauthClient.clientId} />
+              </code>
+              ), which a person connected with consent.
+            </>
+          )}
         </p>
       )}
       <form

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { Grant } from '@grant-broker/client';
 import type { Api } from '../session';
+import { VisibleText } from '../parts/ArgsTree';
 import { Link } from '../parts/Link';
 import { CopyId } from '../parts/CopyId';
 import { grantTitle, useAgentNames } from '../parts/names';
@@ -184,11 +185,18 @@ export function GrantsPage({ api, podId, podName }: { api: Api; podId: string; p
             <tbody>
               {treeOrder(result.data.items).map((grant) => {
                 const title = grantTitle(grant, { pod: podName, agents });
+                // A consent's child grant: the application (MCP host) that holds it, as it named itself.
+                const host = grant.oauthClient;
                 return (
                   <tr key={grant.id} data-depth={grant.depth}>
                     <th scope="row" className={`depth-${Math.min(grant.depth, 6)}`}>
                       {grant.depth > 0 && <span aria-hidden="true">└ </span>}
                       <Link to={`/grants/${encodeURIComponent(grant.id)}/calls`}>{title}</Link> <CopyId id={grant.id} />
+                      {host && (
+                        <span className="held-by">
+                          held by application <VisibleText text={host.name} />
+                        </span>
+                      )}
                     </th>
                     <td data-label="Resources">{resourcesText(grant)}</td>
                     <td data-label="Write mode">{grant.writeMode}</td>
@@ -206,7 +214,7 @@ export function GrantsPage({ api, podId, podName }: { api: Api; podId: string; p
                         <RevokeButton
                           api={api}
                           grant={grant}
-                          title={title}
+                          title={host ? `${title} held by ${host.name}` : title}
                           onRevoked={(text) => {
                             setMessage(text);
                             refresh();

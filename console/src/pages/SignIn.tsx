@@ -20,24 +20,32 @@ export function SignInPage({
   const [working, setWorking] = useState(false);
 
   useEffect(() => {
-    const code = new URLSearchParams(window.location.hash.slice(1)).get('code');
-    let trade: Promise<Session> | null = null;
-    if (callback && config.oidc) trade = finishSignIn(config.oidc, new URL(window.location.href));
-    else if (code) trade = redeemLink(code);
-    if (!trade) return;
-    // The code is spent either way: take it out of the address bar and the history.
-    window.history.replaceState(null, '', '/console/sign-in');
-    setWorking(true);
-    trade.then(
-      (session) => {
-        saveSession(session);
-        onSignedIn(session);
-      },
-      (caught: unknown) => {
-        setWorking(false);
-        setError(describeError(caught));
-      },
-    );
+    const redeem = (trade: Promise<Session>) => {
+      // The code is spent either way: take it out of the address bar and the history.
+      window.history.replaceState(null, '', '/console/sign-in');
+      setWorking(true);
+      setError(null);
+      trade.then(
+        (session) => {
+          saveSession(session);
+          onSignedIn(session);
+        },
+        (caught: unknown) => {
+          setWorking(false);
+          setError(describeError(caught));
+        },
+      );
+    };
+    const linkCode = () => new URLSearchParams(window.location.hash.slice(1)).get('code');
+    if (callback && config.oidc) redeem(finishSignIn(config.oidc, new URL(window.location.href)));
+    else if (linkCode()) redeem(redeemLink(linkCode()!));
+    // A link opened in the tab that already shows this page changes only the fragment: no page load.
+    const onHash = () => {
+      const code = linkCode();
+      if (code) redeem(redeemLink(code));
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
     // Runs once per page load: a code is single-use.
   }, []);
 

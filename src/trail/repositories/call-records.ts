@@ -264,6 +264,14 @@ export async function findCallRecord(db: Queryable, callId: string): Promise<Cal
   return rows[0] && decode(rows[0]);
 }
 
+/** A held record of a day already dropped (held_call_records), by its call's id. */
+export async function findHeldCallRecord(db: Queryable, callId: string): Promise<CallRecordRow | undefined> {
+  const bytes = idBytes('call', callId);
+  if (!bytes) return undefined;
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(`${withShape('held_call_records r')} where r.id = ?::uuid`, [bytes.toString('hex')]);
+  return rows[0] && decode(rows[0]);
+}
+
 /** The call's outcome so far, its time and the broker of its grant, for the outcome decision. */
 export async function findCallForOutcome(
   db: Queryable,
@@ -492,6 +500,24 @@ export async function callRecordsAfterPlan(
   if (!query) return '';
   const { rows } = await db.raw<{ rows: Array<{ 'QUERY PLAN': string }> }>(`explain (analyze, buffers) ${query.sql}`, query.bindings);
   return rows.map((row) => row['QUERY PLAN']).join('\n');
+}
+
+/**
+ * The records (live and held) holding a leaf, or an outcome's leaf, in these ranges of leaf indices
+ * `[lo, hi)`, with their grants' roots: what the tree's lower levels are rebuilt from. The BRIN
+ * indexes on the leaf columns find them (rows are written in leaf order).
+ */
+export async function callRecordsOfLeaves(db: Queryable, ranges: ReadonlyArray<readonly [number, number]>): Promise<CallRecordRow[]> {
+  if (ranges.length === 0) return [];
+  const where = ranges
+    .map(() => '(r.leaf_index >= ? and r.leaf_index < ?) or (r.outcome_leaf_index >= ? and r.outcome_leaf_index < ?)')
+    .join(' or ');
+  const bindings = ranges.flatMap(([lo, hi]) => [lo, hi, lo, hi]);
+  const { rows } = await db.raw<{ rows: StoredRow[] }>(
+    `${withShape(`(select * from call_records r where ${where} union all select * from held_call_records r where ${where}) r`)}`,
+    [...bindings, ...bindings],
+  );
+  return withRoots(db, rows.map(decode));
 }
 
 /** One UTC day's records in time order after a position (the export): live and held alike. */

@@ -119,3 +119,21 @@ export async function trailRecordsByOutcome(db: Database): Promise<Record<string
   const rows: Array<{ outcome: number; n: string }> = await db('call_records').select('outcome').count({ n: '*' }).groupBy('outcome');
   return Object.fromEntries(rows.map((row) => [outcomeOf(row.outcome), Number(row.n)]));
 }
+
+/**
+ * The leaves a drop of this day takes with it (its records' and their outcomes', held grants'
+ * excepted), in the 256-leaf blocks it does not take whole: the blocks whose lower hashes must be
+ * kept first. A block taken whole and complete needs none (its level-8 hash stands for it).
+ */
+export async function leavesOfDayInPartBlocks(db: Database, day: string, heldGrantIds: readonly string[]): Promise<number[]> {
+  const { rows } = await db.raw<{ rows: Array<{ leaf: string }> }>(
+    `with dropped as (
+       select leaf from (select leaf_index as leaf, grant_id from ?? union all select outcome_leaf_index, grant_id from ??) x
+        where leaf is not null and not (grant_id = any(?::uuid[]))),
+     blocks as (select leaf >> 8 as block, count(*) as n from dropped group by 1)
+     select d.leaf from dropped d join blocks b on b.block = d.leaf >> 8, trail_tree t
+      where b.n < 256 or ((b.block + 1) << 8) > t.size order by d.leaf`,
+    [dayTable(day), dayTable(day), heldGrantIds.map((id) => uuidOf('grant', id))],
+  );
+  return rows.map((row) => Number(row.leaf));
+}

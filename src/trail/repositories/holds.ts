@@ -43,3 +43,16 @@ export async function heldRowCount(db: Database): Promise<number> {
   const [row] = (await db('held_call_records').count({ n: '*' })) as Array<{ n: string }>;
   return Number(row?.n ?? 0);
 }
+
+/** The leaves (records' and outcomes') of a tree's held rows: what a release takes out of the trail. */
+export async function heldLeavesOfTree(db: Database, rootId: string): Promise<number[]> {
+  const grants: Array<{ id: string }> = await db('grants').where('root_id', rootId).select('id');
+  if (grants.length === 0) return [];
+  const { rows } = await db.raw<{ rows: Array<{ leaf: string }> }>(
+    `select leaf from (select leaf_index as leaf, grant_id from held_call_records union all
+                       select outcome_leaf_index, grant_id from held_call_records) x
+      where leaf is not null and grant_id = any(?::uuid[]) order by leaf`,
+    [grants.map((g) => uuidOf('grant', g.id))],
+  );
+  return rows.map((row) => Number(row.leaf));
+}

@@ -20,8 +20,9 @@ export async function treeHead(db: Queryable): Promise<{ size: number; frontier:
 export async function readNodes(db: Queryable, nodes: readonly Node[]): Promise<Map<string, Buffer>> {
   if (nodes.length === 0) return new Map();
   const { rows } = await db.raw<{ rows: Array<{ level: number; idx: string; hash: Buffer }> }>(
-    `select h.level, h.idx, h.hash from trail_hashes h
-       join unnest(?::smallint[], ?::bigint[]) as n(level, idx) on h.level = n.level and h.idx = n.idx`,
+    // A lateral lookup per node: index probes by key, never a scan of the table, whatever its size.
+    `select n.level, n.idx, h.hash from unnest(?::smallint[], ?::bigint[]) as n(level, idx)
+       cross join lateral (select hash from trail_hashes h where h.level = n.level and h.idx = n.idx) h`,
     [nodes.map((node) => node.level), nodes.map((node) => node.index)],
   );
   return new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
@@ -52,7 +53,50 @@ export async function checkpointOfSize(db: Queryable, size: number): Promise<Sto
   return row && { size: Number(row.size), note: row.note };
 }
 
+/**
+ * Checkpoint retention: of those signed before `before`, only the last of each UTC day stays (an
+ * auditor's daily anchor, and what covers the day when it is exported); the newest are all kept.
+ * Answers how many went.
+ */
+export async function pruneCheckpoints(db: Queryable, before: Date): Promise<number> {
+  const { rowCount } = await db.raw<{ rowCount: number }>(
+    `delete from trail_checkpoints where size in (
+       select size from (select size, row_number() over (partition by (signed_at at time zone 'UTC')::date order by size desc) as rank
+                           from trail_checkpoints where signed_at < ?) x
+        where rank > 1)`,
+    [before],
+  );
+  return rowCount;
+}
+
 /** Keeps a signed checkpoint; another replica's of the same size stands (both sign the same tree). */
 export async function saveCheckpoint(db: Queryable, checkpoint: StoredCheckpoint): Promise<void> {
   await db('trail_checkpoints').insert({ size: checkpoint.size, note: checkpoint.note }).onConflict('size').ignore();
+}
+
+/** Levels below this are not stored while their leaves' records are kept (migrations/20261126203000). */
+export const STORED_FROM_LEVEL = 8;
+export const BLOCK = 1 << STORED_FROM_LEVEL;
+
+/** The hashes stored below level 8 in these 256-leaf blocks (kept for leaves whose records are gone), by nodeKey. */
+export async function readLowerNodes(db: Queryable, blocks: readonly number[]): Promise<Map<string, Buffer>> {
+  if (blocks.length === 0) return new Map();
+  const levels = Array.from({ length: STORED_FROM_LEVEL }, (_, level) => level);
+  const ranges = blocks.flatMap((block) => levels.map((level) => [level, block << (STORED_FROM_LEVEL - level)] as const));
+  const { rows } = await db.raw<{ rows: Array<{ level: number; idx: string; hash: Buffer }> }>(
+    `select h.level, h.idx, h.hash from unnest(?::smallint[], ?::bigint[]) as n(level, lo)
+       cross join lateral (select level, idx, hash from trail_hashes h
+                            where h.level = n.level and h.idx >= n.lo and h.idx < n.lo + (1::bigint << (${STORED_FROM_LEVEL} - n.level))) h`,
+    [ranges.map(([level]) => level), ranges.map(([, lo]) => lo)],
+  );
+  return new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
+}
+
+/** Keeps the hashes of these complete subtrees (the same node always hashes the same). */
+export async function saveNodes(db: Queryable, nodes: ReadonlyArray<{ level: number; index: number; hash: Buffer }>): Promise<void> {
+  if (nodes.length === 0) return;
+  await db.raw(
+    `insert into trail_hashes (level, idx, hash) select * from unnest(?::smallint[], ?::bigint[], ?::bytea[]) on conflict do nothing`,
+    [nodes.map((node) => node.level), nodes.map((node) => node.index), nodes.map((node) => node.hash)],
+  );
 }

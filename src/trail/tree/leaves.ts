@@ -63,3 +63,40 @@ export function rootOfFrontier(frontier: readonly Buffer[]): Buffer {
   for (let i = frontier.length - 2; i >= 0; i -= 1) root = nodeHash(frontier[i]!, root);
   return root;
 }
+
+/** A call record as the API presents it: what its leaves are rebuilt from (contract §22). */
+export interface PresentedLeaves {
+  id: string;
+  grantId: string;
+  rootId: string;
+  tool: string;
+  argsDigest: string;
+  decision: RecordLeaf['decision'];
+  reason: string;
+  approvalId: string | null;
+  requestedAt: string;
+  principal: { kind: string; id: string };
+  outcome: string;
+  completedAt: string | null;
+  leafIndex: number | null;
+  outcomeLeafIndex: number | null;
+}
+
+/**
+ * The leaves of a record as the API presents it, by index: its record's and, once reported, its
+ * outcome's. A call held for approval keeps `approval_required` as its leaf's reason, whatever
+ * became of the approval since (the record as read may say `approval_denied`).
+ */
+export function leavesOfRecord(record: PresentedLeaves): Array<{ index: number; hash: Buffer }> {
+  const leaves: Array<{ index: number; hash: Buffer }> = [];
+  if (record.leafIndex !== null) {
+    const reason = record.decision === 'approval_required' ? 'approval_required' : record.reason;
+    const leaf = recordLeaf({ ...record, callId: record.id, reason });
+    leaves.push({ index: record.leafIndex, hash: leafHash(leaf) });
+  }
+  if (record.outcomeLeafIndex !== null && (record.outcome === 'succeeded' || record.outcome === 'failed') && record.completedAt) {
+    const leaf = outcomeLeaf({ callId: record.id, outcome: record.outcome, completedAt: record.completedAt });
+    leaves.push({ index: record.outcomeLeafIndex, hash: leafHash(leaf) });
+  }
+  return leaves;
+}

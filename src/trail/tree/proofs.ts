@@ -83,3 +83,40 @@ export async function rootAt(size: number, read: ReadNodes): Promise<Buffer> {
   const [root] = await hashesOf([[0, size]], read);
   return root!;
 }
+
+export type { Range };
+
+/**
+ * What rebuilds the root of a tree of `size` leaves from some of its leaves (an archived day's):
+ * the ranges of RFC 9162's split of the tree that hold none of those leaves while the range they
+ * were split from holds some. A day's span costs O(log n) of them per edge. `leaves` sorted.
+ */
+export function borderRanges(size: number, leaves: readonly number[]): Range[] {
+  const borders: Range[] = [];
+  const holdsLeaf = (lo: number, hi: number) => {
+    let [a, b] = [0, leaves.length];
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      if (leaves[mid]! < lo) a = mid + 1;
+      else b = mid;
+    }
+    return a < leaves.length && leaves[a]! < hi;
+  };
+  const walk = (lo: number, hi: number): void => {
+    if (!holdsLeaf(lo, hi)) {
+      borders.push([lo, hi]);
+      return;
+    }
+    if (hi - lo === 1) return;
+    const k = split(hi - lo);
+    walk(lo, lo + k);
+    walk(lo + k, hi);
+  };
+  if (size > 0) walk(0, size);
+  return borders;
+}
+
+/** The hashes of these ranges of leaves (each a range of RFC 9162's split of some tree). */
+export function rangeHashes(ranges: Range[], read: ReadNodes): Promise<Buffer[]> {
+  return hashesOf(ranges, read);
+}
