@@ -25,7 +25,9 @@ export function extAuthzHttpRoute(service: ExtAuthzService): PassThroughRoute {
     description:
       "Any method; the path after `/ext-authz` is the original request's path. The broker authenticates with " +
       "`x-broker-authorization: Bearer bkt_…`; the agent's credential is the forwarded `authorization`; the grant is " +
-      'the `grant-id` header (an approval may be named with `x-grant-approval-id`). The tool and its arguments come from ' +
+      "the `grant-id` header, or, when the agent's credential is an MCP host's OAuth access token, that token's grant " +
+      '(a `grant-id` naming another grant is 400 `grant_mismatch`; an approval may be named with ' +
+      '`x-grant-approval-id`). The tool and its arguments come from ' +
       "the broker's route map (`PUT /api/brokers/{brokerId}/routes`): a method and path template, or, on an `mcp: true` " +
       "route, the JSON-RPC body's `tools/call` (`initialize`, `ping`, `tools/list` and notifications pass without a " +
       'check; other MCP methods are denied `method_not_allowed` unless a route names them). 200 allows: `x-grant-call-id` ' +
