@@ -1,0 +1,76 @@
+// npm run bench:tail: where the broker check's slowest 1 % wait, at rates a shared machine carries.
+// For each rate of BENCH_TAIL_RATES (300,600), in alternating rounds (BENCH_PAIR_ROUNDS, 2): the
+// service with its stages timed (TRACE_STAGES: each stage's p99 from its spans, the event loop's
+// delay and GC pauses beside them), the floor of a check (bench-floor.mjs) and the disk's
+// 8 kB write + fdatasync, each at that rate; then the check's p99 against 2 x fdatasync p99 + 1 ms
+// of the same round. BENCH_TAIL_BASE (a directory holding a dist/ and src/budget/*.lua of another
+// build, e.g. main's) adds that build as a second service in the same rounds: a before/after of a
+// change on the same machine at the same time. BENCH_RATE_S (15) and BENCH_RATE_WARMUP_S (3) as in
+// `npm run bench`.
+import path from 'node:path';
+import { benchDatabase, finish, killChildren, signalService, startService, stopService } from './bench-harness.mjs';
+import { steadyRate } from './bench-rate.mjs';
+import { RATE_CONNECTIONS, RATE_S, RATE_WARMUP_S, diskSyncAtRate, startFloor } from './bench-scale.mjs';
+import { checkBody, seed } from './bench-world.mjs';
+
+const RATES = (process.env.BENCH_TAIL_RATES ?? '300,600').split(',').map(Number);
+const ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 2);
+const BASE = process.env.BENCH_TAIL_BASE;
+
+const fixedRate = async (target, rate, warmedUp = () => undefined) => {
+  const steady = (seconds) => steadyRate({ ...target, path: '/api/broker/check', rate, seconds, connections: RATE_CONNECTIONS });
+  if (RATE_WARMUP_S > 0) await steady(RATE_WARMUP_S);
+  await warmedUp();
+  return steady(RATE_S);
+};
+
+async function main() {
+  const db = await benchDatabase();
+  const rows = [];
+  try {
+    const variants = [{ name: 'this build', main: 'dist/src/main.js' }];
+    if (BASE) variants.unshift({ name: `base (${BASE})`, main: path.join(BASE, 'dist/src/main.js') });
+    const dataDirectory = (await db.raw('show data_directory')).rows[0].data_directory;
+    let floor;
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      for (const rate of RATES) {
+        const disk = diskSyncAtRate(5, dataDirectory, rate);
+        const target = disk.p99 * 2 + 1;
+        console.log(`round ${round}, ${rate}/s: fdatasync p50 ${disk.p50} p99 ${disk.p99} ms (target ${target.toFixed(2)} ms)`);
+        for (const variant of variants) {
+          // A fresh service per round: its stage table (stderr, at exit) covers this round only.
+          const base = await startService({ DECISION_LOG: 'all', TRACE_STAGES: 'true' }, [], variant.main);
+          const world = await seed(base, db, { name: `tail-${round}-${rate}-${rows.length}` });
+          floor ??= await startFloor(world.leafId);
+          const result = await fixedRate({ base, token: world.brokerToken, body: checkBody(world) }, rate, () =>
+            signalService(base, 'SIGUSR2'),
+          );
+          console.log(`\n== round ${round}, ${rate}/s, ${variant.name}: check p50 ${result.p50} p99 ${result.p99} max ${result.max} ms`);
+          console.log(
+            `   ${result.ok2xx} ok, ${result.non2xx} non-2xx, ${result.errors} errors; generator loop p99 ${result.generatorLoopDelayP99}`,
+          );
+          await stopService(base);
+          rows.push({ round, rate, variant: variant.name, p99: result.p99, target, ratio: result.p99 / target });
+        }
+        const floorRun = await fixedRate({ base: floor.base, token: 'none', body: '{"tool":"repos.read_file"}' }, rate);
+        console.log(`== round ${round}, ${rate}/s, floor: p50 ${floorRun.p50} p99 ${floorRun.p99} ms\n`);
+        rows.push({ round, rate, variant: 'floor', p99: floorRun.p99, target, ratio: floorRun.p99 / target });
+      }
+    }
+    floor?.stop();
+  } finally {
+    await finish(db);
+  }
+  console.log('\nround  rate  variant                          p99 ms  2xfsync p99+1  ratio');
+  for (const r of rows) {
+    console.log(
+      `${String(r.round).padStart(5)} ${String(r.rate).padStart(5)}  ${r.variant.padEnd(32)} ${r.p99.toFixed(2).padStart(7)} ${r.target.toFixed(2).padStart(14)} ${r.ratio.toFixed(2).padStart(6)}`,
+    );
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  killChildren();
+  process.exit(1);
+});
