@@ -5,10 +5,11 @@
 // 8 kB write + fdatasync, each at that rate; then the check's p99 against 2 x fdatasync p99 + 1 ms
 // of the same round. BENCH_TAIL_BASE (a directory holding a dist/ and src/budget/*.lua of another
 // build, e.g. main's) adds that build as a second service in the same rounds: a before/after of a
-// change on the same machine at the same time. BENCH_RATE_S (15) and BENCH_RATE_WARMUP_S (3) as in
-// `npm run bench`.
+// change on the same machine at the same time; BENCH_TAIL_BASE_NODE_ARGS, node flags for that
+// build's service only (BENCH_TAIL_BASE=. for a before/after of a flag). BENCH_RATE_S (15),
+// BENCH_RATE_CONNECTIONS (20) and BENCH_RATE_WARMUP_S (3) as in `npm run bench`.
 import path from 'node:path';
-import { benchDatabase, finish, killChildren, signalService, startService, stopService } from './bench-harness.mjs';
+import { benchDatabase, finish, killChildren, serviceCpuMs, signalService, startService, stopService } from './bench-harness.mjs';
 import { steadyRate } from './bench-rate.mjs';
 import { RATE_CONNECTIONS, RATE_S, RATE_WARMUP_S, diskSyncAtRate, startFloor } from './bench-scale.mjs';
 import { checkBody, seed } from './bench-world.mjs';
@@ -16,6 +17,7 @@ import { checkBody, seed } from './bench-world.mjs';
 const RATES = (process.env.BENCH_TAIL_RATES ?? '300,600').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 2);
 const BASE = process.env.BENCH_TAIL_BASE;
+const BASE_NODE_ARGS = process.env.BENCH_TAIL_BASE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 
 const fixedRate = async (target, rate, warmedUp = () => undefined) => {
   const steady = (seconds) => steadyRate({ ...target, path: '/api/broker/check', rate, seconds, connections: RATE_CONNECTIONS });
@@ -28,8 +30,8 @@ async function main() {
   const db = await benchDatabase();
   const rows = [];
   try {
-    const variants = [{ name: 'this build', main: 'dist/src/main.js' }];
-    if (BASE) variants.unshift({ name: `base (${BASE})`, main: path.join(BASE, 'dist/src/main.js') });
+    const variants = [{ name: 'this build', main: 'dist/src/main.js', nodeArgs: [] }];
+    if (BASE) variants.unshift({ name: `base (${BASE})`, main: path.join(BASE, 'dist/src/main.js'), nodeArgs: BASE_NODE_ARGS });
     const dataDirectory = (await db.raw('show data_directory')).rows[0].data_directory;
     let floor;
     for (let round = 1; round <= ROUNDS; round += 1) {
@@ -39,32 +41,44 @@ async function main() {
         console.log(`round ${round}, ${rate}/s: fdatasync p50 ${disk.p50} p99 ${disk.p99} ms (target ${target.toFixed(2)} ms)`);
         for (const variant of variants) {
           // A fresh service per round: its stage table (stderr, at exit) covers this round only.
-          const base = await startService({ DECISION_LOG: 'all', TRACE_STAGES: 'true' }, [], variant.main);
+          const base = await startService({ DECISION_LOG: 'all', TRACE_STAGES: 'true' }, variant.nodeArgs, variant.main);
           const world = await seed(base, db, { name: `tail-${round}-${rate}-${rows.length}` });
           floor ??= await startFloor(world.leafId);
-          const result = await fixedRate({ base, token: world.brokerToken, body: checkBody(world) }, rate, () =>
-            signalService(base, 'SIGUSR2'),
-          );
+          let cpuBefore = 0;
+          const result = await fixedRate({ base, token: world.brokerToken, body: checkBody(world) }, rate, () => {
+            signalService(base, 'SIGUSR2');
+            cpuBefore = serviceCpuMs(base);
+          });
+          const cpuMicros = Math.round((1000 * (serviceCpuMs(base) - cpuBefore)) / (result.ok2xx + result.non2xx));
           console.log(`\n== round ${round}, ${rate}/s, ${variant.name}: check p50 ${result.p50} p99 ${result.p99} max ${result.max} ms`);
           console.log(
             `   ${result.ok2xx} ok, ${result.non2xx} non-2xx, ${result.errors} errors; generator loop p99 ${result.generatorLoopDelayP99}`,
           );
           await stopService(base);
-          rows.push({ round, rate, variant: variant.name, p99: result.p99, target, ratio: result.p99 / target });
+          rows.push({
+            round,
+            rate,
+            variant: variant.name,
+            p50: result.p50,
+            p99: result.p99,
+            target,
+            ratio: result.p99 / target,
+            cpuMicros,
+          });
         }
         const floorRun = await fixedRate({ base: floor.base, token: 'none', body: '{"tool":"repos.read_file"}' }, rate);
         console.log(`== round ${round}, ${rate}/s, floor: p50 ${floorRun.p50} p99 ${floorRun.p99} ms\n`);
-        rows.push({ round, rate, variant: 'floor', p99: floorRun.p99, target, ratio: floorRun.p99 / target });
+        rows.push({ round, rate, variant: 'floor', p50: floorRun.p50, p99: floorRun.p99, target, ratio: floorRun.p99 / target });
       }
     }
     floor?.stop();
   } finally {
     await finish(db);
   }
-  console.log('\nround  rate  variant                          p99 ms  2xfsync p99+1  ratio');
+  console.log('\nround  rate  variant                          p50 ms  p99 ms  2xfsync p99+1  ratio  µs CPU/check');
   for (const r of rows) {
     console.log(
-      `${String(r.round).padStart(5)} ${String(r.rate).padStart(5)}  ${r.variant.padEnd(32)} ${r.p99.toFixed(2).padStart(7)} ${r.target.toFixed(2).padStart(14)} ${r.ratio.toFixed(2).padStart(6)}`,
+      `${String(r.round).padStart(5)} ${String(r.rate).padStart(5)}  ${r.variant.slice(0, 32).padEnd(32)} ${r.p50.toFixed(2).padStart(7)} ${r.p99.toFixed(2).padStart(7)} ${r.target.toFixed(2).padStart(14)} ${r.ratio.toFixed(2).padStart(6)} ${String(r.cpuMicros ?? '').padStart(13)}`,
     );
   }
 }
