@@ -1,13 +1,14 @@
 // npm run bench:tail: where the broker check's slowest 1 % wait, at rates a shared machine carries.
-// For each rate of BENCH_TAIL_RATES (300,600), in alternating rounds (BENCH_PAIR_ROUNDS, 2): the
-// service with its stages timed (TRACE_STAGES: each stage's p99 from its spans, the event loop's
-// delay and GC pauses beside them), the floor of a check (bench-floor.mjs) and the disk's
-// 8 kB write + fdatasync, each at that rate; then the check's p99 against 2 x fdatasync p99 + 1 ms
-// of the same round. BENCH_TAIL_BASE (a directory holding a dist/ and src/budget/*.lua of another
-// build, e.g. main's) adds that build as a second service in the same rounds: a before/after of a
-// change on the same machine at the same time; BENCH_TAIL_BASE_NODE_ARGS, node flags for that
-// build's service only (BENCH_TAIL_BASE=. for a before/after of a flag). BENCH_RATE_S (15),
-// BENCH_RATE_CONNECTIONS (20) and BENCH_RATE_WARMUP_S (3) as in `npm run bench`.
+// For each rate of BENCH_TAIL_RATES (300,600), in BENCH_PAIR_ROUNDS rounds (2): the disk's 8 kB
+// write + fdatasync at that rate, then, all at once and each at that rate, the service with its
+// stages timed (TRACE_STAGES: each stage's p99 from its spans, the event loop's delay and GC pauses
+// beside them; printed when it stops) and the floor of a check (bench-floor.mjs); the check's p99
+// beside 2 x that fdatasync p99 + 1 ms. BENCH_TAIL_BASE (directories, comma-separated, each holding
+// the dist/ and src/budget/*.lua of another build, e.g. main's) adds those builds as services
+// served at the same time: a before/after of a change under the same moments of a shared machine,
+// which rounds taken in turn cannot promise. BENCH_TAIL_BASE_NODE_ARGS: node flags of those builds'
+// services only (a before/after of a flag). BENCH_RATE_S (15), BENCH_RATE_CONNECTIONS (20) and
+// BENCH_RATE_WARMUP_S (3) as in `npm run bench`.
 import path from 'node:path';
 import { benchDatabase, finish, killChildren, serviceCpuMs, signalService, startService, stopService } from './bench-harness.mjs';
 import { steadyRate } from './bench-rate.mjs';
@@ -16,7 +17,7 @@ import { checkBody, seed } from './bench-world.mjs';
 
 const RATES = (process.env.BENCH_TAIL_RATES ?? '300,600').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 2);
-const BASE = process.env.BENCH_TAIL_BASE;
+const BASES = (process.env.BENCH_TAIL_BASE ?? '').split(',').filter(Boolean);
 const BASE_NODE_ARGS = process.env.BENCH_TAIL_BASE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 
 const fixedRate = async (target, rate, warmedUp = () => undefined) => {
@@ -31,7 +32,9 @@ async function main() {
   const rows = [];
   try {
     const variants = [{ name: 'this build', main: 'dist/src/main.js', nodeArgs: [] }];
-    if (BASE) variants.unshift({ name: `base (${BASE})`, main: path.join(BASE, 'dist/src/main.js'), nodeArgs: BASE_NODE_ARGS });
+    for (const base of BASES.reverse()) {
+      variants.unshift({ name: `base (${path.basename(base)})`, main: path.join(base, 'dist/src/main.js'), nodeArgs: BASE_NODE_ARGS });
+    }
     const dataDirectory = (await db.raw('show data_directory')).rows[0].data_directory;
     let floor;
     for (let round = 1; round <= ROUNDS; round += 1) {
@@ -39,22 +42,34 @@ async function main() {
         const disk = diskSyncAtRate(5, dataDirectory, rate);
         const target = disk.p99 * 2 + 1;
         console.log(`round ${round}, ${rate}/s: fdatasync p50 ${disk.p50} p99 ${disk.p99} ms (target ${target.toFixed(2)} ms)`);
+        // Every variant (and the reference server) served at once, each at the rate: the same
+        // moments of a shared machine fall on all of them, which rounds taken in turn cannot promise.
+        // A fresh service per round: its stage table (stderr, at exit) covers this round only.
+        const started = [];
         for (const variant of variants) {
-          // A fresh service per round: its stage table (stderr, at exit) covers this round only.
           const base = await startService({ DECISION_LOG: 'all', TRACE_STAGES: 'true' }, variant.nodeArgs, variant.main);
-          const world = await seed(base, db, { name: `tail-${round}-${rate}-${rows.length}` });
-          floor ??= await startFloor(world.leafId);
-          let cpuBefore = 0;
-          const result = await fixedRate({ base, token: world.brokerToken, body: checkBody(world) }, rate, () => {
-            signalService(base, 'SIGUSR2');
-            cpuBefore = serviceCpuMs(base);
-          });
-          const cpuMicros = Math.round((1000 * (serviceCpuMs(base) - cpuBefore)) / (result.ok2xx + result.non2xx));
+          const world = await seed(base, db, { name: `tail-${round}-${rate}-${started.length}` });
+          started.push({ variant, base, world, target: { base, token: world.brokerToken, body: checkBody(world) } });
+        }
+        floor ??= await startFloor(started[0].world.leafId);
+        const cpuBefore = new Map();
+        const [floorRun, ...results] = await Promise.all([
+          fixedRate({ base: floor.base, token: 'none', body: '{"tool":"repos.read_file"}' }, rate),
+          ...started.map(({ base, target }) =>
+            fixedRate(target, rate, () => {
+              signalService(base, 'SIGUSR2');
+              cpuBefore.set(base, serviceCpuMs(base));
+            }),
+          ),
+        ]);
+        for (const [i, { variant, base }] of started.entries()) {
+          const result = results[i];
+          const cpuMicros = Math.round((1000 * (serviceCpuMs(base) - cpuBefore.get(base))) / (result.ok2xx + result.non2xx));
+          await stopService(base);
           console.log(`\n== round ${round}, ${rate}/s, ${variant.name}: check p50 ${result.p50} p99 ${result.p99} max ${result.max} ms`);
           console.log(
-            `   ${result.ok2xx} ok, ${result.non2xx} non-2xx, ${result.errors} errors; generator loop p99 ${result.generatorLoopDelayP99}`,
+            `   ${result.ok2xx} ok, ${result.non2xx} non-2xx, ${result.errors} errors; ${cpuMicros} µs service CPU per check; generator loop p99 ${result.generatorLoopDelayP99}`,
           );
-          await stopService(base);
           rows.push({
             round,
             rate,
@@ -66,7 +81,6 @@ async function main() {
             cpuMicros,
           });
         }
-        const floorRun = await fixedRate({ base: floor.base, token: 'none', body: '{"tool":"repos.read_file"}' }, rate);
         console.log(`== round ${round}, ${rate}/s, floor: p50 ${floorRun.p50} p99 ${floorRun.p99} ms\n`);
         rows.push({ round, rate, variant: 'floor', p50: floorRun.p50, p99: floorRun.p99, target, ratio: floorRun.p99 / target });
       }
