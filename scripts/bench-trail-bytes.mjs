@@ -13,8 +13,12 @@
 // 2N records left minus what dropping N left, ((D2 - D1) - (D1 - D0)) / N, so each day's fixed
 // costs (its kept checkpoint, the hashes at its edges) cancel out. The tree's share is the figure
 // with the tree less the one without. A page is 8 kB: a figure is good to about 8192 / N bytes.
+// A few thousand records move a stored-hash table by a page or two: the bytes a dropped record
+// leaves are resolved at scale too, by 2^20 more leaves appended with trail_append (the function
+// every group commit calls) on the same tree, per leaf, times the leaves a record took above.
 // The drop is the maintenance job's own pass (export-less retention: the hashes standing for the
 // day kept first, then the partition dropped), run with a clock two days ahead and 1 day retained.
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { require, root, sleep, startService, stopService } from './bench-harness.mjs';
 
@@ -33,6 +37,7 @@ async function sizes(db) {
             pg_total_relation_size('trail_tree') as head,
             pg_total_relation_size('trail_checkpoints') as checkpoints,
             (select count(*) from trail_hashes) as hash_rows,
+            (select size from trail_tree) as size,
             (select count(*) from trail_checkpoints) as checkpoint_rows`,
   );
   return Object.fromEntries(Object.entries(rows[0]).map(([key, value]) => [key, Number(value)]));
@@ -80,6 +85,27 @@ async function measure(db, mode, world, grantIds, n, checks) {
   }
 }
 
+/** What trail_hashes grows by per leaf over `leaves` more leaves: what stays of a leaf once its record is dropped. */
+async function storedHashBytesPerLeaf(db, leaves) {
+  const measured = async () => {
+    await db.raw('vacuum full trail_hashes');
+    const { rows } = await db.raw(`select pg_total_relation_size('trail_hashes') as bytes, (select size from trail_tree) as size`);
+    return { bytes: Number(rows[0].bytes), size: Number(rows[0].size) };
+  };
+  const before = await measured();
+  const batch = 512;
+  for (let at = 0; at < leaves; at += batch) {
+    const hashes = Array.from({ length: batch }, (_, i) =>
+      createHash('sha256')
+        .update(`bench leaf ${at + i}`)
+        .digest(),
+    );
+    await db.raw('select trail_append(?::bytea[])', [hashes]);
+  }
+  const after = await measured();
+  return Number(((after.bytes - before.bytes) / (after.size - before.size)).toFixed(3));
+}
+
 /**
  * Bytes per record the tree adds, retained and dropped: with the tree against TRAIL_TREE=off,
  * N = `records` (3N checks each). `checks(base, world, grantIds, count)` makes checks with outcomes.
@@ -89,6 +115,9 @@ export async function treeBytesPerRecord({ db, world, grantIds, records, checks 
   console.log(`   TRAIL_TREE=off: ${JSON.stringify({ retained: off.retained, dropped: off.dropped })}`);
   const on = await measure(db, 'on', world, grantIds, records, checks);
   console.log(`   tree on:        ${JSON.stringify({ retained: on.retained, dropped: on.dropped })}`);
+  const leavesPerRecord = (on.raw.r2N.size - on.raw.rN.size) / records;
+  const perLeaf = await storedHashBytesPerLeaf(db, 1 << 20);
+  console.log(`   stored hashes at scale: ${perLeaf} B a leaf, ${leavesPerRecord} leaves a record`);
   const added = (key) =>
     Object.fromEntries(Object.keys(on[key]).map((part) => [part, Number((on[key][part] - off[key][part]).toFixed(2))]));
   return {
@@ -97,6 +126,7 @@ export async function treeBytesPerRecord({ db, world, grantIds, records, checks 
     treeAdds: { retainedDay: added('retained'), droppedDay: added('dropped') },
     // Exact where the page-rounded bytes are not: stored hashes a record adds (two leaves a record).
     hashRowsPerRecord: Number(((on.raw.r2N.hash_rows - on.raw.rN.hash_rows) / records).toFixed(4)),
+    droppedAtScale: { bytesPerLeaf: perLeaf, leavesPerRecord, bytesPerRecord: Number((perLeaf * leavesPerRecord).toFixed(2)) },
     checkpointsPerRecord: Number(((on.raw.r2N.checkpoint_rows - on.raw.rN.checkpoint_rows) / records).toFixed(4)),
     off,
     on,
