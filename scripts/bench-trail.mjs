@@ -13,7 +13,10 @@
 //      then the trail searched as the console asks it (a denied call by tool and reason, a tool, a
 //      principal, an hour), p50 and p99;
 //   4. the plan Postgres runs each with (EXPLAIN ANALYZE, BUFFERS), the denied search's too.
-//   5. (--only tree) inclusion and consistency proof latency, p50 and p99, at --leaves leaves (default 50 000 000),
+//   5. (--only tree, or alone with --only bytes) the bytes per record the Merkle tree adds, measured on disk
+//      with the tree against TRAIL_TREE=off, over a retained day and once the day is dropped by retention,
+//      at --tree-records N and 2N (3N checks each way; scripts/bench-trail-bytes.mjs says how);
+//   6. (--only tree) inclusion and consistency proof latency, p50 and p99, at --leaves leaves (default 50 000 000),
 //      the tree grown past the real leaves with synthetic stored hashes (scripts/bench-trail-proofs.mjs says how).
 // A benchmark, not a test: it prints figures and judges nothing.
 import { randomBytes } from 'node:crypto';
@@ -23,6 +26,7 @@ import path from 'node:path';
 import { api, benchDatabase, finish, humanToken, percentile, require, root, run, startService } from './bench-harness.mjs';
 import { checkBody, seed } from './bench-world.mjs';
 import { proofLatency } from './bench-trail-proofs.mjs';
+import { treeBytesPerRecord } from './bench-trail-bytes.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -32,12 +36,15 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '1000' },
     checks: { type: 'string', default: '60000' },
     'checked-grants': { type: 'string', default: '64' },
-    // `tree`: only the checks (with the bytes the tree adds) and the proofs at --leaves; `all`: everything.
+    // `tree`: only the checks (with the bytes the tree adds) and the proofs at --leaves; `bytes`: only the
+    // tree's bytes, on against off; `all`: everything.
     only: { type: 'string', default: 'all' },
+    'tree-records': { type: 'string', default: '20000' },
     leaves: { type: 'string', default: '50000000' },
   },
 });
 const TREE_ONLY = values.only === 'tree';
+const BYTES_ONLY = values.only === 'bytes';
 const RECORDS = Number(values.records);
 const DAYS = Number(values.days);
 const GRANTS = Number(values.grants);
@@ -104,7 +111,14 @@ async function realChecks(base, world, grantIds, count, concurrency = 16) {
       if (!answer) continue;
       if (answer.decision !== 'allow') throw new Error(`a bench check was not allowed: ${JSON.stringify(answer)}`);
       const outcome = next % 10 === 0 ? { outcome: 'failed', errorCode: 'upstream:timeout' } : { outcome: 'succeeded', durationMs: 40 };
-      await api(base, 'POST', `/api/broker/calls/${answer.callId}/outcome`, world.brokerToken, outcome);
+      const report = () => api(base, 'POST', `/api/broker/calls/${answer.callId}/outcome`, world.brokerToken, outcome);
+      // A 503 promises nothing: sent again, an outcome the first send recorded answers 409.
+      await report().catch(async (error) => {
+        if (!/: 503 /.test(error.message) || (refused += 1) > count / 10) throw error;
+        await report().catch((again) => {
+          if (!/: 409 .*outcome_already_recorded/.test(again.message)) throw again;
+        });
+      });
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -191,11 +205,27 @@ async function main() {
     const world = await seed(base, db, { name: 'bench-trail' });
     const owner = humanToken(`bench-owner-${run}`);
 
-    console.log(`1. ${CHECKS} real checks, each with its outcome, across ${CHECKED_GRANTS} grants in turn`);
+    if (!BYTES_ONLY) console.log(`1. ${CHECKS} real checks, each with its outcome, across ${CHECKED_GRANTS} grants in turn`);
     // Sibling grants below the seeded leaf: their records interleave in the B-tree as a busy trail's do.
     const siblings = [];
     for (let i = 0; i < CHECKED_GRANTS; i += 1)
       siblings.push((await api(base, 'POST', `/api/grants/${world.leafId}/attenuate`, world.agentToken, {})).id);
+    const measureTreeBytes = async () => {
+      console.log(`5. bytes per record the tree adds, on against TRAIL_TREE=off, at ${values['tree-records']} and twice as many`);
+      results.treeBytes = await treeBytesPerRecord({
+        db,
+        world,
+        grantIds: siblings,
+        records: Number(values['tree-records']),
+        checks: realChecks,
+      });
+      console.log(`   the tree adds: ${JSON.stringify(results.treeBytes.treeAdds)}`);
+    };
+    if (BYTES_ONLY) {
+      await measureTreeBytes();
+      console.log(JSON.stringify(results, null, 2));
+      return;
+    }
     let started = performance.now();
     // In two halves: what the second half added is what a further record costs, the fixed cost of
     // the days' empty structures (each partition's indexes, its maps, the days made ahead) left out.
@@ -209,7 +239,8 @@ async function main() {
     results.checks.tree = await treeBytes(db);
     console.log(`   the tree adds: ${JSON.stringify(results.checks.tree)}`);
     if (TREE_ONLY) {
-      console.log(`5. proofs at ${values.leaves} leaves, ${QUERIES} requests each`);
+      await measureTreeBytes();
+      console.log(`6. proofs at ${values.leaves} leaves, ${QUERIES} requests each`);
       results.proofs = await proofLatency({ db, base, owner, leaves: Number(values.leaves), queries: QUERIES, grantIds: siblings });
       console.log(`   ${JSON.stringify(results.proofs)}`);
       console.log(JSON.stringify(results, null, 2));

@@ -13,6 +13,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { canonicalize } from 'json-canonicalize';
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
+import { uuidOf } from '../../src/trail/repositories/codec';
+import { createTrailDay } from '../../src/trail/repositories/days';
 import { trailSigner } from '../../src/trail/tree/note';
 import { grantctl } from '../support/grantctl';
 import { ownDatabase } from '../support/own-database';
@@ -24,6 +26,10 @@ const run = promisify(execFile);
 const database = ownDatabase('trail_tree');
 const work = mkdtempSync(path.join(tmpdir(), 'trail-verifier-'));
 const verifierBin = path.join(work, 'trail-verifier');
+const DAY = 86_400_000;
+// Both instances' clock: a day behind the wall clock until the last test moves it to today, so the
+// trail holds records of two days (the last test drops the first day's partition out of turn).
+const clock = { behind: DAY, now: () => Date.now() - clock.behind };
 
 let db: Database;
 let a: TestService;
@@ -48,36 +54,44 @@ async function verify(args: string[]): Promise<{ code: number; out: string }> {
   }
 }
 
-/** Every leaf of the grant's records (and their outcomes), rebuilt from the API's records alone. */
-async function leavesOf(): Promise<Leaf[]> {
-  const leaves: Leaf[] = [];
+/** Every record of the grant, as the API reads them, newest first. */
+async function recordsOf(): Promise<Array<Record<string, unknown>>> {
+  const records: Array<Record<string, unknown>> = [];
   let cursor: string | null = null;
   do {
     const page: { body: { items: Array<Record<string, unknown>>; nextCursor: string | null } } = await a.http
       .get(`/api/grants/${grantId}/calls?limit=200${cursor ? `&cursor=${cursor}` : ''}`)
       .set(world.owner.auth)
       .expect(200);
-    for (const r of page.body.items) {
-      const record = {
-        callId: r.id,
-        grantId: r.grantId,
-        rootId: r.rootId,
-        tool: r.tool,
-        argsDigest: r.argsDigest,
-        decision: r.decision,
-        reason: r.decision === 'approval_required' ? 'approval_required' : r.reason,
-        approvalId: r.approvalId,
-        requestedAt: r.requestedAt,
-        principal: r.principal,
-      };
-      leaves.push({ callId: r.id as string, leafIndex: r.leafIndex as number, leaf: Buffer.from(canonicalize(record)).toString('base64') });
-      if (r.outcomeLeafIndex !== null) {
-        const outcome = { callId: r.id, outcome: r.outcome, completedAt: r.completedAt };
-        leaves.push({ leafIndex: r.outcomeLeafIndex as number, leaf: Buffer.from(canonicalize(outcome)).toString('base64') });
-      }
-    }
+    records.push(...page.body.items);
     cursor = page.body.nextCursor;
   } while (cursor);
+  return records;
+}
+
+/** Every leaf of the grant's records (and their outcomes), rebuilt from the API's records alone. */
+async function leavesOf(): Promise<Leaf[]> {
+  const leaves: Leaf[] = [];
+  for (const r of await recordsOf()) {
+    if (r.leafIndex === null) continue; // written with TRAIL_TREE=off: no leaf
+    const record = {
+      callId: r.id,
+      grantId: r.grantId,
+      rootId: r.rootId,
+      tool: r.tool,
+      argsDigest: r.argsDigest,
+      decision: r.decision,
+      reason: r.decision === 'approval_required' ? 'approval_required' : r.reason,
+      approvalId: r.approvalId,
+      requestedAt: r.requestedAt,
+      principal: r.principal,
+    };
+    leaves.push({ callId: r.id as string, leafIndex: r.leafIndex as number, leaf: Buffer.from(canonicalize(record)).toString('base64') });
+    if (r.outcomeLeafIndex !== null) {
+      const outcome = { callId: r.id, outcome: r.outcome, completedAt: r.completedAt };
+      leaves.push({ leafIndex: r.outcomeLeafIndex as number, leaf: Buffer.from(canonicalize(outcome)).toString('base64') });
+    }
+  }
   return leaves.sort((x, y) => x.leafIndex - y.leafIndex);
 }
 
@@ -116,8 +130,10 @@ beforeAll(async () => {
   await database.fresh();
   db = createDatabase(database.url, 2);
   await migrateToLatest(db);
+  // The partition of the instances' day (the migration made today's and the next days'), made before they start.
+  await createTrailDay(db, new Date(clock.now()).toISOString().slice(0, 10));
   const settings = { DATABASE_URL: database.url, TRAIL_CHECKPOINT_MS: '100' };
-  [a, b] = await Promise.all([startService(settings), startService(settings)]);
+  [a, b] = await Promise.all([startService(settings, { clock }), startService(settings, { clock })]);
   world = await brokerWorld(a);
   grantId = (await chainOf(a, world, 0, { tools: ['repos.read_file'] })).rootId;
   key = (await a.http.get('/api/trail/key').expect(200)).text.trim();
@@ -345,5 +361,109 @@ describe('the proof routes', () => {
       .set(world.owner.auth)
       .expect(409);
     expect(missing.body.code ?? missing.body.type).toMatch(/not_in_checkpoint/);
+  });
+});
+
+describe('a day’s partition dropped out of turn (destructive: the last test of the file)', () => {
+  const save = (name: string, text: string) => {
+    writeFileSync(path.join(work, name), text);
+    return path.join(work, name);
+  };
+  const latestNote = async (name: string) => save(name, (await a.http.get('/api/trail/checkpoint').expect(200)).text);
+  const sizeOf = (note: string) => Number(readFileSync(note, 'utf8').split('\n')[1]);
+  const tableOf = async (callId: unknown) =>
+    (
+      await db.raw<{ rows: Array<{ table: string }> }>(
+        `select r.tableoid::regclass::text as table from call_records r where r.id = ?::uuid`,
+        [uuidOf('call', callId as string)],
+      )
+    ).rows.map((row) => row.table);
+
+  it('leaves nothing across the dropped leaves proven: Go’s verifier and grantctl fail, and the first missing leaf is named', async () => {
+    const env = { url: a.baseUrl, token: world.owner.token };
+    const keyFile = save('drop-key.txt', `${key}\n`);
+    // Records of a second day: the instances' clock moves to today.
+    clock.behind = 0;
+    const yesterdays = await recordsOf();
+    await load(10);
+    await coveredUpTo(await treeSize());
+    const todays = (await recordsOf()).filter((r) => !yesterdays.some((y) => y.id === r.id));
+    expect(todays).toHaveLength(10);
+    const victim = yesterdays.find((r) => r.leafIndex === 0)!;
+    const kept = todays.find((r) => r.decision === 'allow')!;
+    const [dropped] = await tableOf(victim.id);
+    expect(dropped).toMatch(/^call_records_\d{8}$/);
+    expect(await tableOf(kept.id)).not.toContain(dropped);
+
+    // The auditor keeps the checkpoint of before the drop, in which every record was provable.
+    const before = path.join(work, 'before-drop.note');
+    expect((await verify(['-save', before])).code).toBe(0);
+    const oldSize = sizeOf(before);
+    // A power of two would be proven by the new leaves alone; this size needs the old ones.
+    expect(oldSize & (oldSize - 1)).not.toBe(0);
+    for (const record of [victim, kept]) {
+      await a.http.get(`/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${oldSize}`).set(world.owner.auth).expect(200);
+    }
+
+    await db.raw('drop table ??', [dropped!]);
+    // The tree keeps growing over the gap: appending needs no record.
+    await load(10);
+    await coveredUpTo(await treeSize());
+    const newer = await latestNote('after-drop.note');
+    const newSize = sizeOf(newer);
+    expect(newSize).toBeGreaterThan(oldSize);
+
+    // Go's verifier: the grown tree cannot be proven to extend the kept checkpoint.
+    const consistency = await verify(['-old', before]);
+    expect(consistency.out).toMatch(
+      /^FAIL consistency with the older checkpoint: GET \S+: 409 not_provable: leaf \d+ has no record and no stored hash covers it$/m,
+    );
+    expect(consistency.out).not.toMatch(/^ok consistency/m);
+    expect(consistency.code).toBe(1);
+
+    // The dropped record is gone for its auditor; a kept one's proof crosses the dropped leaves.
+    const gone = await a.http.get(`/api/trail/proofs/inclusion?callId=${victim.id}`).set(world.owner.auth).expect(404);
+    expect(gone.body.code).toBe('not_found');
+    const unprovable = await a.http.get(`/api/trail/proofs/inclusion?callId=${kept.id}`).set(world.owner.auth).expect(409);
+    expect(unprovable.body).toMatchObject({ code: 'not_provable', detail: expect.stringMatching(/^leaf \d+ has no record/) });
+
+    // Go's verifier over every record left: no inclusion proven, and the tree rebuild names leaf 0.
+    const leaves = await leavesOf();
+    expect(leaves.some((l) => l.leafIndex === 0)).toBe(false);
+    const full = await verify(['-leaves', leavesFile(leaves, 'after-drop.json'), '-complete']);
+    expect(full.out).toMatch(new RegExp(`^FAIL inclusion of ${kept.id} at ${kept.leafIndex}: GET \\S+: 409 not_provable: leaf \\d+`, 'm'));
+    expect(full.out).not.toMatch(/^ok inclusion/m);
+    expect(full.out).toMatch(new RegExp(`^FAIL tree hash of ${newSize} leaves: leaf 0 is missing from the records$`, 'm'));
+    expect(full.code).toBe(1);
+
+    // grantctl, given what the service answers in place of each proof, proves nothing either.
+    const consistencyAnswer = await a.http.get(`/api/trail/proofs/consistency?from=${oldSize}&to=${newSize}`).expect(409);
+    const files = (proof: object, name: string) => ['--key', keyFile, '--proof', save(name, JSON.stringify(proof))];
+    const extends_ = await grantctl(
+      ['trail', 'consistency', '--old', before, '--new', newer, ...files(consistencyAnswer.body, 'c.json')],
+      env,
+    );
+    expect(extends_).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(
+        `not proven consistent from size ${oldSize} to size ${newSize}: the service gave no proof (not_provable: leaf`,
+      ),
+    });
+    for (const [record, answer] of [
+      [kept, unprovable],
+      [victim, gone],
+    ] as const) {
+      const recordFile = save('drop-record.json', JSON.stringify(record));
+      const verified = await grantctl(
+        ['trail', 'verify', '--checkpoint', newer, '--record', recordFile, ...files(answer.body, 'i.json')],
+        env,
+      );
+      expect(verified).toMatchObject({
+        code: 1,
+        stderr: expect.stringContaining(
+          `call ${String(record.id)} at leaf ${String(record.leafIndex)} is not proven in the checkpoint of size ${newSize}: the service gave no proof (${answer.body.code as string}:`,
+        ),
+      });
+    }
   });
 });

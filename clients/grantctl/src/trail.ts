@@ -21,12 +21,20 @@ export function trailCommands(program: Command): void {
     .action((options: { key: string; checkpoint: string; record: string; proof: string }) => {
       const key = readText(options.key);
       const record = readJson(options.record) as Record<string, unknown>;
-      const proof = readJson(options.proof) as { leafIndex?: unknown; treeSize?: unknown; hashes?: unknown };
+      const proof = readJson(options.proof) as {
+        leafIndex?: unknown;
+        treeSize?: unknown;
+        hashes?: unknown;
+        code?: unknown;
+        detail?: unknown;
+      };
       // The proof of the record's leaf, or (GET …/inclusion?leaf=outcome) of its outcome's.
       const ofOutcome = typeof record.outcomeLeafIndex === 'number' && proof.leafIndex === record.outcomeLeafIndex;
       const index = ofOutcome ? record.outcomeLeafIndex : record.leafIndex;
       const named = `call ${String(record.id)}${ofOutcome ? "'s outcome" : ''} at leaf ${String(index)}`;
       const checkpoint = opened(readText(options.checkpoint), key);
+      const refused = refusal(proof);
+      if (refused) return finish(false, '', `${named} is not proven in the checkpoint of size ${checkpoint.size}: ${refused}`);
       const leaf = ofOutcome ? outcomeLeaf(record) : recordLeaf(record);
       const proven =
         typeof index === 'number' &&
@@ -49,9 +57,11 @@ export function trailCommands(program: Command): void {
     .action((options: { key: string; old: string; new: string; proof: string }) => {
       const key = readText(options.key);
       const [older, newer] = [opened(readText(options.old), key), opened(readText(options.new), key)];
-      const proof = readJson(options.proof) as { hashes?: unknown };
+      const proof = readJson(options.proof) as { hashes?: unknown; code?: unknown; detail?: unknown };
       const sizes = `size ${older.size} to size ${newer.size}`;
       if (older.size > newer.size) finish(false, '', `rollback: the newer checkpoint is smaller (${sizes})`);
+      const refused = refusal(proof);
+      if (refused) return finish(false, '', `not proven consistent from ${sizes}: ${refused}`);
       finish(verifyConsistency(older, newer, hashesOf(proof.hashes)), `consistent from ${sizes}`, `not consistent from ${sizes}`);
     });
   trail
@@ -99,6 +109,15 @@ function opened(note: string, key: string) {
     process.stderr.write(`checkpoint refused: ${(error as Error).message}\n`);
     return process.exit(EXIT.refused);
   }
+}
+
+/**
+ * The service's problem document saved in place of a proof (`curl -s … > proof.json` keeps an error
+ * answer too, e.g. 409 `not_provable` once a leaf has no record): no proof, so not proven, and why.
+ */
+function refusal(proof: { hashes?: unknown; code?: unknown; detail?: unknown }): string | undefined {
+  if (proof.hashes !== undefined || typeof proof.code !== 'string') return undefined;
+  return `the service gave no proof (${proof.code}${typeof proof.detail === 'string' ? `: ${proof.detail}` : ''})`;
 }
 
 function hashesOf(hashes: unknown): Buffer[] {

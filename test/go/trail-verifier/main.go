@@ -64,9 +64,22 @@ func fetch(base, path, token string) ([]byte, error) {
 		return nil, err
 	}
 	if res.StatusCode != 200 {
-		return nil, fmt.Errorf("GET %s: %d %s", path, res.StatusCode, body)
+		return nil, fmt.Errorf("GET %s: %d %s", path, res.StatusCode, problem(body))
 	}
 	return body, nil
+}
+
+// problem names an error answer by its problem document's code and detail (RFC 9457), or quotes
+// the body when it is not one. Any answer but 200 is a proof not had: the caller reports FAIL.
+func problem(body []byte) string {
+	var doc struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(body, &doc) != nil || doc.Code == "" {
+		return strconv.Quote(string(body))
+	}
+	return doc.Code + ": " + doc.Detail
 }
 
 // open verifies the signed note with the pinned key and reads its C2SP checkpoint body.
