@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
-import { idBytes, idTimeMs } from '../../kernel/ids';
+import { ID_PREFIXES, idBytes, idTimeMs } from '../../kernel/ids';
 import type { ListPosition } from '../../kernel/cursor';
 import * as codec from './codec';
 import type { ShapeMemo } from '../shape-memo';
@@ -522,9 +522,24 @@ export async function callRecordsOfLeaves(
 ): Promise<CallRecordRow[]> {
   if (ranges.length === 0) return [];
   const query = ofLeavesQuery(ranges, within);
-  const { rows } = await db.raw<{ rows: StoredRow[] }>(query.sql, query.bindings);
-  return withRoots(db, rows.map(decode));
+  const { rows } = await db.raw<{ rows: Array<StoredRow & { grant_typeid: string | null; root_id: string | null }> }>(
+    query.sql,
+    query.bindings,
+  );
+  const decoded = rows.map((row) => ({ ...decode(row), root_id: row.root_id ?? undefined, typeid: row.grant_typeid }));
+  // The roots came with the rows, their grants named in SQL; should that naming ever differ from ours, they are read by id.
+  if (decoded.every((row) => row.typeid === row.grant_id))
+    return decoded.map(({ typeid: _, ...row }) => ({ ...row, root_id: row.root_id ?? row.grant_id }));
+  return withRoots(
+    db,
+    decoded.map(({ typeid: _, root_id: __, ...row }) => row),
+  );
 }
+
+/** A grant's id (its prefix and the base32 of its UUID, as ids.ts mints it) from the UUID column `uuid`. */
+const grantIdOf = (uuid: string) =>
+  `(select '${ID_PREFIXES.grant}_' || string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', substring(b.bits from i * 5 + 1 for 5)::int + 1, 1), '' order by i)
+      from (select B'00' || ('x' || replace(${uuid}::text, '-', ''))::bit(128) as bits) b, generate_series(0, 25) i)`;
 
 /** Only the columns a leaf is rebuilt from (decode's others read as null). */
 const LEAF_READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, null as decision_id,
@@ -543,8 +558,14 @@ function ofLeavesQuery(ranges: ReadonlyArray<readonly [number, number]>, within?
   const spanBindings = [within?.from, within?.to].filter((at): at is Date => !!at);
   const live = `select ${LEAF_COLUMNS} from call_records r where (${where})${span.map((part) => ` and ${part}`).join('')}`;
   const held = `select ${LEAF_COLUMNS} from held_call_records r where ${where}`;
+  // Each grant's root (a member of the leaf) in the same statement: its id named once per grant, found by key.
+  const roots = `select u.grant_id, u.typeid as grant_typeid, g.root_id
+                   from (select grant_id, ${grantIdOf('grant_id')} as typeid from (select distinct grant_id from rows) d) u
+                   left join grants g on g.id = u.typeid`;
   return {
-    sql: `select ${LEAF_READ} from (${live} union all ${held}) r join call_record_shapes s on s.code = r.shape`,
+    sql: `with rows as (${live} union all ${held}), roots as (${roots})
+          select ${LEAF_READ}, o.grant_typeid, o.root_id from rows r join call_record_shapes s on s.code = r.shape
+            join roots o on o.grant_id = r.grant_id`,
     bindings: [...bindings, ...spanBindings, ...bindings],
   };
 }
