@@ -94,13 +94,13 @@ export async function benchDatabase() {
 const SERVICE_NODE_ARGS =
   process.env.BENCH_SERVICE_NODE_ARGS === 'none' ? [] : (process.env.BENCH_SERVICE_NODE_ARGS?.split(' ') ?? ['--max-semi-space-size=32']);
 
-/** The built service on a free port, on the throwaway database and Redis prefix. */
-export async function startService(env = {}, nodeArgs = []) {
+/** The built service (or `main`, another build's) on a free port, on the throwaway database and Redis prefix. */
+export async function startService(env = {}, nodeArgs = [], main = 'dist/src/main.js') {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const child = start(
     'node',
-    [...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), ...nodeArgs, 'dist/src/main.js'],
+    [...SERVICE_NODE_ARGS, ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), ...nodeArgs, main],
     {
       PORT: String(port),
       HOST: '127.0.0.1',

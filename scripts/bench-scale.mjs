@@ -72,10 +72,10 @@ export async function startFloor(grantId) {
 
 /**
  * The disk under the check: an 8 kB write and fdatasync (what a Postgres commit waits for) at
- * RATE/s for `seconds`, in a temporary file on the device of Postgres's data directory (the WAL's,
+ * `rate`/s (RATE) for `seconds`, in a temporary file on the device of Postgres's data directory (the WAL's,
  * unless moved) when the temporary directory is there, else beside this repository.
  */
-export function diskSyncAtRate(seconds, postgresDataDirectory) {
+export function diskSyncAtRate(seconds, postgresDataDirectory, rate = RATE) {
   const device = (dir) => {
     try {
       return statSync(dir).dev;
@@ -92,9 +92,9 @@ export function diskSyncAtRate(seconds, postgresDataDirectory) {
   try {
     const started = performance.now();
     const sleeper = new Int32Array(new SharedArrayBuffer(4));
-    for (let i = 0; i < RATE * seconds; i += 1) {
+    for (let i = 0; i < rate * seconds; i += 1) {
       // Evenly spaced, like the checks; Atomics.wait sleeps for a fraction of a millisecond.
-      const wait = started + (i * 1000) / RATE - performance.now();
+      const wait = started + (i * 1000) / rate - performance.now();
       if (wait > 0) Atomics.wait(sleeper, 0, 0, wait);
       const t = performance.now();
       writeSync(fd, page, 0, page.length, (i % 1024) * page.length);

@@ -11,8 +11,8 @@ export type RedisClient = (Redis | Cluster) & SendHook;
 
 /**
  * What the hot path calls just before it sends commands (the budget script of a check). The plain
- * client sends each command as it comes (sendNow); a hook may hold the turn's commands back so that
- * they leave together (src/speedups/redis-cork.ts).
+ * client sends each command as it comes (sendNow); a hook may hold back commands sent together so
+ * that they leave in one write (src/speedups/redis-cork.ts).
  */
 export type BeforeSend = () => void;
 export type BeforeSendFactory = (redis: Redis | Cluster) => BeforeSend;

@@ -5,7 +5,7 @@
  *
  *   - frontHandler (./direct-http.ts): the broker check on Node's own HTTP server ahead of Koa;
  *     plain: none, Koa serves every route (http/app.ts, `front`).
- *   - redisBeforeSend (./redis-cork.ts): a turn's budget scripts in one write per Redis node;
+ *   - redisBeforeSend (./redis-cork.ts): budget scripts sent together in one write per Redis node;
  *     plain: sendNow (redis/client.ts).
  *   - lineWriter (./log-lines.ts): batches of decision events in one write to the log's stream;
  *     plain: plainLineWriter, one pino call per event (kernel/log.ts).

@@ -1,11 +1,16 @@
 /**
- * Speed-up: the budget scripts of one turn of the event loop leave in one write per Redis node.
+ * Speed-up: the budget scripts sent in one run of this process's code (a callback and the
+ * promise reactions it sets off) leave in one write per Redis node.
  *
  * Trades: reaching into ioredis (a connection's `status` and `stream`, a Cluster's master nodes)
- * and a hold of the commands until the turn's other I/O callbacks have run, for one system call
- * for many checks under load instead of one each. A check alone in its turn is sent as soon as the
- * turn ends. ioredis's own auto-pipelining would batch too, but its pipelines keep every waiting
- * check alive until a full GC (src/redis/client.ts).
+ * for one system call for every script sent together instead of one each. The sockets are
+ * uncorked as soon as that code has run, not at the end of the event loop's turn: held that long,
+ * a check's script waited behind every other callback of the turn (under load, the larger part of
+ * the charge's time, and all of its tail when the turn held a GC pause) before Redis even saw it,
+ * where sent at once Redis answers while this process does the rest of the turn. The price: checks
+ * that arrive in separate callbacks (separate requests) get a write each, the system call the
+ * turn-long hold saved them under full load. ioredis's own auto-pipelining would batch too, but its
+ * pipelines keep every waiting check alive until a full GC (src/redis/client.ts).
  *
  * Off (SPEEDUPS=off): redis/client.ts's sendNow, each command written as it is sent.
  */
@@ -13,8 +18,8 @@ import { Redis, type Cluster } from 'ioredis';
 import type { BeforeSend } from '../redis/client';
 
 /**
- * The hook: the first send of a turn corks the sockets (a Cluster's masters' too) and the rest of
- * the turn's I/O callbacks add theirs; setImmediate, once they have run, uncorks them.
+ * The hook: the first send corks the sockets (a Cluster's masters' too), the sends of the same run
+ * of code add theirs, and a microtask queued behind them uncorks the sockets once it has ended.
  */
 export function redisCork(redis: Redis | Cluster): BeforeSend {
   const connections = (): Redis[] => (redis instanceof Redis ? [redis] : redis.nodes('master'));
@@ -27,7 +32,7 @@ export function redisCork(redis: Redis | Cluster): BeforeSend {
     if (sockets.length === 0) return;
     for (const socket of sockets) socket.cork();
     corked = true;
-    setImmediate(() => {
+    queueMicrotask(() => {
       corked = false;
       for (const socket of sockets) socket.uncork();
     });

@@ -83,7 +83,7 @@ describe('exact budgets on the cluster', () => {
   });
 });
 
-describe('the budget scripts of one turn of the event loop', () => {
+describe('the budget scripts sent together', () => {
   it('leave in one write to the node that owns the tree, and each gets its own answer', async () => {
     const redis = a.deps.redis as Cluster;
     const budget = new SlidingWindowBudget(redis);

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import jwt from 'jsonwebtoken';
-import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { expect, test, type Page } from '@playwright/test';
 import { registerGatewayResource } from '../../src/oauth/resources';
+import { PlaywrightHost } from './oauth-host';
 import { caller, seedWorld, startConsoleService, uniqueId, type ConsoleService } from './world';
 
 /**
@@ -73,62 +73,9 @@ async function startMetadataHost() {
   return host;
 }
 
-/**
- * The host's side of the SDK: where it keeps its registration, verifier and tokens, and how it
- * sends the person to the authorization server (here: this Playwright page). The gateway's
- * resource is named by `validateResourceURL`, as a host does for a server it was configured with.
- */
-class TestHost implements OAuthClientProvider {
-  information?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  private verifier = '';
-
-  constructor(
-    private readonly page: Page,
-    private readonly name: string,
-    readonly clientMetadataUrl?: string,
-  ) {}
-
-  get redirectUrl() {
-    return callback.url;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: this.name,
-      redirect_uris: [callback.url],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  state() {
-    return 'host-state';
-  }
-  clientInformation() {
-    return this.information;
-  }
-  saveClientInformation(information: OAuthClientInformationMixed) {
-    this.information = information;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  async redirectToAuthorization(url: URL) {
-    await this.page.goto(url.href);
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-  async validateResourceURL() {
-    return new URL(resource);
-  }
-}
+/** A host signing in to the registered gateway resource, its person in this Playwright page. */
+const hostOn = (page: Page, name: string, clientMetadataUrl?: string) =>
+  new PlaywrightHost(page, { name, redirectUrl: callback.url, clientMetadataUrl, resource });
 
 const claimsOf = (token: string) =>
   JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as {
@@ -191,7 +138,7 @@ test.afterAll(async () => {
 test('a host registered dynamically: the person signs in, picks pod, agent, grant and tools, and the SDK gets tokens for that child grant', async ({
   page,
 }) => {
-  const host = new TestHost(page, 'Test Host');
+  const host = hostOn(page, 'Test Host');
   expect(await auth(host, { serverUrl: service.baseUrl, scope: 'mcp' })).toBe('REDIRECT');
   const clientId = host.information!.client_id;
   // Not signed in: through the console's sign-in and back to the same request.
@@ -281,7 +228,7 @@ test('a host known by its Client ID Metadata Document gets the same consent, and
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
   };
-  const host = new TestHost(page, 'Metadata Host', metadataHost.url);
+  const host = hostOn(page, 'Metadata Host', metadataHost.url);
   expect(await auth(host, { serverUrl: service.baseUrl, scope: 'mcp' })).toBe('REDIRECT');
   expect(host.information!.client_id).toBe(metadataHost.url);
   await signInThroughConsole(page, world.ownerId);
@@ -303,7 +250,7 @@ test('a host known by its Client ID Metadata Document gets the same consent, and
 });
 
 test('"Deny" sends the host access_denied and mints nothing', async ({ page }) => {
-  const host = new TestHost(page, 'Denied Host');
+  const host = hostOn(page, 'Denied Host');
   await auth(host, { serverUrl: service.baseUrl, scope: 'mcp' });
   await signInThroughConsole(page, world.ownerId);
   await consentForm(page).getByRole('button', { name: 'Deny' }).click();
@@ -316,7 +263,7 @@ test('"Deny" sends the host access_denied and mints nothing', async ({ page }) =
 });
 
 test('a person who may not run the agent is offered nothing, and a forged answer is refused', async ({ page }) => {
-  const host = new TestHost(page, 'Forging Host');
+  const host = hostOn(page, 'Forging Host');
   // A member of the pod (not an owner or admin) may see it but not consent for its agents.
   await auth(host, { serverUrl: service.baseUrl, scope: 'mcp' });
   await signInThroughConsole(page, world.memberId);
@@ -351,7 +298,7 @@ test('a person who may not run the agent is offered nothing, and a forged answer
 });
 
 test('a session that ends while the page is open sends the person through sign-in and back to the same request', async ({ page }) => {
-  const host = new TestHost(page, 'Patient Host');
+  const host = hostOn(page, 'Patient Host');
   await auth(host, { serverUrl: service.baseUrl, scope: 'mcp' });
   await expect(page).toHaveURL(`${service.baseUrl}/console/sign-in`);
   // The tab holds a token that expires in two seconds, as an identity provider's ID token ends.
@@ -386,12 +333,10 @@ test("a host's hostile name is shown as inert text and the page still fits a pho
     void dialog.dismiss();
   });
   // Half a surrogate pair is not a name: the registration is refused as invalid metadata, never a 5xx.
-  await expect(auth(new TestHost(page, 'lone \ud800 half'), { serverUrl: service.baseUrl, scope: 'mcp' })).rejects.toThrow(
-    /well-formed Unicode/,
-  );
+  await expect(auth(hostOn(page, 'lone \ud800 half'), { serverUrl: service.baseUrl, scope: 'mcp' })).rejects.toThrow(/well-formed Unicode/);
   // Markup, a right-to-left override, an emoji and one long unbroken word.
   const hostile = `<img src=x onerror="alert(1)"><script>alert(2)</script>invoice\u202Egpj.exe 😀 ${'W'.repeat(120)}`;
-  const host = new TestHost(page, hostile);
+  const host = hostOn(page, hostile);
   await auth(host, { serverUrl: service.baseUrl, scope: 'mcp' });
   await signInThroughConsole(page, world.ownerId);
   const heading = page.getByRole('heading', { level: 1 });

@@ -3,13 +3,13 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { connectionTools, parseConfig } from '../../gateway/src/config';
 import { createGatewayCore, serveHttp } from '../../gateway/src/gateway';
 import { registerGatewayResource } from '../../src/oauth/resources';
+import { PlaywrightHost } from './oauth-host';
 import { seedWorld, startConsoleService, uniqueId, type ConsoleService } from './world';
 
 const INSPECTOR = path.resolve(__dirname, '../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
@@ -19,46 +19,6 @@ let service: ConsoleService;
 let world: Awaited<ReturnType<typeof seedWorld>>;
 let gateway: { url: string; close(): Promise<void> };
 let callbackUrl: string;
-
-class Host implements OAuthClientProvider {
-  information?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  private verifier = '';
-  constructor(private readonly page: Page) {}
-  get redirectUrl() {
-    return callbackUrl;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'Gateway Host',
-      redirect_uris: [callbackUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  clientInformation() {
-    return this.information;
-  }
-  saveClientInformation(information: OAuthClientInformationMixed) {
-    this.information = information;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  async redirectToAuthorization(url: URL) {
-    await this.page.goto(url.href);
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
 
 test.beforeAll(async () => {
   service = await startConsoleService();
@@ -101,7 +61,7 @@ test.afterAll(async () => {
 test('a host that knows only the gateway URL: 401, consent in the page, then tools/list and tools/call on the child grant; revoked in the console, cut off', async ({
   page,
 }) => {
-  const host = new Host(page);
+  const host = new PlaywrightHost(page, { name: 'Gateway Host', redirectUrl: callbackUrl });
   const first = new StreamableHTTPClientTransport(new URL(gateway.url), { authProvider: host });
   await expect(new Client({ name: 'host', version: '1' }).connect(first)).rejects.toThrow(UnauthorizedError);
   // The consent page sends a person not signed in to the sign-in page, remembering where to return.

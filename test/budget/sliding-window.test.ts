@@ -133,7 +133,7 @@ describe('sliding-window budget script', () => {
   });
 });
 
-describe('the scripts of one turn of the event loop', () => {
+describe('the scripts sent together', () => {
   it('leave in one write, and each still gets its own answer', async () => {
     const { spend } = await tree();
     const { result: answers, ...counted } = await countWrites([redis.stream], () =>
@@ -142,6 +142,16 @@ describe('the scripts of one turn of the event loop', () => {
     expect(answers.filter((a) => a.kind === 'allowed')).toHaveLength(15);
     expect(answers.filter((a) => a.kind === 'exhausted')).toHaveLength(5);
     expect(counted).toEqual({ write: 0, writev: 1 });
+  });
+
+  it("leave as soon as the code that sent them has run, not after the turn's other callbacks", async () => {
+    const { spend } = await tree();
+    // A callback of the turn queued before the send: a cork held to the end of the turn would still be on.
+    const corkedInNextCallback = new Promise<number>((resolve) => setImmediate(() => resolve(redis.stream.writableCorked)));
+    const answer = spend([level('grt_now', 5)]);
+    expect(redis.stream.writableCorked).toBe(1);
+    expect(await corkedInNextCallback).toBe(0);
+    expect(await answer).toMatchObject({ kind: 'allowed', remaining: 4 });
   });
 });
 

@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -10,23 +7,9 @@ import {
   UrlElicitationRequiredError,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { McpUpstream } from '../../gateway/src/upstream/mcp';
 import { publicBaseUrl } from '../../src/config';
-import {
-  call,
-  configFor,
-  connectionFor,
-  EVERYTHING,
-  GATEWAY_MAIN,
-  gatewayWorld,
-  grantOn,
-  httpAgent,
-  RecordingUpstream,
-  startHttpGateway,
-  text,
-  trail,
-  type GatewayWorld,
-} from './support/gateway-world';
+import { APPROVAL_ARGS as ARGS, approvalGateway, type ApprovalGateway } from './support/approval-gateway';
+import { call, GATEWAY_MAIN, httpAgent, text, trail } from './support/gateway-world';
 
 /**
  * Approvals in band (CONTRACT §20, MCP 2025-11-25 URL mode elicitation), with the SDK's own Client
@@ -37,33 +20,18 @@ import {
  */
 jest.setTimeout(60_000);
 
-const TOOLS = { 'get-annotated-message': { grantTool: 'everything.annotate', access: 'write' } } as const;
-const ARGS = { messageType: 'success', includeImage: false };
-let world: GatewayWorld;
-let gateway: Awaited<ReturnType<typeof startHttpGateway>>;
-let upstream: RecordingUpstream;
-let connectionId: string;
-let configFile: string;
-const open: Client[] = [];
+let suite: ApprovalGateway;
+let world: ApprovalGateway['world'];
 
 beforeAll(async () => {
-  world = await gatewayWorld();
-  const config = configFor(world, { upstream: { command: process.execPath, args: [EVERYTHING, 'stdio'] }, tools: TOOLS });
-  connectionId = await connectionFor(world, config);
-  upstream = new RecordingUpstream(new McpUpstream(config.upstream as { command: string; args: string[] }, config.callTimeoutMs));
-  gateway = await startHttpGateway(world, config, upstream);
-  configFile = path.join(mkdtempSync(path.join(tmpdir(), 'gateway-elicit-')), 'gateway.json');
-  writeFileSync(configFile, JSON.stringify(config));
+  suite = await approvalGateway();
+  world = suite.world;
 });
-afterAll(async () => {
-  for (const client of open) await client.close().catch(() => undefined);
-  await gateway?.close();
-  await world.service.close();
-});
+afterAll(() => suite?.close());
 
 /** A host as the SDK's Client that declares URL elicitation, and the elicitations it was told are complete. */
 async function elicitingHost(grantId: string) {
-  const transport = new StreamableHTTPClientTransport(new URL(gateway.url), {
+  const transport = new StreamableHTTPClientTransport(new URL(suite.gateway.url), {
     requestInit: { headers: { Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': grantId } },
   });
   const client = new Client({ name: 'eliciting-host', version: '1.0.0' }, { capabilities: { elicitation: { url: {} } } });
@@ -72,7 +40,7 @@ async function elicitingHost(grantId: string) {
     completed.push(notification.params.elicitationId);
   });
   await client.connect(transport);
-  open.push(client);
+  suite.open.push(client);
   return { client, completed };
 }
 
@@ -101,10 +69,10 @@ const approvalOf = async (approvalId: string) =>
 /** Where the service says its console is (PUBLIC_URL, or its own address). */
 const pageOf = (approvalId: string) => `${publicBaseUrl(world.service.config)}/console/approvals/${approvalId}`;
 const reasonOf = (result: CallToolResult) => (result.structuredContent as { reason?: string } | undefined)?.reason ?? 'ok';
-const callsUpstream = () => upstream.calls.filter((made) => made.name === 'get-annotated-message').length;
+const callsUpstream = () => suite.upstream.calls.filter((made) => made.name === 'get-annotated-message').length;
 
 it('asks a host that declared URL elicitation to open the approval page; approved, its retry runs once', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const grantId = await suite.approvalGrant();
   const { client, completed } = await elicitingHost(grantId);
   const before = callsUpstream();
 
@@ -145,7 +113,7 @@ it('asks a host that declared URL elicitation to open the approval page; approve
 });
 
 it('a denied approval: the host is told it is decided, its retry is refused approval_denied, and nothing reaches the upstream', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const grantId = await suite.approvalGrant();
   const { client, completed } = await elicitingHost(grantId);
   const before = callsUpstream();
   const approvalId = (await elicitationOf(client)).elicitations[0]!.elicitationId;
@@ -172,9 +140,9 @@ it('a denied approval: the host is told it is decided, its retry is refused appr
 });
 
 it('a host that did not declare URL elicitation gets the tool error with the approval and its console page', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
-  const client = await httpAgent(gateway.url, world.agent.token, grantId);
-  open.push(client);
+  const grantId = await suite.approvalGrant();
+  const client = await httpAgent(suite.gateway.url, world.agent.token, grantId);
+  suite.open.push(client);
   const before = callsUpstream();
   const asked = await call(client, 'get-annotated-message', ARGS);
   expect(asked.isError).toBe(true);
@@ -190,21 +158,21 @@ it('a host that did not declare URL elicitation gets the tool error with the app
 });
 
 it('a host that declared only form elicitation is not sent a URL elicitation', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
-  const transport = new StreamableHTTPClientTransport(new URL(gateway.url), {
+  const grantId = await suite.approvalGrant();
+  const transport = new StreamableHTTPClientTransport(new URL(suite.gateway.url), {
     requestInit: { headers: { Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': grantId } },
   });
   const client = new Client({ name: 'form-host', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
   await client.connect(transport);
-  open.push(client);
+  suite.open.push(client);
   expect(reasonOf(await call(client, 'get-annotated-message', ARGS))).toBe('approval_required');
 });
 
 it('over stdio (the gateway a host starts itself): asked in band, told once decided, its retry runs once', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const grantId = await suite.approvalGrant();
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [GATEWAY_MAIN, '--config', configFile],
+    args: [GATEWAY_MAIN, '--config', suite.configFile],
     env: { PATH: process.env.PATH ?? '', GATEWAY_BROKER_TOKEN: world.brokerToken, GRANT_ID: grantId, AGENT_TOKEN: world.agent.token },
     stderr: 'pipe',
   });
@@ -214,7 +182,7 @@ it('over stdio (the gateway a host starts itself): asked in band, told once deci
     completed.push(notification.params.elicitationId);
   });
   await client.connect(transport);
-  open.push(client);
+  suite.open.push(client);
 
   const [elicitation] = (await elicitationOf(client)).elicitations;
   expect(elicitation).toMatchObject({ mode: 'url', url: pageOf(elicitation!.elicitationId) });

@@ -1,21 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { installAgent } from '../support/world';
-import {
-  call,
-  configFor,
-  connectionFor,
-  EVERYTHING,
-  gatewayWorld,
-  grantOn,
-  httpAgent,
-  startHttpGateway,
-  stdioAgent,
-  trail,
-  type GatewayWorld,
-} from './support/gateway-world';
+import { APPROVAL_ARGS as ARGS, approvalGateway, type ApprovalGateway } from './support/approval-gateway';
+import { call, httpAgent, stdioAgent, trail } from './support/gateway-world';
 
 /**
  * An approval belongs to the call (agent, grant, tool, arguments), not to the MCP session it was
@@ -26,31 +11,18 @@ import {
  */
 jest.setTimeout(60_000);
 
-const TOOLS = { 'get-annotated-message': { grantTool: 'everything.annotate', access: 'write' } } as const;
-const ARGS = { messageType: 'success', includeImage: false };
-let world: GatewayWorld;
-let gateway: Awaited<ReturnType<typeof startHttpGateway>>;
-let configFile: string;
-let connectionId: string;
-const open: Client[] = [];
+let suite: ApprovalGateway;
+let world: ApprovalGateway['world'];
 
 beforeAll(async () => {
-  world = await gatewayWorld();
-  const config = configFor(world, { upstream: { command: process.execPath, args: [EVERYTHING, 'stdio'] }, tools: TOOLS });
-  connectionId = await connectionFor(world, config);
-  gateway = await startHttpGateway(world, config);
-  configFile = path.join(mkdtempSync(path.join(tmpdir(), 'gateway-approval-')), 'gateway.json');
-  writeFileSync(configFile, JSON.stringify(config));
+  suite = await approvalGateway();
+  world = suite.world;
 });
-afterAll(async () => {
-  for (const client of open) await client.close().catch(() => undefined);
-  await gateway?.close();
-  await world.service.close();
-});
+afterAll(() => suite?.close());
 
 const session = async (token: string, grantId: string) => {
-  const client = await httpAgent(gateway.url, token, grantId);
-  open.push(client);
+  const client = await httpAgent(suite.gateway.url, token, grantId);
+  suite.open.push(client);
   return client;
 };
 const reasonOf = (result: Awaited<ReturnType<typeof call>>) =>
@@ -60,7 +32,7 @@ const approve = (approvalId: string) =>
 const approvalIdOf = (result: Awaited<ReturnType<typeof call>>) => (result.structuredContent as { approvalId: string }).approvalId;
 
 it('asked on one session, approved while the agent is away, allowed once on a new session', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const grantId = await suite.approvalGrant();
   const first = await session(world.agent.token, grantId);
   const asked = await call(first, 'get-annotated-message', ARGS);
   expect(reasonOf(asked)).toBe('approval_required');
@@ -95,21 +67,21 @@ it('asked on one session, approved while the agent is away, allowed once on a ne
 });
 
 it('comes back through a gateway process of its own (stdio): allowed once there', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const grantId = await suite.approvalGrant();
   const asked = await call(await session(world.agent.token, grantId), 'get-annotated-message', ARGS);
   await approve(approvalIdOf(asked));
-  const stdio = await stdioAgent(configFile, {
+  const stdio = await stdioAgent(suite.configFile, {
     GATEWAY_BROKER_TOKEN: world.brokerToken,
     GRANT_ID: grantId,
     AGENT_TOKEN: world.agent.token,
   });
-  open.push(stdio);
+  suite.open.push(stdio);
   expect((await call(stdio, 'get-annotated-message', ARGS)).isError).toBeFalsy();
   expect(reasonOf(await call(stdio, 'get-annotated-message', ARGS))).toBe('approval_required');
 });
 
 it('the approved call sent on two new sessions at once is allowed exactly once', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const grantId = await suite.approvalGrant();
   const asked = await call(await session(world.agent.token, grantId), 'get-annotated-message', ARGS);
   await approve(approvalIdOf(asked));
   // Two processes of the same agent (one gateway session per agent token and grant): two tokens of it.
@@ -125,7 +97,7 @@ it('the approved call sent on two new sessions at once is allowed exactly once',
 });
 
 it('never covers another agent on the same grant, nor other arguments', async () => {
-  const grantId = await grantOn(world, connectionId, { tools: ['everything.annotate'], writeMode: 'approve' });
+  const grantId = await suite.approvalGrant();
   const asked = await call(await session(world.agent.token, grantId), 'get-annotated-message', ARGS);
   await approve(approvalIdOf(asked));
   const colleague = await installAgent(world.service, world.owner, world.podId, 'colleague');

@@ -1,19 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  discoverAuthorizationServerMetadata,
-  exchangeAuthorization,
-  refreshAuthorization,
-  registerClient,
-  startAuthorization,
-} from '@modelcontextprotocol/sdk/client/auth.js';
 import type { AuthorizationServerMetadata, OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { registerGatewayResource } from '../../src/oauth/resources';
 import { grantWorld, type GrantWorld } from '../support/grant-world';
+import { HOST_REDIRECT as REDIRECT, oauthHost, type OAuthHost } from '../support/oauth-host';
 import { CookieJar, startOAuthService, throughConsent, type ConsentDetails } from '../support/oauth';
 import type { TestService } from '../support/service';
 import { broker, connection, human, installAgent, podWith, rootGrant } from '../support/world';
-
-const REDIRECT = 'http://127.0.0.1:9/callback';
 
 const jwtPart = (token: string, index: number) => JSON.parse(Buffer.from(token.split('.')[index]!, 'base64url').toString('utf8'));
 const decodeJwt = (token: string) => jwtPart(token, 1) as Record<string, unknown> & { sub: string; exp: number; iat: number };
@@ -21,6 +13,7 @@ const decodeProtectedHeader = (token: string) => jwtPart(token, 0) as { alg: str
 
 let service: TestService;
 let world: GrantWorld;
+let host: OAuthHost;
 let metadata: AuthorizationServerMetadata;
 let resource: string;
 let parentId: string;
@@ -31,23 +24,12 @@ beforeAll(async () => {
   resource = `https://gateway-${world.brokerId.slice(-8).toLowerCase()}.example.test/mcp`;
   await registerGatewayResource(service.deps.db, world.brokerId, resource);
   parentId = (await rootGrant(service, world.owner, world.connectionId, { kind: 'pod', id: world.podId })).id;
-  metadata = (await discoverAuthorizationServerMetadata(service.baseUrl))!;
+  host = await oauthHost(service.baseUrl, resource);
+  metadata = host.metadata;
 });
 afterAll(async () => service?.close());
 
-async function registered(extra: Record<string, unknown> = {}): Promise<OAuthClientInformationFull> {
-  return registerClient(service.baseUrl, {
-    metadata,
-    clientMetadata: {
-      client_name: 'Test Host',
-      redirect_uris: [REDIRECT],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-      ...extra,
-    },
-  });
-}
+const registered = (extra: Record<string, unknown> = {}) => host.register('Test Host', extra);
 
 const allowBot = (details: ConsentDetails) => ({
   decision: 'allow',
@@ -64,14 +46,7 @@ async function authorized(
   person = world.owner.token,
   decide: (details: ConsentDetails) => Record<string, unknown> = allowBot,
 ) {
-  const { authorizationUrl, codeVerifier } = await startAuthorization(service.baseUrl, {
-    metadata,
-    clientInformation: client,
-    redirectUrl: REDIRECT,
-    resource: new URL(resource),
-    state: 'state-1',
-    scope: 'mcp',
-  });
+  const { authorizationUrl, codeVerifier } = await host.start(client, 'state-1');
   const walked = await throughConsent(service.baseUrl, authorizationUrl.href, person, decide);
   return { ...walked, codeVerifier };
 }
@@ -96,14 +71,7 @@ describe('the authorization server (CONTRACT §20)', () => {
     expect(details.client).toEqual({ clientId: client.client_id, name: 'Test Host', redirectHost: '127.0.0.1:9' });
     expect(redirect!.searchParams.get('iss')).toBe(service.baseUrl);
     expect(redirect!.searchParams.get('state')).toBe('state-1');
-    const tokens = await exchangeAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: redirect!.searchParams.get('code')!,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource: new URL(resource),
-    });
+    const tokens = await host.exchange(client, redirect!.searchParams.get('code')!, codeVerifier);
     const claims = decodeJwt(tokens.access_token);
     expect(decodeProtectedHeader(tokens.access_token).alg).toBe('ES256');
     expect(claims).toMatchObject({ iss: service.baseUrl, aud: resource, agent_id: world.bot.agentId, client_id: client.client_id });
@@ -121,77 +89,27 @@ describe('the authorization server (CONTRACT §20)', () => {
   it('refresh tokens rotate; presenting a used one is invalid_grant and ends the whole family', async () => {
     const client = await registered();
     const { redirect, codeVerifier } = await authorized(client);
-    const first = await exchangeAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: redirect!.searchParams.get('code')!,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource: new URL(resource),
-    });
-    const second = await refreshAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      refreshToken: first.refresh_token!,
-      resource: new URL(resource),
-    });
+    const first = await host.exchange(client, redirect!.searchParams.get('code')!, codeVerifier);
+    const second = await host.refresh(client, first.refresh_token!);
     expect(second.refresh_token).not.toBe(first.refresh_token);
     expect(decodeJwt(second.access_token).aud).toBe(resource);
-    await expect(
-      refreshAuthorization(service.baseUrl, {
-        metadata,
-        clientInformation: client,
-        refreshToken: first.refresh_token!,
-        resource: new URL(resource),
-      }),
-    ).rejects.toThrow(/invalid_grant|grant request is invalid/i);
+    await expect(host.refresh(client, first.refresh_token!)).rejects.toThrow(/invalid_grant|grant request is invalid/i);
     // The reuse revoked the family: the rotated token is dead too.
-    await expect(
-      refreshAuthorization(service.baseUrl, {
-        metadata,
-        clientInformation: client,
-        refreshToken: second.refresh_token!,
-        resource: new URL(resource),
-      }),
-    ).rejects.toThrow();
+    await expect(host.refresh(client, second.refresh_token!)).rejects.toThrow();
   });
 
   it('a replayed code and a PKCE verifier mismatch are invalid_grant', async () => {
     const client = await registered();
     const { redirect, codeVerifier } = await authorized(client);
     const code = redirect!.searchParams.get('code')!;
-    const exchange = (verifier: string) =>
-      exchangeAuthorization(service.baseUrl, {
-        metadata,
-        clientInformation: client,
-        authorizationCode: code,
-        codeVerifier: verifier,
-        redirectUri: REDIRECT,
-        resource: new URL(resource),
-      });
+    const exchange = (verifier: string) => host.exchange(client, code, verifier);
     await expect(exchange(randomBytes(32).toString('base64url'))).rejects.toThrow(/invalid_grant|grant request is invalid/i);
     const other = await authorized(client);
     await exchange(codeVerifier).catch(() => undefined);
     const otherCode = other.redirect!.searchParams.get('code')!;
-    const ok = await exchangeAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: otherCode,
-      codeVerifier: other.codeVerifier,
-      redirectUri: REDIRECT,
-      resource: new URL(resource),
-    });
+    const ok = await host.exchange(client, otherCode, other.codeVerifier);
     expect(ok.access_token).toBeTruthy();
-    await expect(
-      exchangeAuthorization(service.baseUrl, {
-        metadata,
-        clientInformation: client,
-        authorizationCode: otherCode,
-        codeVerifier: other.codeVerifier,
-        redirectUri: REDIRECT,
-        resource: new URL(resource),
-      }),
-    ).rejects.toThrow(/invalid_grant|grant request is invalid/i);
+    await expect(host.exchange(client, otherCode, other.codeVerifier)).rejects.toThrow(/invalid_grant|grant request is invalid/i);
   });
 
   it('refuses a missing or unregistered resource, a plain challenge and a redirect URI the client did not register', async () => {
@@ -281,13 +199,7 @@ describe('the authorization server (CONTRACT §20)', () => {
 
   it('a consent link opened in another browser finds nothing', async () => {
     const client = await registered();
-    const { authorizationUrl } = await startAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      redirectUrl: REDIRECT,
-      resource: new URL(resource),
-      scope: 'mcp',
-    });
+    const { authorizationUrl } = await host.start(client);
     const attacker = new CookieJar();
     const start = await attacker.fetch(authorizationUrl.href);
     const uid = /consent\/([^/]+)$/.exec(start.headers.get('location')!)![1];

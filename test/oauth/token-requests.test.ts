@@ -1,14 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  discoverAuthorizationServerMetadata,
-  exchangeAuthorization,
-  refreshAuthorization,
-  registerClient,
-  startAuthorization,
-} from '@modelcontextprotocol/sdk/client/auth.js';
+import { startAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { AuthorizationServerMetadata, OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { registerGatewayResource } from '../../src/oauth/resources';
 import { grantWorld, type GrantWorld } from '../support/grant-world';
+import { HOST_REDIRECT as REDIRECT, oauthHost, type OAuthHost } from '../support/oauth-host';
 import { CookieJar, startOAuthService, throughConsent, type ConsentDetails } from '../support/oauth';
 import type { TestService } from '../support/service';
 import { broker, rootGrant } from '../support/world';
@@ -22,10 +17,9 @@ import { broker, rootGrant } from '../support/world';
  */
 jest.setTimeout(60_000);
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
-
 let service: TestService;
 let world: GrantWorld;
+let host: OAuthHost;
 let metadata: AuthorizationServerMetadata;
 let resource: string;
 let otherGatewayResource: string;
@@ -41,21 +35,12 @@ beforeAll(async () => {
   otherGatewayResource = `https://other-${suffix}.example.test/mcp`;
   await registerGatewayResource(service.deps.db, (await broker(service, 'other-gateway')).id, otherGatewayResource);
   parentId = (await rootGrant(service, world.owner, world.connectionId, { kind: 'pod', id: world.podId })).id;
-  metadata = (await discoverAuthorizationServerMetadata(service.baseUrl))!;
+  host = await oauthHost(service.baseUrl, resource);
+  metadata = host.metadata;
 });
 afterAll(async () => service?.close());
 
-const registered = (): Promise<OAuthClientInformationFull> =>
-  registerClient(service.baseUrl, {
-    metadata,
-    clientMetadata: {
-      client_name: 'Token Host',
-      redirect_uris: [REDIRECT],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    },
-  });
+const registered = () => host.register('Token Host');
 
 const allowBot = (details: ConsentDetails) => ({
   decision: 'allow',
@@ -69,13 +54,7 @@ const allowBot = (details: ConsentDetails) => ({
 
 /** Through consent to a code for `resource`, as a host and its person would. */
 async function consented(client: OAuthClientInformationFull) {
-  const { authorizationUrl, codeVerifier } = await startAuthorization(service.baseUrl, {
-    metadata,
-    clientInformation: client,
-    redirectUrl: REDIRECT,
-    resource: new URL(resource),
-    scope: 'mcp',
-  });
+  const { authorizationUrl, codeVerifier } = await host.start(client);
   const { redirect } = await throughConsent(service.baseUrl, authorizationUrl.href, world.owner.token, allowBot);
   return { code: redirect!.searchParams.get('code')!, codeVerifier };
 }
@@ -126,14 +105,7 @@ describe('token requests an attacker makes (CONTRACT §20)', () => {
   it('a refresh token presented for another resource is refused and not rotated', async () => {
     const client = await registered();
     const { code, codeVerifier } = await consented(client);
-    const tokens = await exchangeAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: code,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource: new URL(resource),
-    });
+    const tokens = await host.exchange(client, code, codeVerifier);
     const before = await stored('RefreshToken', client.client_id);
     for (const asked of ['https://unregistered.example.test/mcp', otherGatewayResource]) {
       const refused = await tokenRequest({
@@ -148,26 +120,14 @@ describe('token requests an attacker makes (CONTRACT §20)', () => {
     }
     expect(await stored('RefreshToken', client.client_id)).toBe(before);
     // Still the host's own: the refusals did not spend it.
-    const refreshed = await refreshAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      refreshToken: tokens.refresh_token!,
-      resource: new URL(resource),
-    });
+    const refreshed = await host.refresh(client, tokens.refresh_token!);
     expect(refreshed.access_token).toBeTruthy();
   });
 
   it('a replayed code gets nothing and ends the refresh token the code had given', async () => {
     const client = await registered();
     const { code, codeVerifier } = await consented(client);
-    const first = await exchangeAuthorization(service.baseUrl, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: code,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource: new URL(resource),
-    });
+    const first = await host.exchange(client, code, codeVerifier);
     const replayed = await tokenRequest({
       grant_type: 'authorization_code',
       client_id: client.client_id,

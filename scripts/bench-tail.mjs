@@ -1,0 +1,104 @@
+// npm run bench:tail: where the broker check's slowest 1 % wait, at rates a shared machine carries.
+// For each rate of BENCH_TAIL_RATES (300,600), in BENCH_PAIR_ROUNDS rounds (2): the disk's 8 kB
+// write + fdatasync at that rate, then, all at once and each at that rate, the service with its
+// stages timed (TRACE_STAGES: each stage's p99 from its spans, the event loop's delay and GC pauses
+// beside them; printed when it stops) and the floor of a check (bench-floor.mjs); the check's p99
+// beside 2 x that fdatasync p99 + 1 ms. BENCH_TAIL_BASE (directories, comma-separated, each holding
+// the dist/ and src/budget/*.lua of another build, e.g. main's) adds those builds as services
+// served at the same time: a before/after of a change under the same moments of a shared machine,
+// which rounds taken in turn cannot promise. BENCH_TAIL_BASE_NODE_ARGS: node flags of those builds'
+// services only (a before/after of a flag). BENCH_RATE_S (15), BENCH_RATE_CONNECTIONS (20) and
+// BENCH_RATE_WARMUP_S (3) as in `npm run bench`.
+import path from 'node:path';
+import { benchDatabase, finish, killChildren, serviceCpuMs, signalService, startService, stopService } from './bench-harness.mjs';
+import { steadyRate } from './bench-rate.mjs';
+import { RATE_CONNECTIONS, RATE_S, RATE_WARMUP_S, diskSyncAtRate, startFloor } from './bench-scale.mjs';
+import { checkBody, seed } from './bench-world.mjs';
+
+const RATES = (process.env.BENCH_TAIL_RATES ?? '300,600').split(',').map(Number);
+const ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 2);
+const BASES = (process.env.BENCH_TAIL_BASE ?? '').split(',').filter(Boolean);
+const BASE_NODE_ARGS = process.env.BENCH_TAIL_BASE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+
+const fixedRate = async (target, rate, warmedUp = () => undefined) => {
+  const steady = (seconds) => steadyRate({ ...target, path: '/api/broker/check', rate, seconds, connections: RATE_CONNECTIONS });
+  if (RATE_WARMUP_S > 0) await steady(RATE_WARMUP_S);
+  await warmedUp();
+  return steady(RATE_S);
+};
+
+async function main() {
+  const db = await benchDatabase();
+  const rows = [];
+  try {
+    const variants = [{ name: 'this build', main: 'dist/src/main.js', nodeArgs: [] }];
+    for (const base of BASES.reverse()) {
+      variants.unshift({ name: `base (${path.basename(base)})`, main: path.join(base, 'dist/src/main.js'), nodeArgs: BASE_NODE_ARGS });
+    }
+    const dataDirectory = (await db.raw('show data_directory')).rows[0].data_directory;
+    let floor;
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      for (const rate of RATES) {
+        const disk = diskSyncAtRate(5, dataDirectory, rate);
+        const target = disk.p99 * 2 + 1;
+        console.log(`round ${round}, ${rate}/s: fdatasync p50 ${disk.p50} p99 ${disk.p99} ms (target ${target.toFixed(2)} ms)`);
+        // Every variant (and the reference server) served at once, each at the rate: the same
+        // moments of a shared machine fall on all of them, which rounds taken in turn cannot promise.
+        // A fresh service per round: its stage table (stderr, at exit) covers this round only.
+        const started = [];
+        for (const variant of variants) {
+          const base = await startService({ DECISION_LOG: 'all', TRACE_STAGES: 'true' }, variant.nodeArgs, variant.main);
+          const world = await seed(base, db, { name: `tail-${round}-${rate}-${started.length}` });
+          started.push({ variant, base, world, target: { base, token: world.brokerToken, body: checkBody(world) } });
+        }
+        floor ??= await startFloor(started[0].world.leafId);
+        const cpuBefore = new Map();
+        const [floorRun, ...results] = await Promise.all([
+          fixedRate({ base: floor.base, token: 'none', body: '{"tool":"repos.read_file"}' }, rate),
+          ...started.map(({ base, target }) =>
+            fixedRate(target, rate, () => {
+              signalService(base, 'SIGUSR2');
+              cpuBefore.set(base, serviceCpuMs(base));
+            }),
+          ),
+        ]);
+        for (const [i, { variant, base }] of started.entries()) {
+          const result = results[i];
+          const cpuMicros = Math.round((1000 * (serviceCpuMs(base) - cpuBefore.get(base))) / (result.ok2xx + result.non2xx));
+          await stopService(base);
+          console.log(`\n== round ${round}, ${rate}/s, ${variant.name}: check p50 ${result.p50} p99 ${result.p99} max ${result.max} ms`);
+          console.log(
+            `   ${result.ok2xx} ok, ${result.non2xx} non-2xx, ${result.errors} errors; ${cpuMicros} µs service CPU per check; generator loop p99 ${result.generatorLoopDelayP99}`,
+          );
+          rows.push({
+            round,
+            rate,
+            variant: variant.name,
+            p50: result.p50,
+            p99: result.p99,
+            target,
+            ratio: result.p99 / target,
+            cpuMicros,
+          });
+        }
+        console.log(`== round ${round}, ${rate}/s, floor: p50 ${floorRun.p50} p99 ${floorRun.p99} ms\n`);
+        rows.push({ round, rate, variant: 'floor', p50: floorRun.p50, p99: floorRun.p99, target, ratio: floorRun.p99 / target });
+      }
+    }
+    floor?.stop();
+  } finally {
+    await finish(db);
+  }
+  console.log('\nround  rate  variant                          p50 ms  p99 ms  2xfsync p99+1  ratio  µs CPU/check');
+  for (const r of rows) {
+    console.log(
+      `${String(r.round).padStart(5)} ${String(r.rate).padStart(5)}  ${r.variant.slice(0, 32).padEnd(32)} ${r.p50.toFixed(2).padStart(7)} ${r.p99.toFixed(2).padStart(7)} ${r.target.toFixed(2).padStart(14)} ${r.ratio.toFixed(2).padStart(6)} ${String(r.cpuMicros ?? '').padStart(13)}`,
+    );
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  killChildren();
+  process.exit(1);
+});
