@@ -558,14 +558,13 @@ function ofLeavesQuery(ranges: ReadonlyArray<readonly [number, number]>, within?
   const spanBindings = [within?.from, within?.to].filter((at): at is Date => !!at);
   const live = `select ${LEAF_COLUMNS} from call_records r where (${where})${span.map((part) => ` and ${part}`).join('')}`;
   const held = `select ${LEAF_COLUMNS} from held_call_records r where ${where}`;
-  // Each grant's root (a member of the leaf) in the same statement: its id named once per grant, found by key.
-  const roots = `select u.grant_id, u.typeid as grant_typeid, g.root_id
-                   from (select grant_id, ${grantIdOf('grant_id')} as typeid from (select distinct grant_id from rows) d) u
-                   left join grants g on g.id = u.typeid`;
+  // Each grant's root (a member of the leaf) in the same statement: its id named once per grant
+  // (materialized, so once, not per row), its row found by key.
+  const names = `select grant_id, ${grantIdOf('grant_id')} as typeid from (select distinct grant_id from rows) d`;
   return {
-    sql: `with rows as (${live} union all ${held}), roots as (${roots})
-          select ${LEAF_READ}, o.grant_typeid, o.root_id from rows r join call_record_shapes s on s.code = r.shape
-            join roots o on o.grant_id = r.grant_id`,
+    sql: `with rows as (${live} union all ${held}), names as materialized (${names})
+          select ${LEAF_READ}, n.typeid as grant_typeid, g.root_id from rows r join call_record_shapes s on s.code = r.shape
+            join names n on n.grant_id = r.grant_id left join grants g on g.id = n.typeid`,
     bindings: [...bindings, ...spanBindings, ...bindings],
   };
 }
