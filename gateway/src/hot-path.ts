@@ -1,9 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, SUPPORTED_PROTOCOL_VERSIONS, type CallToolRequest, type ListToolsRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { SessionHandlers } from './agent-session';
+import type { RequestAuth, SessionHandlers } from './agent-session';
 
 /** What the SDK's transport is then given: the body this path read, or nothing (it reads the request itself). */
 export type Declined = { parsedBody?: unknown };
+
+/** What the listener verified of the request, for the handlers, and the answer it may put in place of theirs. */
+export interface HotAuth {
+  /** The request's own credential (the SDK's `authInfo`): its token, and over OAuth the grant's end. */
+  auth?: RequestAuth;
+  /** Checked once the handler has run: an answer to send instead (the 401 of a token whose grant ended), as ./answer-instead.ts does for the SDK's transport. */
+  instead?: () => (() => void) | undefined;
+}
 
 /**
  * `tools/call` and `tools/list` of an established session, answered over Node's HTTP objects
@@ -23,13 +31,10 @@ export async function answerHot(
   sessionId: string,
   handlers: SessionHandlers,
   maxBodyBytes: number,
+  hot: HotAuth = {},
 ): Promise<Declined | undefined> {
-  if (request.method !== 'POST' || !acceptsBoth(request.headers.accept) || !isJson(request.headers['content-type'])) return {};
-  const version = request.headers['mcp-protocol-version'];
-  if (version !== undefined && (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version))) return {};
   // A declared length past the bound is the SDK's 413, before a byte is read.
-  if (Number(request.headers['content-length'] ?? 0) > maxBodyBytes) return {};
-
+  if (!headersAccepted(request) || Number(request.headers['content-length'] ?? 0) > maxBodyBytes) return {};
   const text = await bodyOf(request, maxBodyBytes);
   if (text === undefined)
     return void jsonRpcError(response, 413, -32000, `Payload Too Large: Request body must not exceed ${maxBodyBytes} bytes`);
@@ -39,6 +44,33 @@ export async function answerHot(
   } catch {
     return void jsonRpcError(response, 400, -32700, 'Parse error: Invalid JSON');
   }
+  return answerParsed(request, response, sessionId, handlers, message, hot);
+}
+
+/**
+ * The same, for a body the listener has already read and parsed (./mcp-body.ts, which holds the
+ * `Mcp-Method` and `Mcp-Name` headers to it and answers a body it cannot take itself).
+ */
+export async function answerHotParsed(
+  request: IncomingMessage,
+  response: ServerResponse,
+  sessionId: string,
+  handlers: SessionHandlers,
+  message: unknown,
+  hot: HotAuth = {},
+): Promise<Declined | undefined> {
+  if (!headersAccepted(request)) return { parsedBody: message };
+  return answerParsed(request, response, sessionId, handlers, message, hot);
+}
+
+async function answerParsed(
+  request: IncomingMessage,
+  response: ServerResponse,
+  sessionId: string,
+  handlers: SessionHandlers,
+  message: unknown,
+  { auth, instead }: HotAuth,
+): Promise<Declined | undefined> {
   const call = hotRequest(message);
   if (!call) return { parsedBody: message };
 
@@ -46,8 +78,8 @@ export async function answerHot(
   try {
     const result =
       call.method === 'tools/call'
-        ? await handlers.callTool(call.request, request.headers)
-        : await handlers.listTools(call.request, request.headers);
+        ? await handlers.callTool(call.request, request.headers, auth)
+        : await handlers.listTools(call.request, request.headers, auth);
     answer = { result, jsonrpc: '2.0', id: call.id };
   } catch (error) {
     // As the SDK's protocol layer answers a handler that threw.
@@ -63,10 +95,19 @@ export async function answerHot(
       },
     };
   }
+  const replacement = instead?.();
+  if (replacement) return void replacement();
   const body = JSON.stringify(answer);
   response.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId, 'content-length': Buffer.byteLength(body) });
   response.end(body);
   return undefined;
+}
+
+/** The method, media types and protocol version the SDK's transport takes (anything else is its to refuse). */
+function headersAccepted(request: IncomingMessage): boolean {
+  if (request.method !== 'POST' || !acceptsBoth(request.headers.accept) || !isJson(request.headers['content-type'])) return false;
+  const version = request.headers['mcp-protocol-version'];
+  return version === undefined || (typeof version === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(version));
 }
 
 type HotRequest = { id: string | number } & (

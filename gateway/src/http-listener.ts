@@ -10,7 +10,7 @@ import { openAgentSession, GRANT_ENDED, type GatewayCore, type SessionHandlers }
 import { allowedHostsOf, hostnameOf } from './allowed-hosts';
 import { answerInstead } from './answer-instead';
 import { AuthorizationServerDiscovery } from './authorization-server';
-import { answerHot } from './hot-path';
+import { answerHot, answerHotParsed, type HotAuth } from './hot-path';
 import { readMcpBody } from './mcp-body';
 import { ProtectedResource } from './protected-resource';
 import { SessionTable } from './session-table';
@@ -39,6 +39,9 @@ interface Session {
   server: Server;
   handlers: SessionHandlers;
 }
+
+/** What the listener verified of a request, for whichever path answers it. */
+type Credential = HotAuth & { auth: AuthInfo };
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -157,11 +160,13 @@ export class HttpListener {
     if (typeof sessionId === 'string' && (!session || session.owner !== owner)) return jsonRpcError(response, 404, 'Session not found');
     if (!session && request.method !== 'POST') return jsonRpcError(response, 400, 'Bad Request: Mcp-Session-Id header is required');
     const mcpHeaders = request.headers['mcp-method'] !== undefined || request.headers['mcp-name'] !== undefined;
+    const credential = this.credentialOf(response, token, grantHeader, bearer);
+    if (session) response.once('close', this.sessions.use(sessionId as string));
+    // A runtime token's request without Mcp-Method or Mcp-Name headers: the hot path reads the body
+    // itself, answering one it cannot take as the SDK's transport would. The others' bodies are read below.
     if (session && !bearer.oauth && !mcpHeaders) {
-      // A runtime token's tools/call and tools/list straight over Node's HTTP (./hot-path.ts); the rest through the SDK's transport.
-      response.once('close', this.sessions.use(sessionId as string));
-      const declined = await answerHot(request, response, sessionId as string, session.value.handlers, MAX_BODY_BYTES);
-      if (declined) return session.value.transport.handleRequest(request, response, declined.parsedBody);
+      const declined = await answerHot(request, response, sessionId as string, session.value.handlers, MAX_BODY_BYTES, credential);
+      if (declined) return this.throughTransport(session.value.transport, request, response, credential, declined.parsedBody);
       return;
     }
 
@@ -172,43 +177,61 @@ export class HttpListener {
       if (!read.ok) return problem(response, read.status, read.code, read.detail);
       body = read.message;
     }
-    this.authenticate(request, response, token, grantHeader, bearer);
     if (session) {
-      response.once('close', this.sessions.use(sessionId as string));
-      return session.value.transport.handleRequest(request, response, body);
+      // tools/call and tools/list straight over Node's HTTP (./hot-path.ts); the rest through the SDK's transport.
+      const declined =
+        request.method === 'POST'
+          ? await answerHotParsed(request, response, sessionId as string, session.value.handlers, body, credential)
+          : {};
+      if (declined) return this.throughTransport(session.value.transport, request, response, credential, body);
+      return;
     }
+    this.throughSdk(request, response, credential);
     return this.openSession(owner, bearer, token, request, response, body);
   }
 
   /**
-   * Hands the request's own token to the session's handlers (an OAuth session's token changes as
-   * its host refreshes it). Over OAuth, a check that finds the token's grant ended (revoked or
-   * expired, on any replica) turns this very answer into the 401 the host's token now deserves,
-   * and the token is identified afresh at its next request (which the grant broker then refuses).
+   * The request's own token, for the session's handlers (an OAuth session's token changes as its
+   * host refreshes it). Over OAuth, a check that finds the token's grant ended (revoked or
+   * expired, on any replica) turns this very answer into the 401 the host's token now deserves
+   * (`instead`), and the token is identified afresh at its next request (which the grant broker
+   * then refuses). Whichever path answers (./hot-path.ts or the SDK's transport) takes both.
    */
-  private authenticate(request: IncomingMessage, response: ServerResponse, token: string, grantHeader: string | undefined, bearer: Bearer) {
-    let ended = false;
-    const extra = bearer.oauth
-      ? {
-          [GRANT_ENDED]: () => {
-            ended = true;
-            this.authenticator.forget(token, grantHeader);
-          },
-        }
-      : undefined;
+  private credentialOf(response: ServerResponse, token: string, grantHeader: string | undefined, bearer: Bearer): Credential {
     const auth: AuthInfo = {
       token,
       clientId: '',
       scopes: [],
       ...(bearer.expiresAtMs ? { expiresAt: Math.floor(bearer.expiresAtMs / 1000) } : {}),
-      extra,
     };
+    if (!bearer.oauth) return { auth };
+    let ended = false;
+    auth.extra = {
+      [GRANT_ENDED]: () => {
+        ended = true;
+        this.authenticator.forget(token, grantHeader);
+      },
+    };
+    const instead = () =>
+      ended ? () => this.unauthorized(response, true, 'the grant this token was issued for has been revoked or has expired') : undefined;
+    return { auth, instead };
+  }
+
+  /** Hands the credential to the SDK's transport: as its `authInfo`, and the answer it may replace. */
+  private throughSdk(request: IncomingMessage, response: ServerResponse, { auth, instead }: Credential): void {
     (request as IncomingMessage & { auth?: AuthInfo }).auth = auth;
-    if (bearer.oauth) {
-      answerInstead(response, () =>
-        ended ? () => this.unauthorized(response, true, 'the grant this token was issued for has been revoked or has expired') : undefined,
-      );
-    }
+    if (instead) answerInstead(response, instead);
+  }
+
+  private throughTransport(
+    transport: StreamableHTTPServerTransport,
+    request: IncomingMessage,
+    response: ServerResponse,
+    credential: Credential,
+    body: unknown,
+  ): Promise<void> {
+    this.throughSdk(request, response, credential);
+    return transport.handleRequest(request, response, body);
   }
 
   private async openSession(

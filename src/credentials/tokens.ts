@@ -22,8 +22,18 @@ function base62(value: bigint, width: number): string {
   return out.padStart(width, '0');
 }
 
+/**
+ * The CRC32 of the body in base62. A CRC32 is below 2^32, so plain numbers carry it: no BigInt
+ * division per digit (every broker check verifies a token's checksum).
+ */
 function checksum(body: string): string {
-  return base62(BigInt(crc32(body)), CHECKSUM_LENGTH);
+  let out = '';
+  let rest = crc32(body);
+  while (rest > 0) {
+    out = ALPHABET[rest % 62] + out;
+    rest = Math.floor(rest / 62);
+  }
+  return out.padStart(CHECKSUM_LENGTH, '0');
 }
 
 export function mintToken(prefix: TokenPrefix): string {

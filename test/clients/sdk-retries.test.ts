@@ -13,16 +13,23 @@ import { callRecordsOf } from '../support/call-records';
  * what a test needs, and against the real service behind a link that loses the answer.
  */
 
-/** A stand-in server: `answer` says what each request gets; every request is counted by method. */
+/** A stand-in server: `answer` says what each request gets; every request is counted by method, and what it sent kept. */
 async function standIn(answer: (req: IncomingMessage, res: ServerResponse, n: number) => void) {
   const seen: string[] = [];
+  const sent: { authorization?: string; contentType?: string; body: string }[] = [];
   const server = createServer((req, res) => {
     seen.push(req.method ?? '?');
-    req.resume().on('end', () => answer(req, res, seen.length));
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      sent.push({ authorization: req.headers.authorization, contentType: req.headers['content-type'], body });
+      answer(req, res, seen.length);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { baseUrl, seen, close: () => new Promise((resolve) => server.close(resolve)) };
+  return { baseUrl, seen, sent, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
 const problem = (res: ServerResponse, status: number, headers: Record<string, string> = {}) =>
@@ -39,7 +46,26 @@ describe('answers that are retried', () => {
       const res = await client.api.POST('/api/grants', { body: postBody });
       expect(res.response.status).toBe(200);
       expect(server.seen).toEqual(['POST', 'POST']);
+      // The retry is the same request again: its body and headers, not an emptied copy.
+      const first = { authorization: 'Bearer t', contentType: 'application/json', body: JSON.stringify(postBody) };
+      expect(server.sent).toEqual([first, first]);
       expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    } finally {
+      await server.close();
+    }
+  });
+
+  // openapi-fetch takes a middleware's Request only if it is of the client's Request class: the platform's, so any one goes.
+  it("a middleware's own Request (the platform's) is taken in place of the client's, and retried whole too", async () => {
+    const server = await standIn((_req, res, n) => (n === 1 ? problem(res, 503, { 'retry-after': '0' }) : ok(res)));
+    try {
+      const client = createClient({ baseUrl: server.baseUrl, token: 't' });
+      client.api.use({
+        onRequest: ({ request }) => new Request(request, { headers: { ...Object.fromEntries(request.headers), 'x-via': 'm' } }),
+      });
+      expect((await client.api.POST('/api/grants', { body: postBody })).response.status).toBe(200);
+      const sent = { authorization: 'Bearer t', contentType: 'application/json', body: JSON.stringify(postBody) };
+      expect(server.sent).toEqual([sent, sent]);
     } finally {
       await server.close();
     }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -7,6 +8,7 @@ import {
   type OAuthClientProvider,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { OAuthClientInformationFull, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createGatewayCore, serveHttp } from '../../gateway/src/gateway';
 import { jose } from '../../src/oauth/provider-module';
@@ -38,6 +40,7 @@ const REDIRECT = 'http://127.0.0.1:9/callback';
 let service: TestService;
 let world: GatewayWorld;
 let rootId: string;
+let connectionId: string;
 let gateway: Awaited<ReturnType<typeof startGateway>>;
 let replica: Awaited<ReturnType<typeof startGateway>>;
 
@@ -115,7 +118,7 @@ beforeAll(async () => {
   gateway = await startGateway();
   // A second replica of the same gateway (one resource URI, its own memory).
   replica = await startGateway(gateway.url);
-  const connectionId = await connectionFor(world, gateway.config);
+  connectionId = await connectionFor(world, gateway.config);
   rootId = await grantOn(world, connectionId, { tools: ['everything.echo', 'everything.sum'] });
   await registerGatewayResource(service.deps.db, world.brokerId, gateway.listener.resource());
 });
@@ -143,22 +146,32 @@ async function connectHost(host: TestHost, url = gateway.url) {
   return { client, childId: String(walked.decision!.body.grantId) };
 }
 
-/** A raw POST /mcp to a gateway. */
+/**
+ * The SDK's transport, watched (not replaced): a request it handled went through its `handleRequest`,
+ * one the gateway's hot path answered (./gateway/src/hot-path.ts) did not.
+ */
+const sdkTransport = jest.spyOn(StreamableHTTPServerTransport.prototype, 'handleRequest');
+
+/** A raw POST /mcp to a gateway; `viaSdk`: the SDK's transport took part in the answer. */
 function post(url: string, headers: Record<string, string>, body: unknown) {
-  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: string; viaSdk: boolean }>((resolve, reject) => {
     const target = new URL(url);
+    const probe = randomUUID();
     const req = httpRequest(
       {
         host: target.hostname,
         port: target.port,
         path: '/mcp',
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Test-Probe': probe, ...headers },
       },
       (res) => {
         let answer = '';
         res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: answer }));
+        res.on('end', () => {
+          const viaSdk = sdkTransport.mock.calls.some(([request]) => request.headers['test-probe'] === probe);
+          resolve({ status: res.statusCode!, headers: res.headers, body: answer, viaSdk });
+        });
       },
     );
     req.on('error', reject);
@@ -265,14 +278,25 @@ describe('an MCP host that knows only the gateway URL (CONTRACT §20)', () => {
     const bearer = { Authorization: `Bearer ${token}` };
     const onReplica = await sessionWith(replica.url, bearer);
     const sessionId = (client.transport as { sessionId?: string }).sessionId!;
-    expect((await post(gateway.url, { ...bearer, 'Mcp-Session-Id': sessionId }, echoCall())).status).toBe(200);
+    const allowed = await post(gateway.url, { ...bearer, 'Mcp-Session-Id': sessionId }, echoCall());
+    expect([allowed.status, allowed.viaSdk]).toEqual([200, false]);
+    // A second token of the host's on the same grant (as after a refresh), its grant read by the door too.
+    const second = { Authorization: `Bearer ${await signed({ sub: childId, jti: 'second' })}`, 'Mcp-Session-Id': sessionId };
+    expect((await post(gateway.url, second, echoCall(6))).status).toBe(200);
 
     await service.http.post(`/api/grants/${childId}/revoke`).set(world.owner.auth).send({}).expect(200);
-    // The very next call (the door still remembers the token): the check refuses the grant, the answer is a 401.
+    // The very next call (the door still remembers the token): the check refuses the grant, the answer is a 401, from the hot path.
     const next = await post(gateway.url, { ...bearer, 'Mcp-Session-Id': sessionId }, echoCall(3));
-    expect(next.status).toBe(401);
+    expect([next.status, next.viaSdk]).toEqual([401, false]);
     expect(next.headers['www-authenticate']).toMatch(/error="invalid_token"/);
     expect(JSON.parse(next.body)).toMatchObject({ status: 401, code: 'unauthorized' });
+    // The same call in a batch, with the second token (still remembered): the SDK's transport gives the very same answer.
+    const viaSdk = await post(gateway.url, second, [echoCall(3)]);
+    expect([viaSdk.status, viaSdk.viaSdk]).toEqual([401, true]);
+    const { date: _hotDate, ...hotHeaders } = next.headers;
+    const { date: _sdkDate, ...sdkHeaders } = viaSdk.headers;
+    expect(hotHeaders).toEqual(sdkHeaders);
+    expect(next.body).toBe(viaSdk.body);
     // Anything after it, a call or not, on either replica.
     expect((await post(gateway.url, { ...bearer, 'Mcp-Session-Id': sessionId }, { jsonrpc: '2.0', id: 4, method: 'ping' })).status).toBe(
       401,
@@ -282,7 +306,7 @@ describe('an MCP host that knows only the gateway URL (CONTRACT §20)', () => {
     // The SDK's client, told 401, cannot refresh its way back in: the grant is gone.
     await expect(call(client, 'echo', { message: 'again' })).rejects.toThrow();
     const { outcomes } = await trail(world, childId);
-    expect(outcomes.filter((outcome) => outcome.endsWith(':succeeded'))).toHaveLength(1);
+    expect(outcomes.filter((outcome) => outcome.endsWith(':succeeded'))).toHaveLength(2);
     await client.close();
   });
 });
@@ -391,12 +415,26 @@ describe('attacks on the door, each refused', () => {
     const sessionId = await sessionWith(gateway.url, bearer);
     const on = { ...bearer, 'Mcp-Session-Id': sessionId };
     const lying = await post(gateway.url, { ...on, 'Mcp-Method': 'tools/list' }, echoCall());
-    expect(lying.status).toBe(400);
+    expect([lying.status, lying.viaSdk]).toEqual([400, false]);
     expect(JSON.parse(lying.body)).toMatchObject({ code: 'header_mismatch' });
-    expect((await post(gateway.url, { ...on, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'get-sum' }, echoCall())).status).toBe(400);
-    const honest = await post(gateway.url, { ...on, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'echo' }, echoCall());
-    expect(honest.status).toBe(200);
+    for (const hostile of [{ 'Mcp-Name': 'get-sum' }, { 'Mcp-Name': '' }, { 'Mcp-Name': 'echo, echo' }, { 'Mcp-Name': '\u00e9cho' }]) {
+      const refused = await post(gateway.url, { ...on, 'Mcp-Method': 'tools/call', ...hostile }, echoCall());
+      expect([hostile, refused.status, refused.viaSdk]).toEqual([hostile, 400, false]);
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'header_mismatch' });
+    }
+    const named = { ...on, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'echo' };
+    const honest = await post(gateway.url, named, echoCall());
+    expect([honest.status, honest.viaSdk]).toEqual([200, false]);
     expect(honest.body).toMatch(/hi/);
+    // Exactly what the SDK's transport answers to the same call (a batch of one is its to answer).
+    const fromSdk = await post(gateway.url, named, [echoCall()]);
+    expect([fromSdk.status, fromSdk.viaSdk]).toEqual([200, true]);
+    expect(JSON.parse(honest.body)).toEqual(JSON.parse(fromSdk.body));
+    expect(honest.headers['mcp-session-id']).toBe(fromSdk.headers['mcp-session-id']);
+    // Without the headers: the hot path too.
+    const plain = await post(gateway.url, on, { jsonrpc: '2.0', id: 9, method: 'tools/list' });
+    expect([plain.status, plain.viaSdk]).toEqual([200, false]);
+    expect(JSON.parse(plain.body)).toMatchObject({ id: 9, result: { tools: [{ name: 'echo' }, { name: 'get-sum' }] } });
   });
 
   it("a session opened over OAuth is the token's agent's on its grant: anyone else's bearer on it is a 404", async () => {
@@ -404,7 +442,19 @@ describe('attacks on the door, each refused', () => {
     const sessionId = await sessionWith(gateway.url, bearer);
     // Another token of the same agent and grant (the host refreshed) keeps the session.
     const refreshed = { Authorization: `Bearer ${await signed({ jti: 'second' })}` };
-    expect((await post(gateway.url, { ...refreshed, 'Mcp-Session-Id': sessionId }, echoCall())).status).toBe(200);
+    const kept = await post(gateway.url, { ...refreshed, 'Mcp-Session-Id': sessionId }, echoCall());
+    expect([kept.status, kept.viaSdk]).toEqual([200, false]);
+    // The same agent's token for another of its grants: someone else's session, and a Grant-Id naming another grant is refused at the door.
+    const otherGrant = await grantOn(world, connectionId, { tools: ['everything.echo'] });
+    const forOther = await post(
+      gateway.url,
+      { Authorization: `Bearer ${await signed({ sub: otherGrant })}`, 'Mcp-Session-Id': sessionId },
+      echoCall(),
+    );
+    expect([forOther.status, forOther.viaSdk]).toEqual([404, false]);
+    const naming = await post(gateway.url, { ...refreshed, 'Grant-Id': otherGrant, 'Mcp-Session-Id': sessionId }, echoCall());
+    expect([naming.status, naming.viaSdk]).toEqual([400, false]);
+    expect(JSON.parse(naming.body)).toMatchObject({ code: 'grant_mismatch' });
     // The same agent's runtime token, and another agent's access token, are someone else.
     const runtime = { Authorization: `Bearer ${world.agent.token}`, 'Grant-Id': rootId };
     expect((await post(gateway.url, { ...runtime, 'Mcp-Session-Id': sessionId }, echoCall())).status).toBe(404);
