@@ -12,6 +12,7 @@ import { api, percentile, require, root } from './bench-harness.mjs';
 const store = require(path.join(root, 'dist/src/trail/tree-store.js'));
 const leafCode = require(path.join(root, 'dist/src/trail/tree/leaves.js'));
 const verifier = require(path.join(root, 'clients/grantctl/dist/trail-proofs.js'));
+const callRecords = require(path.join(root, 'dist/src/trail/repositories/call-records.js'));
 const BLOCK = 256;
 
 /** The complete aligned subtrees leaves [lo, hi) split into, largest first. */
@@ -124,6 +125,16 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds 
     const from = (firstFull + 1 + Math.floor(Math.random() * (lastFull - firstFull - 1))) * BLOCK;
     return api(base, 'GET', `/api/trail/proofs/consistency?from=${from}&to=${leaves}`, owner);
   });
+  // How Postgres finds a real record's block (what an inclusion proof rebuilds its lower levels from).
+  const leaf = sample[0].leafIndex;
+  const block = Math.floor(leaf / BLOCK) * BLOCK;
+  const ranges = [
+    [block, leaf],
+    [leaf + 1, Math.min(block + BLOCK, real)],
+  ].filter(([lo, hi]) => lo < hi);
+  const within = store.checkTimesOf ? await store.checkTimesOf(db, ranges) : undefined;
+  console.log(`   -- the records of leaf ${leaf}'s block, checked within ${JSON.stringify(within)}:`);
+  console.log(await callRecords.callRecordsOfLeavesPlan(db, ranges, within));
   return {
     note: `tree grown to ${leaves} leaves: ${real} real (with records), the rest synthetic stored hashes (levels >= 8); proofs served by the HTTP routes`,
     buildSeconds: built,

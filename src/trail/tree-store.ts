@@ -1,8 +1,8 @@
 import type { Database } from '../db/database';
 import { presentCallRecord } from './presenters';
-import { callRecordsOfLeaves } from './repositories/call-records';
+import { callRecordsOfLeaves, type CallRecordRow, type CheckTimes } from './repositories/call-records';
 import { leavesOfDayInPartBlocks } from './repositories/days';
-import { BLOCK, readLowerNodes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
+import { appendedBetween, BLOCK, readLowerNodes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
 import { leavesOfRecord, nodeHash } from './tree/leaves';
 import { nodeKey, type Node, type ReadNodes } from './tree/proofs';
 
@@ -37,15 +37,47 @@ function leafRanges(nodes: readonly Node[]): Array<[number, number]> {
   return merged;
 }
 
+/**
+ * How long before its leaf's append a record's check may have been made and still be looked for
+ * in the days around the append first: a slow check, an outcome reported within the hour, a clock
+ * somewhat behind the database's. A record older than that (an outcome reported late) is found
+ * by the second look, over every day.
+ */
+const CHECKED_BEFORE_APPEND_MS = 3_600_000;
+const CLOCK_AHEAD_MS = 300_000;
+
+/** The span of check times the records of these leaves are first looked for in; undefined where nothing bounds it. */
+export async function checkTimesOf(db: Database, ranges: ReadonlyArray<readonly [number, number]>): Promise<CheckTimes | undefined> {
+  const appended = await appendedBetween(db, ranges[0]![0], ranges.at(-1)![1]);
+  if (!appended.after && !appended.before) return undefined;
+  return {
+    from: appended.after && new Date(appended.after.getTime() - CHECKED_BEFORE_APPEND_MS),
+    to: appended.before && new Date(appended.before.getTime() + CLOCK_AHEAD_MS),
+  };
+}
+
 async function rebuildLower(db: Database, nodes: readonly Node[]): Promise<Map<string, Buffer>> {
   const ranges = leafRanges(nodes);
-  const [stored, records] = await Promise.all([readLowerNodes(db, [...new Set(nodes.map(blockOf))]), callRecordsOfLeaves(db, ranges)]);
+  const [stored, within] = await Promise.all([readLowerNodes(db, [...new Set(nodes.map(blockOf))]), checkTimesOf(db, ranges)]);
+  if (within) {
+    try {
+      return hashNodes(nodes, stored, await callRecordsOfLeaves(db, ranges, within));
+    } catch (error) {
+      if (!(error instanceof LeafGone)) throw error;
+    }
+  }
+  return hashNodes(nodes, stored, await callRecordsOfLeaves(db, ranges));
+}
+
+/** The nodes' hashes from the stored lower hashes and the leaves of these records. Throws LeafGone. */
+function hashNodes(nodes: readonly Node[], stored: ReadonlyMap<string, Buffer>, records: CallRecordRow[]): Map<string, Buffer> {
+  const known = new Map(stored);
   const leaves = new Map<number, Buffer>();
   for (const record of records) for (const leaf of leavesOfRecord(presentCallRecord(record))) leaves.set(leaf.index, leaf.hash);
   const hashOf = (level: number, index: number): Buffer => {
     const key = nodeKey({ level, index });
-    const known = stored.get(key);
-    if (known) return known;
+    const found = known.get(key);
+    if (found) return found;
     let hash: Buffer | undefined;
     if (level === 0) {
       hash = leaves.get(index);
@@ -53,7 +85,7 @@ async function rebuildLower(db: Database, nodes: readonly Node[]): Promise<Map<s
     } else {
       hash = nodeHash(hashOf(level - 1, index * 2), hashOf(level - 1, index * 2 + 1));
     }
-    stored.set(key, hash);
+    known.set(key, hash);
     return hash;
   };
   return new Map(nodes.map((node) => [nodeKey(node), hashOf(node.level, node.index)]));

@@ -51,10 +51,14 @@ export function createTrailVerification(deps: TrailVerificationDeps) {
 
     /** The proof of a call's record leaf, or (`leaf: 'outcome'`) of its reported outcome's; a held record's too. */
     async inclusion(principal: HumanPrincipal | AgentPrincipal, callId: string, treeSize?: number, leaf: 'record' | 'outcome' = 'record') {
-      const record = (await findCallRecord(deps.db, callId)) ?? (await findHeldCallRecord(deps.db, callId));
+      // The checkpoint is read alongside the record (one round trip less), and said only once the record may be seen.
+      const [live, checkpoint] = await Promise.all([
+        findCallRecord(deps.db, callId),
+        treeSize === undefined ? latest() : checkpointOfSize(deps.db, treeSize),
+      ]);
+      const record = live ?? (await findHeldCallRecord(deps.db, callId));
       if (!record) throw new ApiError('not_found', 'no such call');
       await deps.readableGrant(principal, record.grant_id);
-      const checkpoint = treeSize === undefined ? await latest() : await checkpointOfSize(deps.db, treeSize);
       if (!checkpoint) throw new ApiError('not_in_checkpoint', `no signed checkpoint has size ${treeSize}`);
       const index = leaf === 'outcome' ? record.outcome_leaf_index : record.leaf_index;
       if (leaf === 'outcome' && index === null) throw new ApiError('not_found', 'no outcome of this call is in the trail');

@@ -90,6 +90,37 @@ export async function dropTrailDay(db: Database, day: string, heldGrantIds: read
   });
 }
 
+/**
+ * Keeps the trail's lookup by leaf fast where autovacuum is behind or off: summarizes the pages
+ * written since the last summary in the BRIN indexes of the days still written to (today's and
+ * yesterday's by the database's clock: checks, and outcomes of yesterday's calls) and of the held
+ * records, and analyzes today's partition once a tenth of it is new (autovacuum's own threshold).
+ * A BRIN index reads every page it has no summary of, and a day never analyzed is planned as a
+ * scan of all its rows: either would make a proof read all of today's records. One replica at a
+ * time; a lock not granted at once (autovacuum on the day) skips the turn. The ranges summarized.
+ */
+export async function keepLeafLookupCurrent(db: Database): Promise<number> {
+  return db.transaction(async (trx) => {
+    await trx.raw(`set local lock_timeout = '100ms'`);
+    const { rows: locked } = await trx.raw<{ rows: Array<{ ok: boolean }> }>(
+      `select pg_try_advisory_xact_lock(hashtext('call trail: leaf lookup')) as ok`,
+    );
+    if (!locked[0]?.ok) return 0;
+    const day = (daysBack: number) => `to_regclass('call_records_' || to_char((now() at time zone 'UTC')::date - ${daysBack}, 'YYYYMMDD'))`;
+    const { rows } = await trx.raw<{ rows: Array<{ ranges: string }> }>(
+      `select coalesce(sum(brin_summarize_new_values(x.indexrelid)), 0) as ranges
+         from pg_index x join pg_class i on i.oid = x.indexrelid join pg_am a on a.oid = i.relam and a.amname = 'brin'
+        where x.indrelid = any(array[${day(0)}, ${day(1)}, 'held_call_records'::regclass])`,
+    );
+    const { rows: stale } = await trx.raw<{ rows: Array<{ name: string }> }>(
+      `select t.relname as name from pg_stat_user_tables t join pg_class c on c.oid = t.relid
+        where t.relid = ${day(0)} and t.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0)`,
+    );
+    if (stale[0]) await trx.raw('analyze ??', [stale[0].name]);
+    return Number(rows[0]?.ranges ?? 0);
+  });
+}
+
 /** Records kept (days, default partition and held rows) and their bytes on disk, indexes included. */
 export async function trailFootprint(db: Database): Promise<{ records: number; bytes: number; bytesPerRecord: number }> {
   const { rows } = await db.raw<{ rows: Array<{ records: string; bytes: string }> }>(

@@ -74,6 +74,20 @@ export async function saveCheckpoint(db: Queryable, checkpoint: StoredCheckpoint
   await db('trail_checkpoints').insert({ size: checkpoint.size, note: checkpoint.note }).onConflict('size').ignore();
 }
 
+/**
+ * When the leaves `[lo, hi)` were appended, as signed checkpoints bound it: after the last one
+ * signed before the tree reached `lo` leaves, before the first one covering them. Null where no
+ * checkpoint bounds it (an older checkpoint pruned away leaves a day's last one, still a bound).
+ */
+export async function appendedBetween(db: Queryable, lo: number, hi: number): Promise<{ after: Date | null; before: Date | null }> {
+  const { rows } = await db.raw<{ rows: Array<{ after: Date | null; before: Date | null }> }>(
+    `select (select signed_at from trail_checkpoints where size <= ? order by size desc limit 1) as after,
+            (select signed_at from trail_checkpoints where size >= ? order by size asc limit 1) as before`,
+    [lo, hi],
+  );
+  return rows[0] ?? { after: null, before: null };
+}
+
 /** Levels below this are not stored while their leaves' records are kept (migrations/20261126203000). */
 export const STORED_FROM_LEVEL = 8;
 export const BLOCK = 1 << STORED_FROM_LEVEL;

@@ -1,5 +1,6 @@
 import type { Logger } from '../../kernel/log';
 import type { Database } from '../../db/database';
+import { keepLeafLookupCurrent } from '../repositories/days';
 import { latestCheckpoint, saveCheckpoint, treeHead } from '../repositories/tree';
 import { rootOfFrontier } from './leaves';
 import type { TrailSigner } from './note';
@@ -38,6 +39,10 @@ export class Checkpointer {
     if (latest && latest.size >= head.size) return latest.size;
     const note = this.deps.signer.sign(head.size, rootOfFrontier(head.frontier));
     await saveCheckpoint(this.deps.db, { size: head.size, note });
+    // Proofs against it then find the records it covers by their leaves' BRIN indexes, not by reading every new page.
+    await keepLeafLookupCurrent(this.deps.db).catch((error: unknown) =>
+      this.deps.log.debug({ err: { message: (error as Error).message } }, 'call trail leaf lookup not brought up to date'),
+    );
     return head.size;
   }
 }
