@@ -12,7 +12,7 @@ import { api, percentile, require, root } from './bench-harness.mjs';
 const store = require(path.join(root, 'dist/src/trail/tree-store.js'));
 const leafCode = require(path.join(root, 'dist/src/trail/tree/leaves.js'));
 const verifier = require(path.join(root, 'clients/grantctl/dist/trail-proofs.js'));
-const callRecords = require(path.join(root, 'dist/src/trail/repositories/call-records.js'));
+const leafRecords = require(path.join(root, 'dist/src/trail/repositories/leaf-records.js'));
 const BLOCK = 256;
 
 /** The complete aligned subtrees leaves [lo, hi) split into, largest first. */
@@ -134,7 +134,7 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds 
   ].filter(([lo, hi]) => lo < hi);
   const within = store.checkTimesOf ? await store.checkTimesOf(db, ranges) : undefined;
   console.log(`   -- the records of leaf ${leaf}'s block, checked within ${JSON.stringify(within)}:`);
-  console.log(await callRecords.callRecordsOfLeavesPlan(db, ranges, within));
+  console.log(await leafRecords.callRecordsOfLeavesPlan(db, ranges, within));
   return {
     note: `tree grown to ${leaves} leaves: ${real} real (with records), the rest synthetic stored hashes (levels >= 8); proofs served by the HTTP routes`,
     buildSeconds: built,

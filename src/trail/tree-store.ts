@@ -1,6 +1,7 @@
 import type { Database } from '../db/database';
 import { presentCallRecord } from './presenters';
-import { callRecordsOfLeaves, type CallRecordRow, type CheckTimes } from './repositories/call-records';
+import type { CallRecordRow } from './repositories/call-record-rows';
+import { callRecordsOfLeaves, type CheckTimes } from './repositories/leaf-records';
 import { leavesOfDayInPartBlocks } from './repositories/days';
 import { appendedBetween, BLOCK, readLowerNodes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
 import { leavesOfRecord, nodeHash } from './tree/leaves';

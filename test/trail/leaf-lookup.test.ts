@@ -6,7 +6,7 @@
  * brings today's BRIN summaries up to date and analyzes a day grown by a tenth.
  */
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
-import { callRecordsOfLeaves } from '../../src/trail/repositories/call-records';
+import { callRecordsOfLeaves } from '../../src/trail/repositories/leaf-records';
 import { dayTable, keepLeafLookupCurrent } from '../../src/trail/repositories/days';
 import { checkTimesOf } from '../../src/trail/tree-store';
 import { leafHash, openCheckpoint, recordLeaf, verifyInclusion } from '../../clients/grantctl/src/trail-proofs';

@@ -1,13 +1,26 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
-import { ID_PREFIXES, idBytes, idTimeMs } from '../../kernel/ids';
+import { idBytes, idTimeMs } from '../../kernel/ids';
 import type { ListPosition } from '../../kernel/cursor';
 import * as codec from './codec';
 import type { ShapeMemo } from '../shape-memo';
 import { shapeCodes } from './shapes';
 import { decisionOfOutcome, leafHash, outcomeLeaf, recordLeaf } from '../tree/leaves';
+import {
+  ALLOWED_OUTCOMES,
+  completedAfterMs,
+  decode,
+  ofGrant,
+  READ,
+  withRoots,
+  withShape,
+  type CallRecordRow,
+  type NewCallRecord,
+  type Queryable,
+  type StoredRow,
+} from './call-record-rows';
 
-type Queryable = Database | Knex.Transaction;
+export type { CallRecordRow, NewCallRecord } from './call-record-rows';
 
 /**
  * The call trail, `call_records`: one row per broker check, written before its answer leaves,
@@ -17,121 +30,6 @@ type Queryable = Database | Knex.Transaction;
  * check writes through the trail's writer (trail/writer.ts), the maintenance job
  * (trail/maintenance.ts) makes and drops days.
  */
-
-export interface CallRecordRow {
-  id: string;
-  grant_id: string;
-  tool: string;
-  principal_kind: codec.PrincipalKind;
-  principal_id: string;
-  /** As stored, except a held call's once its approval is settled (see withApprovals). */
-  outcome: codec.Outcome | SettledHold;
-  reason: string;
-  /** The approval the call used or waits for; null for a call no approval concerns. */
-  approval_id: string | null;
-  /** The policy decision behind the answer (its decision event's id); null on records older than the column. */
-  decision_id: string | null;
-  error_code: string | null;
-  args_digest: string;
-  requested_at: Date;
-  completed_at: Date | null;
-  duration_ms: number | null;
-  /** The first 8 bytes of the SHA-256 of the token minted for the call, and when it expires. */
-  credential_fingerprint?: Buffer | null;
-  credential_expires_at?: Date | null;
-  /** Joined in call trail listings: who approved the call, when an approval allowed it. */
-  approval_decided_by?: string | null;
-  /** The record's leaf in the trail's Merkle tree, and its outcome's; null on records older than the tree. */
-  leaf_index: number | null;
-  outcome_leaf_index: number | null;
-  /** The grant's root, read with the record (a member of its leaf). */
-  root_id?: string;
-  /** What the check answered, as its leaf holds it, whatever became of a held call since. */
-  answered?: { decision: 'allow' | 'deny' | 'approval_required'; reason: string };
-}
-
-/** What a call held for approval reads as once a human approved it. */
-type SettledHold = 'approved';
-
-type OptionalColumns =
-  'approval_id' | 'decision_id' | 'error_code' | 'completed_at' | 'duration_ms' | 'credential_fingerprint' | 'credential_expires_at';
-
-/** A row of call_records as a check writes it. */
-export type NewCallRecord = Omit<
-  CallRecordRow,
-  OptionalColumns | 'approval_decided_by' | 'outcome' | 'leaf_index' | 'outcome_leaf_index' | 'answered'
-> & {
-  outcome: codec.Outcome;
-  root_id: string;
-} & Partial<Pick<CallRecordRow, OptionalColumns>>;
-
-/** A row as Postgres answers it (its shape joined): uuids as text, bytea as Buffers, codes as numbers. */
-interface StoredRow {
-  id: string;
-  grant_id: string;
-  tool: string;
-  principal_kind: number;
-  principal_id: string;
-  outcome: number;
-  reason: string | null;
-  approval_id: string | null;
-  decision_id: string | null;
-  error_code: string | null;
-  args_digest: Buffer;
-  requested_at: Date;
-  completed_at: Date | null;
-  duration_ms: number | null;
-  credential_fingerprint: Buffer | null;
-  credential_expires_at: Date | null;
-  leaf_index: string | null;
-  outcome_leaf_index: string | null;
-}
-
-/**
- * The grant as the trail's B-tree keys it: 48 random bits of its UUID (UUIDv7's last group), a
- * bigint, 8 bytes smaller than the UUID in every entry. A query names the grant by both: the key
- * ranges the index, the UUID confirms (two grants sharing a key only cost a filtered row). The
- * migration's index spells it exactly so.
- */
-export const grantKey = (uuid: string) => `(('x' || right((${uuid})::text, 12))::bit(48)::bigint)`;
-export const ofGrant = (column: string, uuid: string) => `${grantKey(column)} = ${grantKey(uuid)} and ${column} = ${uuid}`;
-
-/** A record keeps its completion as milliseconds after its check: 4 bytes, where a timestamp takes 8. */
-const COMPLETED_AT = `r.requested_at + r.completed_after_ms * interval '1 millisecond'`;
-const completedAfterMs = (row: Pick<NewCallRecord, 'requested_at' | 'completed_at'>) =>
-  row.completed_at ? row.completed_at.getTime() - row.requested_at.getTime() : null;
-
-/** A query of rows of the trail (`r`) read back with their shape. */
-const READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, r.decision_id,
-  r.error_code, r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, r.duration_ms, r.credential_fingerprint,
-  r.credential_expires_at, r.leaf_index, r.outcome_leaf_index`;
-const withShape = (rows: string) => `select ${READ} from ${rows} join call_record_shapes s on s.code = r.shape`;
-
-function decode(row: StoredRow): CallRecordRow {
-  const outcome = codec.outcomeOf(row.outcome);
-  const reason = row.reason ?? codec.usualReason(outcome) ?? '';
-  return {
-    id: codec.idOfUuid('call', row.id),
-    grant_id: codec.idOfUuid('grant', row.grant_id),
-    tool: row.tool,
-    principal_kind: codec.principalKindOf(row.principal_kind),
-    principal_id: row.principal_id,
-    outcome,
-    reason,
-    approval_id: row.approval_id && codec.idOfUuid('approval', row.approval_id),
-    decision_id: row.decision_id,
-    error_code: row.error_code,
-    args_digest: codec.digestOfBytes(row.args_digest),
-    requested_at: row.requested_at,
-    completed_at: row.completed_at,
-    duration_ms: row.duration_ms,
-    credential_fingerprint: row.credential_fingerprint,
-    credential_expires_at: row.credential_expires_at,
-    leaf_index: row.leaf_index === null ? null : Number(row.leaf_index),
-    outcome_leaf_index: row.outcome_leaf_index === null ? null : Number(row.outcome_leaf_index),
-    answered: { decision: decisionOfOutcome(outcome), reason },
-  };
-}
 
 /** The record's leaf hash in the trail's tree (contract §22): its fields as the check answered them. */
 export function recordLeafHash(row: NewCallRecord): Buffer {
@@ -361,15 +259,6 @@ async function withApprovals(db: Queryable, read: CallRecordRow[], now: Date): P
   });
 }
 
-/** The records with their grants' roots (a member of each record's leaf). */
-async function withRoots(db: Queryable, rows: CallRecordRow[]): Promise<CallRecordRow[]> {
-  const grantIds = [...new Set(rows.map((row) => row.grant_id))];
-  if (grantIds.length === 0) return rows;
-  const grants: Array<{ id: string; root_id: string }> = await db('grants').whereIn('id', grantIds).select('id', 'root_id');
-  const roots = new Map(grants.map((grant) => [grant.id, grant.root_id]));
-  return rows.map((row) => ({ ...row, root_id: roots.get(row.grant_id) ?? row.grant_id }));
-}
-
 /**
  * What a listing may be narrowed to. `credential`: the calls that received the token of that
  * fingerprint (credential lineage); `outcome`, `reason`, `tool`, `principal` (a user or agent id);
@@ -502,84 +391,6 @@ export async function callRecordsAfterPlan(
   return rows.map((row) => row['QUERY PLAN']).join('\n');
 }
 
-/** A span of check times: where the records holding some leaves are, so that Postgres reads only those days. */
-export interface CheckTimes {
-  from: Date | null;
-  to: Date | null;
-}
-
-/**
- * The records (live and held) holding a leaf, or an outcome's leaf, in these ranges of leaf indices
- * `[lo, hi)`, with their grants' roots: what the tree's lower levels are rebuilt from. The BRIN
- * indexes on the leaf columns find them (rows are written in leaf order). `within` narrows the
- * live records to checks made in that span: Postgres then plans and reads only those days'
- * partitions (it is a hint: a record outside it is simply not found).
- */
-export async function callRecordsOfLeaves(
-  db: Queryable,
-  ranges: ReadonlyArray<readonly [number, number]>,
-  within?: CheckTimes,
-): Promise<CallRecordRow[]> {
-  if (ranges.length === 0) return [];
-  const query = ofLeavesQuery(ranges, within);
-  const { rows } = await db.raw<{ rows: Array<StoredRow & { grant_typeid: string | null; root_id: string | null }> }>(
-    query.sql,
-    query.bindings,
-  );
-  const decoded = rows.map((row) => ({ ...decode(row), root_id: row.root_id ?? undefined, typeid: row.grant_typeid }));
-  // The roots came with the rows, their grants named in SQL; should that naming ever differ from ours, they are read by id.
-  if (decoded.every((row) => row.typeid === row.grant_id))
-    return decoded.map(({ typeid: _, ...row }) => ({ ...row, root_id: row.root_id ?? row.grant_id }));
-  return withRoots(
-    db,
-    decoded.map(({ typeid: _, root_id: __, ...row }) => row),
-  );
-}
-
-/** A grant's id (its prefix and the base32 of its UUID, as ids.ts mints it) from the UUID column `uuid`. */
-const grantIdOf = (uuid: string) =>
-  `(select '${ID_PREFIXES.grant}_' || string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', substring(b.bits from i * 5 + 1 for 5)::int + 1, 1), '' order by i)
-      from (select B'00' || ('x' || replace(${uuid}::text, '-', ''))::bit(128) as bits) b, generate_series(0, 25) i)`;
-
-/** Only the columns a leaf is rebuilt from (decode's others read as null). */
-const LEAF_READ = `r.id, r.grant_id, s.tool, s.principal_kind, s.principal_id, r.outcome, r.reason, r.approval_id, null as decision_id,
-  null as error_code, r.args_digest, r.requested_at, ${COMPLETED_AT} as completed_at, null as duration_ms, null as credential_fingerprint,
-  null as credential_expires_at, r.leaf_index, r.outcome_leaf_index`;
-const LEAF_COLUMNS =
-  'id, grant_id, shape, outcome, reason, approval_id, args_digest, requested_at, completed_after_ms, leaf_index, outcome_leaf_index';
-
-function ofLeavesQuery(ranges: ReadonlyArray<readonly [number, number]>, within?: CheckTimes) {
-  const where = ranges
-    .map(() => '(r.leaf_index >= ? and r.leaf_index < ?) or (r.outcome_leaf_index >= ? and r.outcome_leaf_index < ?)')
-    .join(' or ');
-  const bindings = ranges.flatMap(([lo, hi]) => [lo, hi, lo, hi]);
-  // An unnamed statement is planned with its values: the partitions outside the span are never opened.
-  const span = [within?.from && 'r.requested_at >= ?', within?.to && 'r.requested_at < ?'].filter(Boolean);
-  const spanBindings = [within?.from, within?.to].filter((at): at is Date => !!at);
-  const live = `select ${LEAF_COLUMNS} from call_records r where (${where})${span.map((part) => ` and ${part}`).join('')}`;
-  const held = `select ${LEAF_COLUMNS} from held_call_records r where ${where}`;
-  // Each grant's root (a member of the leaf) in the same statement: its id named once per grant
-  // (materialized, so once, not per row), its row found by key.
-  const names = `select grant_id, ${grantIdOf('grant_id')} as typeid from (select distinct grant_id from rows) d`;
-  return {
-    sql: `with rows as (${live} union all ${held}), names as materialized (${names})
-          select ${LEAF_READ}, n.typeid as grant_typeid, g.root_id from rows r join call_record_shapes s on s.code = r.shape
-            join names n on n.grant_id = r.grant_id left join grants g on g.id = n.typeid`,
-    bindings: [...bindings, ...spanBindings, ...bindings],
-  };
-}
-
-/** The plan Postgres runs callRecordsOfLeaves with, and its timing (`npm run bench:trail` prints it). */
-export async function callRecordsOfLeavesPlan(
-  db: Queryable,
-  ranges: ReadonlyArray<readonly [number, number]>,
-  within?: CheckTimes,
-): Promise<string> {
-  const query = ofLeavesQuery(ranges, within);
-  const { rows } = await db.raw<{ rows: Array<{ 'QUERY PLAN': string }> }>(`explain (analyze, buffers) ${query.sql}`, query.bindings);
-  return rows.map((row) => row['QUERY PLAN']).join('\n');
-}
-
 /** One UTC day's records in time order after a position (the export): live and held alike. */
 export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, after: { at: Date; uuid: string } | null, size: number) {
   const position = after ? 'and (r.requested_at, r.id) > (?, ?::uuid)' : '';
@@ -592,64 +403,4 @@ export async function callRecordsOfDay(db: Queryable, from: Date, to: Date, afte
   );
   const last = rows.at(-1);
   return { records: await withApprovals(db, rows.map(decode), new Date()), next: last ? { at: last.requested_at, uuid: last.id } : null };
-}
-
-/** The outcomes of an allowed call: what counts against a budget. */
-export const ALLOWED_OUTCOMES = [codec.OUTCOME_CODES.pending, codec.OUTCOME_CODES.succeeded, codec.OUTCOME_CODES.failed].join(', ');
-
-// Every allowed call of the tree counts at its own grant and every ancestor (closure), within
-// that level's window: the newest `calls` of them for an exact window (older ones can no longer
-// decide anything), per bucket for a bucketed one.
-const WINDOW_CALLS_SQL = `
-with recursive tree as (
-  select * from json_to_recordset(?::json) as t(id text, uid uuid, parent_id text, calls int, window_ms bigint, bucket_ms bigint)
-), closure as (
-  select uid as grant_uid, id as level_id from tree
-  union all
-  select c.grant_uid, t.parent_id from closure c join tree t on t.id = c.level_id where t.parent_id is not null
-), counted as (
-  select cl.level_id, l.calls, l.bucket_ms,
-         (extract(epoch from r.requested_at) * 1000)::bigint + ?::bigint as at_ms
-    from closure cl
-    join tree l on l.id = cl.level_id
-    -- One index range scan (grant key, requested_at) per level and live day; OFFSET 0 keeps the
-    -- planner from flattening it into a merge join that walks the index of every grant's calls.
-    cross join lateral (
-      select r.requested_at from call_records r
-       where ${ofGrant('r.grant_id', 'cl.grant_uid')}
-         and r.requested_at > now() - (l.window_ms + l.bucket_ms + ?::bigint) * interval '1 millisecond'
-         and r.outcome in (${ALLOWED_OUTCOMES})
-      offset 0
-    ) r
-), newest as (
-  select level_id, at_ms, calls, row_number() over (partition by level_id order by at_ms desc) as rank
-    from counted where bucket_ms = 0
-)
-select level_id, at_ms, 1 as n from newest where rank <= calls
-union all
-select level_id, at_ms - at_ms % bucket_ms, count(*) from counted where bucket_ms > 0 group by 1, 2`;
-
-/**
- * The allowed calls that count in each level's window now, each at its `requested_at` plus
- * `marginMs`: one by one (the newest `calls`) for an exact window, counted per bucket otherwise.
- */
-export async function callsInWindows(
-  db: Queryable,
-  levels: ReadonlyArray<{ id: string; parentId: string | null; calls: number; windowMs: number; bucketMs: number }>,
-  marginMs: number,
-): Promise<Array<{ levelId: string; atMs: number; n: number }>> {
-  const tree = levels.map((l) => ({
-    id: l.id,
-    uid: codec.uuidOf('grant', l.id),
-    parent_id: l.parentId,
-    calls: l.calls,
-    window_ms: l.windowMs,
-    bucket_ms: l.bucketMs,
-  }));
-  const result = await db.raw<{ rows: Array<{ level_id: string; at_ms: string; n: string }> }>(WINDOW_CALLS_SQL, [
-    JSON.stringify(tree),
-    marginMs,
-    marginMs,
-  ]);
-  return result.rows.map((row) => ({ levelId: row.level_id, atMs: Number(row.at_ms), n: Number(row.n) }));
 }

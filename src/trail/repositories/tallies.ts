@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from '../../db/database';
 import * as codec from './codec';
-import { ALLOWED_OUTCOMES, ofGrant } from './call-records';
+import { ALLOWED_OUTCOMES, ofGrant } from './call-record-rows';
 
 type Queryable = Database | Knex.Transaction;
 
