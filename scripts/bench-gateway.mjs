@@ -9,9 +9,10 @@
 //     and grant), each calling `echo` at BENCH_GATEWAY_RATE calls/s (open loop: a call is sent on
 //     time whether or not the previous one answered), in alternating rounds so that both see the
 //     same machine.
-// Prints p50/p90/p99 of each path and the difference (the gateway's added latency: its HTTP hop,
-// the argument validation, the grant broker's check and the outcome report), and the CPU per
-// call of the gateway process and of the service.
+// Prints p50/p90/p99 of each path, of the gateway's check sent straight to the service at the same
+// rate, and what the gateway adds beyond the upstream's call and that check (its HTTP hops, the
+// argument validation, the outcome report), and the CPU per call of the gateway process and of the
+// service.
 // BENCH_GATEWAY_OAUTH=1 adds a second client to the same gateway process: an MCP host with an OAuth
 // access token (CONTRACT §20: registered, consented through the consent endpoints as the pod's
 // owner, a child grant of the same grant), in the same alternating rounds, so the gateway's CPU
@@ -21,6 +22,7 @@
 //      separated, each measured in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), plus the
 //      service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
 import { execFileSync, spawn } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,6 +45,8 @@ import {
   waitFor,
 } from './bench-harness.mjs';
 
+// The SDK's client aborts all its requests with one signal: a saturated round holds thousands at once.
+setMaxListeners(100_000);
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 
@@ -171,6 +175,38 @@ async function client(url, headers = {}) {
 
 /** `seconds` of calls at RATE/s, open loop; the latencies (ms) of those that answered, and the failures. */
 async function atRate(agent, seconds) {
+  return openLoop(seconds, (i) =>
+    agent.callTool({ name: 'echo', arguments: { message: `call ${i}` } }).then(
+      (result) => !result.isError,
+      () => false,
+    ),
+  );
+}
+
+/**
+ * The check the gateway makes for each call (the agent's token as its subject), sent straight to
+ * the service at the same rate: the part of a call through the gateway that is the grant broker's.
+ */
+async function checksAtRate(base, world, seconds) {
+  const headers = { authorization: `Bearer ${world.brokerToken}`, 'content-type': 'application/json' };
+  return openLoop(seconds, (i) =>
+    fetch(`${base}/api/broker/check`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        grantId: world.grantId,
+        tool: 'everything.echo',
+        args: { message: `call ${i}` },
+        subjectToken: world.agentToken,
+      }),
+    }).then(
+      async (answer) => answer.ok && (await answer.json()).decision === 'allow',
+      () => false,
+    ),
+  );
+}
+
+async function openLoop(seconds, send) {
   const latencies = [];
   let failures = 0;
   const pending = [];
@@ -181,12 +217,7 @@ async function atRate(agent, seconds) {
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
     const sent = performance.now();
-    pending.push(
-      agent.callTool({ name: 'echo', arguments: { message: `call ${i}` } }).then(
-        (result) => (result.isError ? (failures += 1) : latencies.push(performance.now() - sent)),
-        () => (failures += 1),
-      ),
-    );
+    pending.push(send(i).then((ok) => (ok ? latencies.push(performance.now() - sent) : (failures += 1))));
   }
   await Promise.all(pending);
   return { latencies, failures, seconds: (performance.now() - started) / 1000 };
@@ -274,12 +305,19 @@ async function main() {
     console.log(`gateway idle: ${gateways.map((g) => `${g.idleMsPerS.toFixed(1)}`).join(' / ')} ms of CPU per second`);
 
     const straightAll = [];
+    const checksAll = [];
     let failures = 0;
     for (let round = 1; round <= ROUNDS; round += 1) {
       const straight = await atRate(direct, ROUND_S);
       failures += straight.failures;
       straightAll.push(...straight.latencies);
-      const line = [`round ${round}: direct p50 ${ms(stats(straight.latencies).p50)} p99 ${ms(stats(straight.latencies).p99)}`];
+      const checks = await checksAtRate(base, world, ROUND_S);
+      failures += checks.failures;
+      checksAll.push(...checks.latencies);
+      const line = [
+        `round ${round}: direct p50 ${ms(stats(straight.latencies).p50)} p99 ${ms(stats(straight.latencies).p99)}`,
+        `check alone p50 ${ms(stats(checks.latencies).p50)} p99 ${ms(stats(checks.latencies).p99)}`,
+      ];
       // Every other round in the opposite order, so that no path always follows the same one.
       for (const gateway of round % 2 ? gateways : [...gateways].reverse()) {
         const [gatewayBefore, serviceBefore] = [processCpuMs(gateway.child.pid), serviceCpuMs(base)];
@@ -304,6 +342,10 @@ async function main() {
     console.log('| path | calls | p50 | p90 | p99 | p99 ÷ direct p99 | gateway CPU per call | service CPU per call (check + outcome) |');
     console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
     console.log(`| straight to server-everything | ${a.n} | ${ms(a.p50)} | ${ms(a.p90)} | ${ms(a.p99)} | 1 | | |`);
+    const c = stats(checksAll);
+    console.log(
+      `| the same check straight to the service | ${c.n} | ${ms(c.p50)} | ${ms(c.p90)} | ${ms(c.p99)} | ${(c.p99 / a.p99).toFixed(1)} | | |`,
+    );
     for (const gateway of gateways) {
       const b = stats(gateway.latencies);
       const perCall = (total) => `${((total / gateway.calls) * 1000).toFixed(0)} µs`;
@@ -312,6 +354,14 @@ async function main() {
       );
     }
     console.log("(gateway CPU: its idle CPU taken out; the service CPU is all of its CPU during the path's rounds)");
+    for (const gateway of gateways) {
+      // What the gateway itself adds: beyond the upstream's call and the check it waits for (target p50 ≤ 1.5 ms; p99 ≤ 3 × direct).
+      const b = stats(gateway.latencies);
+      console.log(
+        `${gateway.label}: added p50 ${ms(b.p50 - a.p50 - c.p50)} (through − straight − check alone; target ≤ 1.5 ms), ` +
+          `p99 ÷ direct p99 ${(b.p99 / a.p99).toFixed(1)} (target ≤ 3)`,
+      );
+    }
     if (OAUTH) {
       for (let i = 0; i + 1 < gateways.length; i += 2) {
         const [runtime, oauth] = [gateways[i], gateways[i + 1]];
