@@ -24,16 +24,17 @@ import { require, root, sleep, startService, stopService } from './bench-harness
 
 const partitions = require(path.join(root, 'dist/src/trail/repositories/days.js'));
 const { maintainTrail } = require(path.join(root, 'dist/src/trail/maintenance.js'));
+const { packHashes } = require(path.join(root, 'dist/src/trail/repositories/tree.js'));
 const DAY_MS = 86_400_000;
 const PARTS = ['records', 'hashes', 'head', 'checkpoints'];
 const log = { debug() {}, info() {}, warn: console.warn, error: console.error };
 
 async function sizes(db) {
-  await db.raw('vacuum full call_records, held_call_records, trail_hashes, trail_tree, trail_checkpoints');
+  await db.raw('vacuum full call_records, held_call_records, trail_hashes, trail_hash_packs, trail_tree, trail_checkpoints');
   const { rows } = await db.raw(
     `select (select sum(pg_total_relation_size(relid)) from pg_partition_tree('call_records'))
               + pg_total_relation_size('held_call_records') as records,
-            pg_total_relation_size('trail_hashes') as hashes,
+            pg_total_relation_size('trail_hashes') + pg_total_relation_size('trail_hash_packs') as hashes,
             pg_total_relation_size('trail_tree') as head,
             pg_total_relation_size('trail_checkpoints') as checkpoints,
             (select count(*) from trail_hashes) as hash_rows,
@@ -85,11 +86,17 @@ async function measure(db, mode, world, grantIds, n, checks) {
   }
 }
 
-/** What trail_hashes grows by per leaf over `leaves` more leaves: what stays of a leaf once its record is dropped. */
+/**
+ * What the stored hashes (trail_hashes and trail_hash_packs) grow by per leaf over `leaves` more
+ * leaves: what stays of a leaf once its record is dropped, before and after maintenance packs them
+ * (all of them as if their days were dropped).
+ */
 async function storedHashBytesPerLeaf(db, leaves) {
   const measured = async () => {
-    await db.raw('vacuum full trail_hashes');
-    const { rows } = await db.raw(`select pg_total_relation_size('trail_hashes') as bytes, (select size from trail_tree) as size`);
+    await db.raw('vacuum full trail_hashes, trail_hash_packs');
+    const { rows } = await db.raw(
+      `select pg_total_relation_size('trail_hashes') + pg_total_relation_size('trail_hash_packs') as bytes, (select size from trail_tree) as size`,
+    );
     return { bytes: Number(rows[0].bytes), size: Number(rows[0].size) };
   };
   const before = await measured();
@@ -102,8 +109,11 @@ async function storedHashBytesPerLeaf(db, leaves) {
     );
     await db.raw('select trail_append(?::bytea[])', [hashes]);
   }
-  const after = await measured();
-  return Number(((after.bytes - before.bytes) / (after.size - before.size)).toFixed(3));
+  const unpacked = await measured();
+  await packHashes(db, unpacked.size);
+  const packed = await measured();
+  const perLeaf = (after) => Number(((after.bytes - before.bytes) / (after.size - before.size)).toFixed(3));
+  return { unpacked: perLeaf(unpacked), packed: perLeaf(packed) };
 }
 
 /**
@@ -117,7 +127,7 @@ export async function treeBytesPerRecord({ db, world, grantIds, records, checks 
   console.log(`   tree on:        ${JSON.stringify({ retained: on.retained, dropped: on.dropped })}`);
   const leavesPerRecord = (on.raw.r2N.size - on.raw.rN.size) / records;
   const perLeaf = await storedHashBytesPerLeaf(db, 1 << 20);
-  console.log(`   stored hashes at scale: ${perLeaf} B a leaf, ${leavesPerRecord} leaves a record`);
+  console.log(`   stored hashes at scale: ${JSON.stringify(perLeaf)} B a leaf (rows, packed), ${leavesPerRecord} leaves a record`);
   const added = (key) =>
     Object.fromEntries(Object.keys(on[key]).map((part) => [part, Number((on[key][part] - off[key][part]).toFixed(2))]));
   return {
@@ -126,7 +136,11 @@ export async function treeBytesPerRecord({ db, world, grantIds, records, checks 
     treeAdds: { retainedDay: added('retained'), droppedDay: added('dropped') },
     // Exact where the page-rounded bytes are not: stored hashes a record adds (two leaves a record).
     hashRowsPerRecord: Number(((on.raw.r2N.hash_rows - on.raw.rN.hash_rows) / records).toFixed(4)),
-    droppedAtScale: { bytesPerLeaf: perLeaf, leavesPerRecord, bytesPerRecord: Number((perLeaf * leavesPerRecord).toFixed(2)) },
+    droppedAtScale: {
+      leavesPerRecord,
+      unpacked: { bytesPerLeaf: perLeaf.unpacked, bytesPerRecord: Number((perLeaf.unpacked * leavesPerRecord).toFixed(2)) },
+      packed: { bytesPerLeaf: perLeaf.packed, bytesPerRecord: Number((perLeaf.packed * leavesPerRecord).toFixed(2)) },
+    },
     checkpointsPerRecord: Number(((on.raw.r2N.checkpoint_rows - on.raw.rN.checkpoint_rows) / records).toFixed(4)),
     off,
     on,

@@ -18,7 +18,7 @@ import { createTrailDay, dropTrailDay, nextDay, trailDays } from './repositories
 import { heldGrantIds } from './repositories/holds';
 import { dayIndexes, packTrailDay } from './repositories/packing';
 import { dropTalliesBefore } from './repositories/tallies';
-import { pruneCheckpoints } from './repositories/tree';
+import { packHashes, pruneCheckpoints, sizeSignedBefore } from './repositories/tree';
 import { keepDroppedSpan } from './tree-store';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
@@ -107,10 +107,25 @@ export async function maintainTrail(options: TrailMaintenanceOptions): Promise<T
   await dropTalliesBefore(db, new Date(`${oldestKept}T00:00:00Z`));
   // Checkpoints older than a day: the last of each day stays, the others go (one a second otherwise).
   await pruneCheckpoints(db, new Date(clock.now() - CHECKPOINTS_KEPT_WHOLE_MS));
+  await packTreeHashes(options, oldestKept);
   await packNewestClosedDay(options, today, oldestKept, run);
   await observe(db, today);
   trailLastPass.set(clock.now() / 1000);
   return run;
+}
+
+/**
+ * Moves the tree's hashes that stand for the dropped days into packs (repositories/tree.ts
+ * packHashes); those of live days stay one row each. A failure only costs bytes: retried next pass.
+ */
+async function packTreeHashes(options: TrailMaintenanceOptions, oldestKept: string): Promise<void> {
+  const { db, log } = options;
+  try {
+    const moved = await packHashes(db, await sizeSignedBefore(db, new Date(`${oldestKept}T00:00:00Z`)));
+    if (moved > 0) log.info({ moved }, 'packed the trail tree hashes of dropped days');
+  } catch (err) {
+    log.error({ err: { message: (err as Error).message } }, 'packing the trail tree hashes failed; retried next pass');
+  }
 }
 
 /**
