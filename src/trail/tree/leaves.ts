@@ -31,14 +31,34 @@ export function decisionOfOutcome(outcome: string): RecordLeaf['decision'] {
   return outcome === 'denied' ? 'deny' : 'allow';
 }
 
+/**
+ * A leaf's JSON written member by member in RFC 8785 order (keys sorted by UTF-16 code unit, each
+ * string as JSON.stringify writes it, as json-canonicalize does): the same bytes as `canonicalize`
+ * for the strings and nulls a leaf holds, without sorting keys or walking objects for every leaf a
+ * proof rebuilds. Anything else (a member of another type) goes to `canonicalize` itself.
+ * test/unit/trail-leaf-json.test.ts holds the two to the same bytes over hostile values.
+ */
+const json = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
+const plain = (...values: unknown[]) => values.every((value) => value === null || typeof value === 'string');
+
 export function recordLeaf(leaf: RecordLeaf): Buffer {
   const { callId, grantId, rootId, tool, argsDigest, decision, reason, approvalId, requestedAt, principal } = leaf;
-  const members = { callId, grantId, rootId, tool, argsDigest, decision, reason, approvalId, requestedAt, principal };
-  return Buffer.from(canonicalize({ ...members, principal: { kind: principal.kind, id: principal.id } }), 'utf8');
+  if (!plain(callId, grantId, rootId, tool, argsDigest, decision, reason, approvalId, requestedAt, principal.kind, principal.id)) {
+    const members = { callId, grantId, rootId, tool, argsDigest, decision, reason, approvalId, requestedAt, principal };
+    return Buffer.from(canonicalize({ ...members, principal: { kind: principal.kind, id: principal.id } }), 'utf8');
+  }
+  return Buffer.from(
+    `{"approvalId":${json(approvalId)},"argsDigest":${json(argsDigest)},"callId":${json(callId)},"decision":${json(decision)},` +
+      `"grantId":${json(grantId)},"principal":{"id":${json(principal.id)},"kind":${json(principal.kind)}},"reason":${json(reason)},` +
+      `"requestedAt":${json(requestedAt)},"rootId":${json(rootId)},"tool":${json(tool)}}`,
+    'utf8',
+  );
 }
 
 export function outcomeLeaf(leaf: OutcomeLeaf): Buffer {
-  return Buffer.from(canonicalize({ callId: leaf.callId, outcome: leaf.outcome, completedAt: leaf.completedAt }), 'utf8');
+  const { callId, outcome, completedAt } = leaf;
+  if (!plain(callId, outcome, completedAt)) return Buffer.from(canonicalize({ callId, outcome, completedAt }), 'utf8');
+  return Buffer.from(`{"callId":${json(callId)},"completedAt":${json(completedAt)},"outcome":${json(outcome)}}`, 'utf8');
 }
 
 /** RFC 9162 §2.1.1: a leaf's hash is SHA-256 of 0x00 and the leaf; an interior node's of 0x01 and its children. */
