@@ -125,16 +125,14 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds 
     const from = (firstFull + 1 + Math.floor(Math.random() * (lastFull - firstFull - 1))) * BLOCK;
     return api(base, 'GET', `/api/trail/proofs/consistency?from=${from}&to=${leaves}`, owner);
   });
-  // How Postgres finds a real record's block (what an inclusion proof rebuilds its lower levels from).
+  // How Postgres finds a real record's block (what an inclusion proof rebuilds its lower levels
+  // from, the whole block where the service keeps complete blocks), the checkpoints around its
+  // append read in the same statement.
   const leaf = sample[0].leafIndex;
   const block = Math.floor(leaf / BLOCK) * BLOCK;
-  const ranges = [
-    [block, leaf],
-    [leaf + 1, Math.min(block + BLOCK, real)],
-  ].filter(([lo, hi]) => lo < hi);
-  const within = store.checkTimesOf ? await store.checkTimesOf(db, ranges) : undefined;
-  console.log(`   -- the records of leaf ${leaf}'s block, checked within ${JSON.stringify(within)}:`);
-  console.log(await leafRecords.callRecordsOfLeavesPlan(db, ranges, within));
+  const ranges = [[block, Math.min(block + BLOCK, real)]];
+  console.log(`   -- the records of leaf ${leaf}'s block, among the checks around its append:`);
+  console.log(await leafRecords.callRecordsOfLeavesPlan(db, ranges, 'near'));
   return {
     note: `tree grown to ${leaves} leaves: ${real} real (with records), the rest synthetic stored hashes (levels >= 8); proofs served by the HTTP routes`,
     buildSeconds: built,

@@ -284,6 +284,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       signer,
       checkpointer,
       readableGrant: (principal, grantId) => grants.read(principal, grantId),
+      blocks: speedUps.proofBlocks(),
     }),
     broker,
     extAuthz: { ...routeMaps, ...extAuthz },

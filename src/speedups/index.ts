@@ -17,6 +17,8 @@
  *     trail/writer.ts, one statement per record.
  *   - singleFlight (./single-flight.ts): one rebuild of a tree's windows for its concurrent checks;
  *     plain: each check rebuilds.
+ *   - proofBlocks (./proof-blocks.ts): the leaf hashes of complete blocks of the trail's tree that
+ *     proofs went through; plain: trail/tree-store.ts rebuilds every block from its records.
  *
  * Each file says what it trades. All are turned off together with SPEEDUPS=off (src/config.ts), to
  * tell a bug of a speed-up from one of the service, or to measure what they give.
@@ -28,6 +30,7 @@ import { plainLineWriter, type LineWriterFactory } from '../kernel/log';
 import { NO_JSON_MEMO, type JsonMemo } from '../policy/input-json';
 import { sendNow, type BeforeSendFactory } from '../redis/client';
 import type { ShapeMemo } from '../trail/shape-memo';
+import type { BlockCache } from '../trail/tree-store';
 import { plainTrailWriter, type TrailWriter, type WriteRecords } from '../trail/writer';
 import { cachedBrokerTokens, cachedCheckReads, type CheckBudget } from './caches';
 import { directRoutes } from './direct-http';
@@ -35,6 +38,7 @@ import { GroupCommit } from './group-commit';
 import { jsonLineWriter } from './log-lines';
 import { createJsonMemo, createShapeMemo, createTreeInputMemo } from './memo';
 import { redisCork } from './redis-cork';
+import { proofBlocks } from './proof-blocks';
 import { singleFlight } from './single-flight';
 
 export interface SpeedUpOptions {
@@ -65,6 +69,8 @@ export interface SpeedUps {
   trailWriter(insert: WriteRecords): TrailWriter;
   /** For a run that concurrent callers may share (a tree's rebuild). */
   singleFlight<K, V>(run: (key: K) => Promise<V>): (key: K) => Promise<V>;
+  /** For the trail's proofs: the complete blocks of the tree they went through. */
+  proofBlocks(): BlockCache | undefined;
 }
 
 const PLAIN: SpeedUps = {
@@ -80,11 +86,12 @@ const PLAIN: SpeedUps = {
   brokerTokens: (plain) => plain,
   trailWriter: plainTrailWriter,
   singleFlight: (run) => run,
+  proofBlocks: () => undefined,
 };
 
 const FAST: SpeedUps = {
   enabled: true,
-  inUse: ['direct-http', 'redis-cork', 'log-lines', 'memo', 'caches', 'group-commit', 'single-flight'],
+  inUse: ['direct-http', 'redis-cork', 'log-lines', 'memo', 'caches', 'group-commit', 'single-flight', 'proof-blocks'],
   frontHandler: directRoutes,
   redisBeforeSend: redisCork,
   lineWriter: jsonLineWriter,
@@ -95,6 +102,7 @@ const FAST: SpeedUps = {
   brokerTokens: cachedBrokerTokens,
   trailWriter: (insert) => new GroupCommit(insert),
   singleFlight,
+  proofBlocks: () => proofBlocks(),
 };
 
 export function createSpeedUps(options: SpeedUpOptions): SpeedUps {

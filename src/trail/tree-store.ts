@@ -1,7 +1,7 @@
 import type { Database } from '../db/database';
 import { presentCallRecord } from './presenters';
 import type { CallRecordRow } from './repositories/call-record-rows';
-import { callRecordsOfLeaves, type CheckTimes } from './repositories/leaf-records';
+import { callRecordsOfLeaves, CHECKED_BEFORE_APPEND_MS, CLOCK_AHEAD_MS, leavesHeld, type CheckTimes } from './repositories/leaf-records';
 import { leavesOfDayInPartBlocks } from './repositories/days';
 import { appendedBetween, BLOCK, readLowerNodes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
 import { leavesOfRecord, nodeHash } from './tree/leaves';
@@ -11,7 +11,8 @@ import { nodeKey, type Node, type ReadNodes } from './tree/proofs';
  * The trail's tree as kept (migrations/20261126203000): hashes of level 8 and up are stored; a
  * node below is rebuilt from the leaves of its 256-leaf block, each leaf from its record (the
  * record alone rebuilds it, contract §22), or read where a dropped day left it. A proof reads
- * O(log n) stored hashes and at most a block's records (two for a consistency proof's edges).
+ * O(log n) stored hashes and at most a block's records (two for a consistency proof's edges), or,
+ * for a complete block a replica keeps (BlockCache), only which of its leaves still have a record.
  */
 
 /** A node the tree can no longer rebuild: a leaf under it has no record and no stored hash over it. */
@@ -38,15 +39,6 @@ function leafRanges(nodes: readonly Node[]): Array<[number, number]> {
   return merged;
 }
 
-/**
- * How long before its leaf's append a record's check may have been made and still be looked for
- * in the days around the append first: a slow check, an outcome reported within the hour, a clock
- * somewhat behind the database's. A record older than that (an outcome reported late) is found
- * by the second look, over every day.
- */
-const CHECKED_BEFORE_APPEND_MS = 3_600_000;
-const CLOCK_AHEAD_MS = 300_000;
-
 /** The span of check times the records of these leaves are first looked for in; undefined where nothing bounds it. */
 export async function checkTimesOf(db: Database, ranges: ReadonlyArray<readonly [number, number]>): Promise<CheckTimes | undefined> {
   const appended = await appendedBetween(db, ranges[0]![0], ranges.at(-1)![1]);
@@ -57,24 +49,132 @@ export async function checkTimesOf(db: Database, ranges: ReadonlyArray<readonly 
   };
 }
 
-async function rebuildLower(db: Database, nodes: readonly Node[]): Promise<Map<string, Buffer>> {
-  const ranges = leafRanges(nodes);
-  const [stored, within] = await Promise.all([readLowerNodes(db, [...new Set(nodes.map(blockOf))]), checkTimesOf(db, ranges)]);
-  if (within) {
-    try {
-      return hashNodes(nodes, stored, await callRecordsOfLeaves(db, ranges, within));
-    } catch (error) {
-      if (!(error instanceof LeafGone)) throw error;
-    }
-  }
-  return hashNodes(nodes, stored, await callRecordsOfLeaves(db, ranges));
+/**
+ * The complete 256-leaf blocks a replica keeps the leaf hashes of (src/speedups/proof-blocks.ts):
+ * a block's leaves never change once it is complete. Plain: none kept.
+ */
+export interface BlockCache {
+  /** The block's 256 leaf hashes, 32 bytes each, in leaf order. */
+  get(block: number): Buffer | undefined;
+  set(block: number, leaves: Buffer): void;
+  delete(block: number): void;
 }
 
-/** The nodes' hashes from the stored lower hashes and the leaves of these records. Throws LeafGone. */
-function hashNodes(nodes: readonly Node[], stored: ReadonlyMap<string, Buffer>, records: CallRecordRow[]): Map<string, Buffer> {
-  const known = new Map(stored);
+function everyLeaf(lo: number, hi: number, held: ReadonlySet<number>): boolean {
+  for (let leaf = lo; leaf < hi; leaf += 1) if (!held.has(leaf)) return false;
+  return true;
+}
+
+/**
+ * The lower nodes from the records: the ranges they cover, or (with a cache) their whole blocks,
+ * so that a complete block is kept once its leaves hash to the level-8 hash the tree stored for
+ * it (what the signed checkpoints commit to). The stored lower hashes, the level-8 hashes and the
+ * records are read at once; the records among the checks made around the leaves' appends first.
+ */
+async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockCache): Promise<Map<string, Buffer>> {
+  const blocks = [...new Set(nodes.map(blockOf))];
+  const ranges = cache ? leafRanges(blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block }))) : leafRanges(nodes);
+  const [stored, upper, near] = await Promise.all([
+    readLowerNodes(db, blocks),
+    cache
+      ? readNodes(
+          db,
+          blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block })),
+        )
+      : new Map<string, Buffer>(),
+    callRecordsOfLeaves(db, ranges, 'near'),
+  ]);
+  let leaves = leavesOf(near);
+  let hashes: Map<string, Buffer>;
+  try {
+    hashes = hashNodes(nodes, stored, leaves);
+  } catch (error) {
+    if (!(error instanceof LeafGone)) throw error;
+    leaves = leavesOf(await callRecordsOfLeaves(db, ranges));
+    hashes = hashNodes(nodes, stored, leaves);
+  }
+  if (cache) for (const block of blocks) keepIfComplete(cache, block, stored, upper, leaves);
+  return hashes;
+}
+
+/** Keeps a block's leaf hashes when they are all from records and hash to the stored level-8 hash. */
+function keepIfComplete(
+  cache: BlockCache,
+  block: number,
+  stored: ReadonlyMap<string, Buffer>,
+  upper: ReadonlyMap<string, Buffer>,
+  leaves: ReadonlyMap<number, Buffer>,
+): void {
+  const expected = upper.get(nodeKey({ level: STORED_FROM_LEVEL, index: block }));
+  if (!expected || [...stored.keys()].some((key) => blockOfKey(key) === block)) return;
+  const hashes: Buffer[] = [];
+  for (let leaf = block * BLOCK; leaf < (block + 1) * BLOCK; leaf += 1) {
+    const hash = leaves.get(leaf);
+    if (!hash) return;
+    hashes.push(hash);
+  }
+  const packed = Buffer.concat(hashes);
+  if (blockRoot(packed).equals(expected)) cache.set(block, packed);
+}
+
+const blockOfKey = (key: string) => {
+  const [level, index] = key.split('/').map(Number);
+  return blockOf({ level: level!, index: index! });
+};
+
+/** The level-8 hash of a block from its 256 packed leaf hashes. */
+function blockRoot(packed: Buffer): Buffer {
+  let level = Array.from({ length: BLOCK }, (_, i) => packed.subarray(i * 32, i * 32 + 32));
+  while (level.length > 1) level = Array.from({ length: level.length / 2 }, (_, i) => nodeHash(level[2 * i]!, level[2 * i + 1]!));
+  return level[0]!;
+}
+
+/**
+ * The lower nodes of kept blocks, once the records still hold every one of their leaves (a record
+ * deleted or a day dropped since is then seen as without a cache: the block is rebuilt from what
+ * is left, which names the leaf gone). Those that fail are answered undefined.
+ */
+async function fromKept(db: Database, nodes: readonly Node[], kept: ReadonlyMap<number, Buffer>): Promise<Map<string, Buffer> | undefined> {
+  const ranges = leafRanges([...kept.keys()].map((block) => ({ level: STORED_FROM_LEVEL, index: block })));
+  const allHeld = (held: ReadonlySet<number>) => ranges.every(([lo, hi]) => held.size >= hi - lo && everyLeaf(lo, hi, held));
+  if (!allHeld(await leavesHeld(db, ranges, 'near')) && !allHeld(await leavesHeld(db, ranges))) return undefined;
+  const leaves = new Map<number, Buffer>();
+  for (const [block, packed] of kept)
+    for (let i = 0; i < BLOCK; i += 1) leaves.set(block * BLOCK + i, packed.subarray(i * 32, i * 32 + 32));
+  return hashNodes(nodes, new Map(), leaves);
+}
+
+/** The lower nodes: from kept blocks where the cache has them, from the records otherwise. */
+async function lowerNodes(db: Database, nodes: readonly Node[], cache?: BlockCache): Promise<Map<string, Buffer>> {
+  const kept = new Map<number, Buffer>();
+  if (cache)
+    for (const block of new Set(nodes.map(blockOf))) {
+      const packed = cache.get(block);
+      if (packed) kept.set(block, packed);
+    }
+  const keptNodes = nodes.filter((node) => kept.has(blockOf(node)));
+  const rest = nodes.filter((node) => !kept.has(blockOf(node)));
+  const [fromCache, rebuilt] = await Promise.all([
+    keptNodes.length > 0 ? fromKept(db, keptNodes, kept) : new Map<string, Buffer>(),
+    rest.length > 0 ? rebuildLower(db, rest, cache) : new Map<string, Buffer>(),
+  ]);
+  if (!fromCache) {
+    for (const block of kept.keys()) cache!.delete(block);
+    return new Map([...rebuilt, ...(await rebuildLower(db, keptNodes))]);
+  }
+  return new Map([...rebuilt, ...fromCache]);
+}
+
+/** Every leaf hash of these records, by index. */
+function leavesOf(records: CallRecordRow[]): Map<number, Buffer> {
   const leaves = new Map<number, Buffer>();
   for (const record of records) for (const leaf of leavesOfRecord(presentCallRecord(record))) leaves.set(leaf.index, leaf.hash);
+  return leaves;
+}
+
+/** The nodes' hashes from the stored lower hashes and these leaf hashes. Throws LeafGone. */
+function hashNodes(nodes: readonly Node[], stored: ReadonlyMap<string, Buffer>, leaves: ReadonlyMap<number, Buffer>): Map<string, Buffer> {
+  const known = new Map(stored);
   const hashOf = (level: number, index: number): Buffer => {
     const key = nodeKey({ level, index });
     const found = known.get(key);
@@ -93,7 +193,7 @@ function hashNodes(nodes: readonly Node[], stored: ReadonlyMap<string, Buffer>, 
 }
 
 /** Reads the hashes of complete subtrees: stored from level 8, rebuilt below. Throws LeafGone. */
-export function treeReader(db: Database): ReadNodes {
+export function treeReader(db: Database, cache?: BlockCache): ReadNodes {
   return async (nodes) => {
     const lower = nodes.filter((node) => node.level < STORED_FROM_LEVEL);
     const [upper, rebuilt] = await Promise.all([
@@ -101,7 +201,7 @@ export function treeReader(db: Database): ReadNodes {
         db,
         nodes.filter((node) => node.level >= STORED_FROM_LEVEL),
       ),
-      lower.length > 0 ? rebuildLower(db, lower) : new Map<string, Buffer>(),
+      lower.length > 0 ? lowerNodes(db, lower, cache) : new Map<string, Buffer>(),
     ]);
     for (const [key, hash] of rebuilt) upper.set(key, hash);
     return upper;

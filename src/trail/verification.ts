@@ -4,7 +4,7 @@ import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import type { ReadableGrant } from './deps';
 import { findCallRecord, findHeldCallRecord } from './repositories/call-records';
 import { checkpointOfSize, latestCheckpoint } from './repositories/tree';
-import { LeafGone, treeReader } from './tree-store';
+import { LeafGone, treeReader, type BlockCache } from './tree-store';
 import type { Checkpointer } from './tree/checkpointer';
 import type { TrailSigner } from './tree/note';
 import { consistencyProof, inclusionProof, type ReadNodes } from './tree/proofs';
@@ -19,10 +19,12 @@ export interface TrailVerificationDeps {
   signer: TrailSigner;
   checkpointer: Checkpointer;
   readableGrant(principal: HumanPrincipal | AgentPrincipal, grantId: string): Promise<ReadableGrant>;
+  /** Complete blocks of the tree kept (src/speedups/proof-blocks.ts); none: each proof rebuilds its blocks. */
+  blocks?: BlockCache;
 }
 
 export function createTrailVerification(deps: TrailVerificationDeps) {
-  const reader = treeReader(deps.db);
+  const reader = treeReader(deps.db, deps.blocks);
   // A leaf the tree can no longer rebuild is the store's fault, said plainly, not a 500.
   const read: ReadNodes = (nodes) =>
     reader(nodes).catch((error: unknown) => {
@@ -58,14 +60,19 @@ export function createTrailVerification(deps: TrailVerificationDeps) {
       ]);
       const record = live ?? (await findHeldCallRecord(deps.db, callId));
       if (!record) throw new ApiError('not_found', 'no such call');
+      const index = leaf === 'outcome' ? record.outcome_leaf_index : record.leaf_index;
+      const size = checkpoint?.size ?? 0;
+      // The proof's reads go alongside the grant's: a round trip less. Nothing of the proof is said,
+      // nor any error of it thrown, before the caller is known to read the grant.
+      const proving = index !== null && index < size ? inclusionProof(index, size, read) : undefined;
+      proving?.catch(() => undefined);
       await deps.readableGrant(principal, record.grant_id);
       if (!checkpoint) throw new ApiError('not_in_checkpoint', `no signed checkpoint has size ${treeSize}`);
-      const index = leaf === 'outcome' ? record.outcome_leaf_index : record.leaf_index;
       if (leaf === 'outcome' && index === null) throw new ApiError('not_found', 'no outcome of this call is in the trail');
-      if (index === null || index >= checkpoint.size) {
+      if (!proving || index === null) {
         throw new ApiError('not_in_checkpoint', `the checkpoint of size ${checkpoint.size} does not cover this ${leaf} yet`);
       }
-      const hashes = await inclusionProof(index, checkpoint.size, read);
+      const hashes = await proving;
       return { leafIndex: index, treeSize: checkpoint.size, hashes: base64(hashes) };
     },
   };
