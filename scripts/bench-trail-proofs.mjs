@@ -46,7 +46,8 @@ async function timed(count, request) {
 }
 
 export async function proofLatency({ db, base, owner, leaves, queries, grantIds }) {
-  const real = Number((await db('trail_tree').first('size')).size);
+  const head = await db('trail_tree').where('id', 1).first('size', 'frontier');
+  const real = Number(head.size);
   if (leaves <= real + 2 * BLOCK) throw new Error(`--leaves must exceed the real tree (${real}) by more than two blocks`);
   const started = performance.now();
   const synthetic = (lo, hi) =>
@@ -133,6 +134,10 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds 
   const ranges = [[block, Math.min(block + BLOCK, real)]];
   console.log(`   -- the records of leaf ${leaf}'s block, among the checks around its append:`);
   console.log(await leafRecords.callRecordsOfLeavesPlan(db, ranges, 'near'));
+  // The tree as it was: the synthetic hashes and the checkpoints past the real leaves gone.
+  await db.raw('delete from trail_hashes where (idx + 1) * (1::bigint << level) > ?', [real]);
+  await db.raw('delete from trail_checkpoints where size > ?', [real]);
+  await db.raw('update trail_tree set size = ?, frontier = ?::bytea[] where id = 1', [real, head.frontier]);
   return {
     note: `tree grown to ${leaves} leaves: ${real} real (with records), the rest synthetic stored hashes (levels >= 8); proofs served by the HTTP routes`,
     buildSeconds: built,

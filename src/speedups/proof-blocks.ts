@@ -11,9 +11,10 @@ import type { BlockCache } from '../trail/tree-store';
  * leaf from a record, whose leaves hash to the level-8 hash the tree stored for it (what the
  * signed checkpoints sign). A block taken from here is used only while the records still hold
  * every one of its leaves, so a record deleted or a day dropped since is seen as without it (the
- * proof says `not_provable`, naming the leaf); a record edited since changes nothing here, as it
- * changes nothing in the proofs of the other records either: the edited record's own leaf no
- * longer verifies. An inclusion proof is only ever made for a record read from Postgres first.
+ * proof says `not_provable`, naming the leaf). A record edited since no longer verifies either
+ * way (its leaf is rebuilt from what it says now); the other records of its block keep true
+ * proofs from here where, rebuilt from the records, theirs would fail with it. A block holding an
+ * edited record is never kept. An inclusion proof is only ever made for a record read first.
  *
  * Off (SPEEDUPS=off): every proof rebuilds its blocks from the records.
  */
