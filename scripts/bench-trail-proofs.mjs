@@ -45,7 +45,7 @@ async function timed(count, request) {
   return { p50: Number(percentile(times, 50).toFixed(2)), p99: Number(percentile(times, 99).toFixed(2)), n: count };
 }
 
-export async function proofLatency({ db, base, owner, leaves, queries, grantIds }) {
+export async function proofLatency({ db, base, owner, leaves, queries, grantIds, restore = true }) {
   const head = await db('trail_tree').where('id', 1).first('size', 'frontier');
   const real = Number(head.size);
   if (leaves <= real + 2 * BLOCK) throw new Error(`--leaves must exceed the real tree (${real}) by more than two blocks`);
@@ -127,17 +127,19 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds 
     return api(base, 'GET', `/api/trail/proofs/consistency?from=${from}&to=${leaves}`, owner);
   });
   // How Postgres finds a real record's block (what an inclusion proof rebuilds its lower levels
-  // from, the whole block where the service keeps complete blocks), the checkpoints around its
-  // append read in the same statement.
+  // from: the whole block where the service keeps complete blocks).
   const leaf = sample[0].leafIndex;
   const block = Math.floor(leaf / BLOCK) * BLOCK;
   const ranges = [[block, Math.min(block + BLOCK, real)]];
-  console.log(`   -- the records of leaf ${leaf}'s block, among the checks around its append:`);
-  console.log(await leafRecords.callRecordsOfLeavesPlan(db, ranges, 'near'));
+  const within = await store.checkTimesOf(db, ranges);
+  console.log(`   -- the records of leaf ${leaf}'s block, checked within ${JSON.stringify(within)}:`);
+  console.log(await leafRecords.callRecordsOfLeavesPlan(db, ranges, within));
   // The tree as it was: the synthetic hashes and the checkpoints past the real leaves gone.
-  await db.raw('delete from trail_hashes where (idx + 1) * (1::bigint << level) > ?', [real]);
-  await db.raw('delete from trail_checkpoints where size > ?', [real]);
-  await db.raw('update trail_tree set size = ?, frontier = ?::bytea[] where id = 1', [real, head.frontier]);
+  if (restore) {
+    await db.raw('delete from trail_hashes where (idx + 1) * (1::bigint << level) > ?', [real]);
+    await db.raw('delete from trail_checkpoints where size > ?', [real]);
+    await db.raw('update trail_tree set size = ?, frontier = ?::bytea[] where id = 1', [real, head.frontier]);
+  }
   return {
     note: `tree grown to ${leaves} leaves: ${real} real (with records), the rest synthetic stored hashes (levels >= 8); proofs served by the HTTP routes`,
     buildSeconds: built,

@@ -1,7 +1,7 @@
 import type { Database } from '../db/database';
 import { presentCallRecord } from './presenters';
 import type { CallRecordRow } from './repositories/call-record-rows';
-import { callRecordsOfLeaves, CHECKED_BEFORE_APPEND_MS, CLOCK_AHEAD_MS, leavesHeld, type CheckTimes } from './repositories/leaf-records';
+import { callRecordsOfLeaves, leavesHeld, type CheckTimes } from './repositories/leaf-records';
 import { leavesOfDayInPartBlocks } from './repositories/days';
 import { appendedBetween, BLOCK, readLowerNodes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
 import { leavesOfRecord, nodeHash } from './tree/leaves';
@@ -39,6 +39,15 @@ function leafRanges(nodes: readonly Node[]): Array<[number, number]> {
   return merged;
 }
 
+/**
+ * How long before its leaf's append a record's check may have been made and still be looked for
+ * in the days around the append first: a slow check, an outcome reported within the hour, a clock
+ * somewhat behind the database's. A record older than that (an outcome reported late) is found
+ * by the second look, over every day.
+ */
+const CHECKED_BEFORE_APPEND_MS = 3_600_000;
+const CLOCK_AHEAD_MS = 300_000;
+
 /** The span of check times the records of these leaves are first looked for in; undefined where nothing bounds it. */
 export async function checkTimesOf(db: Database, ranges: ReadonlyArray<readonly [number, number]>): Promise<CheckTimes | undefined> {
   const appended = await appendedBetween(db, ranges[0]![0], ranges.at(-1)![1]);
@@ -68,13 +77,14 @@ function everyLeaf(lo: number, hi: number, held: ReadonlySet<number>): boolean {
 /**
  * The lower nodes from the records: the ranges they cover, or (with a cache) their whole blocks,
  * so that a complete block is kept once its leaves hash to the level-8 hash the tree stored for
- * it (what the signed checkpoints commit to). The stored lower hashes, the level-8 hashes and the
- * records are read at once; the records among the checks made around the leaves' appends first.
+ * it (what the signed checkpoints commit to). The stored lower hashes, the level-8 hashes and when
+ * the leaves were appended are read at once, then the records among the checks made around then
+ * (among every day when one is not there).
  */
 async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockCache): Promise<Map<string, Buffer>> {
   const blocks = [...new Set(nodes.map(blockOf))];
   const ranges = cache ? leafRanges(blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block }))) : leafRanges(nodes);
-  const [stored, upper, near] = await Promise.all([
+  const [stored, upper, within] = await Promise.all([
     readLowerNodes(db, blocks),
     cache
       ? readNodes(
@@ -82,14 +92,14 @@ async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockC
           blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block })),
         )
       : new Map<string, Buffer>(),
-    callRecordsOfLeaves(db, ranges, 'near'),
+    checkTimesOf(db, ranges),
   ]);
-  let leaves = leavesOf(near);
+  let leaves = leavesOf(await callRecordsOfLeaves(db, ranges, within));
   let hashes: Map<string, Buffer>;
   try {
     hashes = hashNodes(nodes, stored, leaves);
   } catch (error) {
-    if (!(error instanceof LeafGone)) throw error;
+    if (!(error instanceof LeafGone) || !within) throw error;
     leaves = leavesOf(await callRecordsOfLeaves(db, ranges));
     hashes = hashNodes(nodes, stored, leaves);
   }
@@ -137,7 +147,8 @@ function blockRoot(packed: Buffer): Buffer {
 async function fromKept(db: Database, nodes: readonly Node[], kept: ReadonlyMap<number, Buffer>): Promise<Map<string, Buffer> | undefined> {
   const ranges = leafRanges([...kept.keys()].map((block) => ({ level: STORED_FROM_LEVEL, index: block })));
   const allHeld = (held: ReadonlySet<number>) => ranges.every(([lo, hi]) => held.size >= hi - lo && everyLeaf(lo, hi, held));
-  if (!allHeld(await leavesHeld(db, ranges, 'near')) && !allHeld(await leavesHeld(db, ranges))) return undefined;
+  const within = await checkTimesOf(db, ranges);
+  if (!allHeld(await leavesHeld(db, ranges, within)) && (!within || !allHeld(await leavesHeld(db, ranges)))) return undefined;
   const leaves = new Map<number, Buffer>();
   for (const [block, packed] of kept)
     for (let i = 0; i < BLOCK; i += 1) leaves.set(block * BLOCK + i, packed.subarray(i * 32, i * 32 + 32));
