@@ -54,11 +54,13 @@ export function machineShares(a, b) {
 
 /**
  * The floor of a check (bench-floor.mjs) on a free port, against the bench's database and Redis:
- * its records name `grantId`, a grant of the seeded world (call_records' foreign key).
+ * its records name `grantId`, a grant of the seeded world (call_records' foreign key). `commit`:
+ * `each` (a commit per request, the reference server) or `grouped` (the group-committed floor).
  */
-export async function startFloor(grantId) {
+export async function startFloor(grantId, commit = 'each') {
   const port = await freePort();
   const child = start('node', ['scripts/bench-floor.mjs'], {
+    FLOOR_COMMIT: commit,
     PORT: String(port),
     DATABASE_URL,
     REDIS_URL,
