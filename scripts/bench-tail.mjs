@@ -7,13 +7,22 @@
 // the service's code) and the reference server (bench-floor.mjs, a commit per request); the check's
 // p99 beside 2 x that fdatasync p99 + 1 ms and beside the floor's p99 at the same moments. BENCH_TAIL_BASE (directories, comma-separated, each holding
 // the dist/ and src/budget/*.lua of another build, e.g. main's) adds those builds as services
-// served at the same time: a before/after of a change under the same moments of a shared machine,
-// which rounds taken in turn cannot promise. BENCH_TAIL_BASE_NODE_ARGS: node flags of those builds'
+// served at the same time, each on a database of its own: a before/after of a change under the same
+// moments of a shared machine, which rounds taken in turn cannot promise. BENCH_TAIL_BASE_NODE_ARGS: node flags of those builds'
 // services only (a before/after of a flag). BENCH_RATE_S (15), BENCH_RATE_CONNECTIONS (20) and
 // BENCH_RATE_WARMUP_S (3) as in `npm run bench`.
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { benchDatabase, finish, killChildren, serviceCpuMs, signalService, startService, stopService } from './bench-harness.mjs';
+import {
+  DATABASE_URL,
+  benchDatabase,
+  finish,
+  killChildren,
+  serviceCpuMs,
+  signalService,
+  startService,
+  stopService,
+} from './bench-harness.mjs';
 import { steadyRate } from './bench-rate.mjs';
 import { RATE_CONNECTIONS, RATE_S, RATE_WARMUP_S, diskSyncAtRate, startFloor } from './bench-scale.mjs';
 import { checkBody, seed } from './bench-world.mjs';
@@ -38,6 +47,14 @@ async function main() {
     for (const base of BASES.reverse()) {
       variants.unshift({ name: `base (${path.basename(base)})`, main: path.join(base, 'dist/src/main.js'), nodeArgs: BASE_NODE_ARGS });
     }
+    // A database each: every record joins its database's one Merkle tree under that tree's row lock
+    // (trail_append), so builds sharing one would each wait for the others' commits, a wait that
+    // neither a service alone nor the floor (no tree) has. The Postgres server, its WAL and its
+    // flushes stay shared, as the machine's cores are.
+    for (const [i, variant] of variants.entries()) {
+      const suffix = i === 0 ? '' : `_v${i}`;
+      Object.assign(variant, { db: i === 0 ? db : await benchDatabase(suffix), databaseUrl: `${DATABASE_URL}${suffix}` });
+    }
     const dataDirectory = (await db.raw('show data_directory')).rows[0].data_directory;
     let floor;
     let reference;
@@ -56,8 +73,9 @@ async function main() {
         // A fresh service per round: its stage table (stderr, at exit) covers this round only.
         const started = [];
         for (const variant of variants) {
-          const base = await startService({ DECISION_LOG: 'all', TRACE_STAGES: 'true' }, variant.nodeArgs, variant.main);
-          const world = await seed(base, db, { name: `tail-${round}-${rate}-${started.length}` });
+          const env = { DECISION_LOG: 'all', TRACE_STAGES: 'true', DATABASE_URL: variant.databaseUrl };
+          const base = await startService(env, variant.nodeArgs, variant.main);
+          const world = await seed(base, variant.db, { name: `tail-${round}-${rate}-${started.length}` });
           started.push({ variant, base, world, target: { base, token: world.brokerToken, body: checkBody(world) } });
         }
         floor ??= await startFloor(started[0].world.leafId, 'grouped');
