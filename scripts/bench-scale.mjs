@@ -69,7 +69,7 @@ export async function startFloor(grantId, commit = 'each') {
   });
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${base}/healthz`);
-  return { base, stop: () => child.kill('SIGTERM') };
+  return { base, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
 /**

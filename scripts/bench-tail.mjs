@@ -18,6 +18,7 @@ import {
   benchDatabase,
   finish,
   killChildren,
+  processCpuMs,
   serviceCpuMs,
   signalService,
   startService,
@@ -81,7 +82,15 @@ async function main() {
         floor ??= await startFloor(started[0].world.leafId, 'grouped');
         reference ??= await startFloor(started[0].world.leafId, 'each');
         const cpuBefore = new Map();
-        const bare = (server) => fixedRate({ base: server.base, token: 'none', body: '{"tool":"repos.read_file"}' }, rate);
+        // The bare servers' CPU per request too: on cores shared with every other process, a server's
+        // share of them divided by its CPU per request is the rate it can carry at all.
+        const bare = async (server) => {
+          const run = await fixedRate({ base: server.base, token: 'none', body: '{"tool":"repos.read_file"}' }, rate, () => {
+            cpuBefore.set(server.base, processCpuMs(server.pid));
+          });
+          const cpuMs = processCpuMs(server.pid) - cpuBefore.get(server.base);
+          return { ...run, cpuMicros: Math.round((1000 * cpuMs) / (run.ok2xx + run.non2xx)) };
+        };
         const [floorRun, referenceRun, ...results] = await Promise.all([
           bare(floor),
           bare(reference),
@@ -117,10 +126,10 @@ async function main() {
           });
         }
         console.log(
-          `== round ${round}, ${rate}/s, floor (bare HTTP, one Redis script, a group-committed row: the same work without our code): p50 ${floorRun.p50} p99 ${floorRun.p99} ms`,
+          `== round ${round}, ${rate}/s, floor (bare HTTP, one Redis script, a group-committed row: the same work without our code): p50 ${floorRun.p50} p99 ${floorRun.p99} ms; ${floorRun.cpuMicros} µs CPU per check`,
         );
         console.log(
-          `== round ${round}, ${rate}/s, reference (the same, a commit per request): p50 ${referenceRun.p50} p99 ${referenceRun.p99} ms\n`,
+          `== round ${round}, ${rate}/s, reference (the same, a commit per request): p50 ${referenceRun.p50} p99 ${referenceRun.p99} ms; ${referenceRun.cpuMicros} µs CPU per check\n`,
         );
         for (const [variant, run] of [
           ['floor (grouped commit)', floorRun],
@@ -135,6 +144,7 @@ async function main() {
             target,
             ratio: run.p99 / target,
             floorRatio: run.p99 / floorRun.p99,
+            cpuMicros: run.cpuMicros,
             load,
           });
         }
