@@ -1,13 +1,13 @@
 import { LruCache } from '../kernel/lru';
-import type { BlockCache } from '../trail/tree-store';
+import type { BlockCache, KeptBlock } from '../trail/tree-store';
 
 /**
  * Speed-up: the leaf hashes of complete 256-leaf blocks of the trail's tree, kept per replica, so
  * that a proof through a block proven before reads which of its leaves still have a record (leaf
  * indices only) instead of reading the records, naming their grants and hashing 256 leaves again.
  *
- * Trades: memory, bounded by bytes (8 KiB a block: BYTES / 8 KiB blocks, the least recently used
- * forgotten first) for that work. Kept is only what the tree committed to: a block complete, every
+ * Trades: memory, bounded by bytes (8 KiB a block and the two times its records were checked
+ * between: BYTES / 8 KiB blocks, the least recently used forgotten first) for that work. Kept is only what the tree committed to: a block complete, every
  * leaf from a record, whose leaves hash to the level-8 hash the tree stored for it (what the
  * signed checkpoints sign). A block taken from here is used only while the records still hold
  * every one of its leaves, so a record deleted or a day dropped since is seen as without it (the
@@ -22,11 +22,11 @@ const BLOCK_BYTES = 256 * 32;
 export const PROOF_BLOCK_BYTES = 32 * 1024 * 1024;
 
 export function proofBlocks(bytes = PROOF_BLOCK_BYTES): BlockCache {
-  const blocks = new LruCache<number, Buffer>(Math.max(1, Math.floor(bytes / BLOCK_BYTES)));
+  const blocks = new LruCache<number, KeptBlock>(Math.max(1, Math.floor(bytes / BLOCK_BYTES)));
   return {
     get: (block) => blocks.get(block),
     // A copy: the packed hashes must not pin a larger buffer they were cut from.
-    set: (block, leaves) => blocks.set(block, Buffer.from(leaves)),
+    set: (block, kept) => blocks.set(block, { leaves: Buffer.from(kept.leaves), within: kept.within }),
     delete: (block) => blocks.delete(block),
   };
 }

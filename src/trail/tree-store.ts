@@ -63,10 +63,20 @@ export async function checkTimesOf(db: Database, ranges: ReadonlyArray<readonly 
  * a block's leaves never change once it is complete. Plain: none kept.
  */
 export interface BlockCache {
-  /** The block's 256 leaf hashes, 32 bytes each, in leaf order. */
-  get(block: number): Buffer | undefined;
-  set(block: number, leaves: Buffer): void;
+  get(block: number): KeptBlock | undefined;
+  set(block: number, kept: KeptBlock): void;
   delete(block: number): void;
+}
+
+export interface KeptBlock {
+  /** The block's 256 leaf hashes, 32 bytes each, in leaf order. */
+  leaves: Buffer;
+  /**
+   * When its records were checked, as found when it was kept: a block's leaves were appended
+   * between the same checkpoints for good, so its records are looked for there again without
+   * reading the checkpoints first (a round trip less). Undefined where they were not all there.
+   */
+  within?: CheckTimes;
 }
 
 function everyLeaf(lo: number, hi: number, held: ReadonlySet<number>): boolean {
@@ -96,14 +106,16 @@ async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockC
   ]);
   let leaves = leavesOf(await callRecordsOfLeaves(db, ranges, within));
   let hashes: Map<string, Buffer>;
+  let found = within;
   try {
     hashes = hashNodes(nodes, stored, leaves);
   } catch (error) {
     if (!(error instanceof LeafGone) || !within) throw error;
     leaves = leavesOf(await callRecordsOfLeaves(db, ranges));
     hashes = hashNodes(nodes, stored, leaves);
+    found = undefined;
   }
-  if (cache) for (const block of blocks) keepIfComplete(cache, block, stored, upper, leaves);
+  if (cache) for (const block of blocks) keepIfComplete(cache, block, { stored, upper, leaves, within: found });
   return hashes;
 }
 
@@ -111,10 +123,14 @@ async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockC
 function keepIfComplete(
   cache: BlockCache,
   block: number,
-  stored: ReadonlyMap<string, Buffer>,
-  upper: ReadonlyMap<string, Buffer>,
-  leaves: ReadonlyMap<number, Buffer>,
+  read: {
+    stored: ReadonlyMap<string, Buffer>;
+    upper: ReadonlyMap<string, Buffer>;
+    leaves: ReadonlyMap<number, Buffer>;
+    within: CheckTimes | undefined;
+  },
 ): void {
+  const { stored, upper, leaves, within } = read;
   const expected = upper.get(nodeKey({ level: STORED_FROM_LEVEL, index: block }));
   if (!expected || [...stored.keys()].some((key) => blockOfKey(key) === block)) return;
   const hashes: Buffer[] = [];
@@ -124,7 +140,7 @@ function keepIfComplete(
     hashes.push(hash);
   }
   const packed = Buffer.concat(hashes);
-  if (blockRoot(packed).equals(expected)) cache.set(block, packed);
+  if (blockRoot(packed).equals(expected)) cache.set(block, { leaves: packed, within });
 }
 
 const blockOfKey = (key: string) => {
@@ -144,24 +160,38 @@ function blockRoot(packed: Buffer): Buffer {
  * deleted or a day dropped since is then seen as without a cache: the block is rebuilt from what
  * is left, which names the leaf gone). Those that fail are answered undefined.
  */
-async function fromKept(db: Database, nodes: readonly Node[], kept: ReadonlyMap<number, Buffer>): Promise<Map<string, Buffer> | undefined> {
+async function fromKept(
+  db: Database,
+  nodes: readonly Node[],
+  kept: ReadonlyMap<number, KeptBlock>,
+): Promise<Map<string, Buffer> | undefined> {
   const ranges = leafRanges([...kept.keys()].map((block) => ({ level: STORED_FROM_LEVEL, index: block })));
   const allHeld = (held: ReadonlySet<number>) => ranges.every(([lo, hi]) => held.size >= hi - lo && everyLeaf(lo, hi, held));
-  const within = await checkTimesOf(db, ranges);
+  const within = spanOfAll([...kept.values()].map((block) => block.within)) ?? (await checkTimesOf(db, ranges));
   if (!allHeld(await leavesHeld(db, ranges, within)) && (!within || !allHeld(await leavesHeld(db, ranges)))) return undefined;
   const leaves = new Map<number, Buffer>();
-  for (const [block, packed] of kept)
+  for (const [block, { leaves: packed }] of kept)
     for (let i = 0; i < BLOCK; i += 1) leaves.set(block * BLOCK + i, packed.subarray(i * 32, i * 32 + 32));
   return hashNodes(nodes, new Map(), leaves);
 }
 
+/** The span covering all of these, or undefined when one is unknown. */
+function spanOfAll(spans: ReadonlyArray<CheckTimes | undefined>): CheckTimes | undefined {
+  if (spans.some((span) => !span)) return undefined;
+  const known = spans as CheckTimes[];
+  const at = (date: Date | null) => date?.getTime() ?? NaN;
+  const from = known.some((span) => !span.from) ? null : new Date(Math.min(...known.map((span) => at(span.from))));
+  const to = known.some((span) => !span.to) ? null : new Date(Math.max(...known.map((span) => at(span.to))));
+  return { from, to };
+}
+
 /** The lower nodes: from kept blocks where the cache has them, from the records otherwise. */
 async function lowerNodes(db: Database, nodes: readonly Node[], cache?: BlockCache): Promise<Map<string, Buffer>> {
-  const kept = new Map<number, Buffer>();
+  const kept = new Map<number, KeptBlock>();
   if (cache)
     for (const block of new Set(nodes.map(blockOf))) {
-      const packed = cache.get(block);
-      if (packed) kept.set(block, packed);
+      const found = cache.get(block);
+      if (found) kept.set(block, found);
     }
   const keptNodes = nodes.filter((node) => kept.has(blockOf(node)));
   const rest = nodes.filter((node) => !kept.has(blockOf(node)));

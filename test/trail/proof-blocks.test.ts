@@ -5,7 +5,7 @@
  * test can look into.
  */
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
-import { treeReader, type BlockCache } from '../../src/trail/tree-store';
+import { treeReader, type BlockCache, type KeptBlock } from '../../src/trail/tree-store';
 import { leafHash, openCheckpoint, recordLeaf, verifyInclusion } from '../../clients/grantctl/src/trail-proofs';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { ownDatabase } from '../support/own-database';
@@ -21,8 +21,8 @@ let grantId: string;
 type Item = { id: string; leafIndex: number } & Record<string, unknown>;
 let records: Item[];
 
-function mapCache(): BlockCache & { blocks: Map<number, Buffer> } {
-  const blocks = new Map<number, Buffer>();
+function mapCache(): BlockCache & { blocks: Map<number, KeptBlock> } {
+  const blocks = new Map<number, KeptBlock>();
   return { blocks, get: (b) => blocks.get(b), set: (b, l) => void blocks.set(b, l), delete: (b) => void blocks.delete(b) };
 }
 
@@ -87,6 +87,8 @@ describe('a complete block kept for proofs', () => {
     const plain = await treeReader(db)(nodes);
     expect(await treeReader(db, cache)(nodes)).toEqual(plain);
     expect([...cache.blocks.keys()]).toEqual([0]);
+    // With when its records were checked, to look for them there again without reading the checkpoints.
+    expect(cache.blocks.get(0)!.within?.to).toBeInstanceOf(Date);
     // Taken from the cache now: the same hashes.
     expect(await treeReader(db, cache)(nodes)).toEqual(plain);
     // The block the tree has not completed yet is never kept.
