@@ -158,6 +158,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     required: catalogue,
     validateInputs: config.NODE_ENV === 'test',
     jsonMemo: speedUps.jsonMemo(),
+    evaluateText: speedUps.evaluateText,
   });
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();
