@@ -47,12 +47,20 @@ async function round(target) {
   const checks = result.ok2xx + result.non2xx;
   const [userAfter, systemAfter] = userSystemTicks(target.base);
   const systemShare = (systemAfter - system) / (userAfter - user + systemAfter - system);
-  return { cpuMicros: (1000 * (serviceCpuMs(target.base) - before)) / checks, systemShare, checks, non2xx: result.non2xx, errors: result.errors };
+  return {
+    cpuMicros: (1000 * (serviceCpuMs(target.base) - before)) / checks,
+    systemShare,
+    checks,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
 }
 
 /** The process's user and system CPU ticks (stat(5) fields 14 and 15): how much of a check is the kernel's. */
 function userSystemTicks(base) {
-  const fields = readFileSync(`/proc/${servicePid(base)}/stat`, 'utf8').split(') ')[1].split(' ');
+  const fields = readFileSync(`/proc/${servicePid(base)}/stat`, 'utf8')
+    .split(') ')[1]
+    .split(' ');
   return [Number(fields[11]), Number(fields[12])];
 }
 
@@ -64,7 +72,11 @@ try {
   const targets = [await service('this build', {})];
   if (BASELINE) {
     targets.push(
-      await service('baseline', { POLICY_WASM_PATH: path.join(BASELINE, 'build/policy/policy.wasm') }, path.join(BASELINE, 'dist/src/main.js')),
+      await service(
+        'baseline',
+        { POLICY_WASM_PATH: path.join(BASELINE, 'build/policy/policy.wasm') },
+        path.join(BASELINE, 'dist/src/main.js'),
+      ),
     );
   }
   for (const [index, target] of targets.entries()) target.world = await seed(target.base, db, { name: `bench-cpu-${index}` });
@@ -92,13 +104,19 @@ try {
       measured[target.name] = result.cpuMicros;
       figures.get(target.name).push(result.cpuMicros);
       const failed = result.non2xx + result.errors > 0 ? ` (${result.non2xx} non-2xx, ${result.errors} errors)` : '';
-      console.log(`round ${i + 1} ${target.name}: ${result.cpuMicros.toFixed(0)} µs CPU per check (${(100 * result.systemShare).toFixed(0)} % system) over ${result.checks}${failed}`);
+      console.log(
+        `round ${i + 1} ${target.name}: ${result.cpuMicros.toFixed(0)} µs CPU per check (${(100 * result.systemShare).toFixed(0)} % system) over ${result.checks}${failed}`,
+      );
     }
     if (BASELINE) ratios.push(measured['this build'] / measured.baseline);
   }
   for (const [name, values] of figures) console.log(`${name}: median ${median(values).toFixed(0)} µs CPU per check (${RATE}/s)`);
   if (BASELINE) console.log(`this build / baseline: median ${median(ratios).toFixed(3)} (${ratios.map((r) => r.toFixed(3)).join(', ')})`);
-  console.log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
 } finally {
   killChildren();
   await finish(db);

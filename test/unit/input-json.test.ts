@@ -98,6 +98,6 @@ describe('the JSON text of a decision input (written once for the policy and the
   it("keeps nothing without a memo (SPEEDUPS=off): the text is JSON.stringify's, in its order", () => {
     const chain = serializedOnce([{ id: 'grt_2', budget: { calls: 5 } }]);
     const input = { chain, now_ms: 1, tool: { name: 'x' } };
-    expect(writeInputJson(input, ["args"], "**REDACTED**").text).toBe(JSON.stringify(input));
+    expect(writeInputJson(input, ['args'], '**REDACTED**').text).toBe(JSON.stringify(input));
   });
 });
