@@ -143,6 +143,11 @@ export function serviceCpuMs(base) {
   return processCpuMs(services.get(base)?.pid);
 }
 
+/** The process id of a service started by startService. */
+export function servicePid(base) {
+  return services.get(base)?.pid;
+}
+
 /** CPU time (user + system, ms) of any process so far, from /proc (Linux); NaN once it is gone. */
 export function processCpuMs(pid) {
   if (!pid || !existsSync(`/proc/${pid}/stat`)) return NaN;

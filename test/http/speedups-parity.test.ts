@@ -114,6 +114,7 @@ describe('with SPEEDUPS=off', () => {
       'redis-cork',
       'log-lines',
       'memo',
+      'opa-abi',
       'caches',
       'group-commit',
       'single-flight',
