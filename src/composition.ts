@@ -1,4 +1,3 @@
-import type { RequestListener } from 'node:http';
 import { localTimeIn } from './kernel/local-time';
 import { createBrokerService } from './broker/service';
 import { CheckBody } from './broker/schemas';
@@ -18,7 +17,7 @@ import { publicBaseUrl, type Config } from './config';
 import { createConnectionsService } from './connections/service';
 import { bindingOf } from './github-apps/bindings';
 import { InstallationTokens } from './github-apps/installation-tokens';
-import { credentialAuthenticators, credentialResolver } from './credentials/authenticators';
+import { credentialResolver } from './credentials/authenticators';
 import { createHumanJwtVerifier } from './credentials/human-jwt';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
 import { startEventRetention } from './events/retention';
@@ -30,20 +29,10 @@ import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
 import { startTrailMaintenance } from './trail/maintenance';
 import { createTrailService } from './trail/service';
-import { createApp, type HttpApp } from './http/app';
-import { ConsoleLinks } from './console/console-links';
-import { createConsoleHandler } from './console/handler';
-import { loadConsoleFiles } from './console/static-files';
-import { readApiDecisions } from './http/decisions';
-import { buildOpenApiDocument } from './http/openapi';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
 import { approvalGrantReads, grantLookups, podPorts } from './domain-ports';
-import { catalogue } from './kernel/decisions/catalogue';
-import { readFile } from 'node:fs/promises';
-import packageJson from '../package.json';
-import { PolicyEngine } from './policy/engine';
 import { expireApprovalsOfGrants, pendingApprovalsNow } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
 import { approvalMessageFeeds } from './approvals/messages';
@@ -60,22 +49,18 @@ import { decodeKey, KeyRing } from './credentials/sealed-box';
 import { DEFAULT_SEND_LIMITS } from './webhooks/send';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { createWebhooksService } from './webhooks/service';
-import { DecisionLog } from './policy/decision-log';
-import { pemBlocks } from './policy/bundles/verify';
-import { BundleFileSource, BundleHttpSource, WasmFileSource, type PolicySource } from './policy/sources';
 import { findLiveRuntimeToken, markRuntimeTokenUsed } from './registry/repository';
 import { createRegistryService } from './registry/service';
-import { allRoutes, type Services } from './routes';
+import type { Services } from './routes';
 import { createRuntimeService } from './runtime/service';
 import { createSpeedUps } from './speedups';
 import { NO_TRACING } from './kernel/trace';
 import { createStageTimings } from './operations/stage-timings';
 import { accessTokens } from './oauth/access-tokens';
-import { createAuthorizationServer } from './oauth/provider';
 import { publishedKeys } from './oauth/signing-keys';
-import { agentWithId } from './oauth/repository';
-import { isAuthorizationServerPath, oauthHandler } from './oauth/handler';
 import { createTracing } from './operations/tracing';
+import { composeFront } from './front-composition';
+import { composePolicy } from './policy-composition';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 /** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
@@ -131,34 +116,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
   );
   await redis.connect().catch((err) => log.error({ err }, 'redis unavailable at start; will keep retrying'));
   void warnOnEvictingRedis(redis, log);
-  const decisionLog = new DecisionLog({
-    clock,
-    mode: config.DECISION_LOG,
-    sampleRate: config.DECISION_LOG_SAMPLE_RATE,
-    // Decision events are an audit stream, not debug output: LOG_LEVEL does not silence them.
-    log: log.child({ component: 'decisions' }, { level: 'info' }),
-    lineWriter: speedUps.lineWriter,
-    version: SERVICE_VERSION,
-    upload: config.DECISION_LOG_URL
-      ? {
-          url: config.DECISION_LOG_URL,
-          token: config.DECISION_LOG_TOKEN,
-          bufferEvents: config.DECISION_LOG_BUFFER_EVENTS,
-          bufferBytes: config.DECISION_LOG_BUFFER_BYTES,
-          batchEvents: config.DECISION_LOG_BATCH_EVENTS,
-          flushMs: config.DECISION_LOG_FLUSH_MS,
-          timeoutMs: 10_000,
-        }
-      : undefined,
-  });
-  const policy = new PolicyEngine({
-    source: await policySource(config),
-    log: log.child({ component: 'policy' }),
-    decisionLog,
-    required: catalogue,
-    validateInputs: config.NODE_ENV === 'test',
-    jsonMemo: speedUps.jsonMemo(),
-  });
+  const { policy, decisionLog } = await composePolicy({ config, log, clock, speedUps });
   await policy.reload();
   if (config.POLICY_WATCH) policy.watch();
 
@@ -349,88 +307,22 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     archiveDir: config.CALL_RECORD_ARCHIVE_DIR,
   });
 
-  const routes = allRoutes(
-    services,
-    credentialAuthenticators(resolveCredential, async (token) => {
-      const claims = await hostTokens.verify(token);
-      if (!claims) return claims;
-      // The agent as its runtime token would name it: the host acts for it, on its one grant.
-      const agent = await agentWithId(db, claims.agentId);
-      if (!agent) return null;
-      return {
-        kind: 'agent',
-        agentId: agent.id,
-        podId: agent.pod_id,
-        agentName: agent.name,
-        tokenId: 'oauth',
-        onlyGrantId: claims.grantId,
-      };
-    }),
-  );
-  // With METRICS_PORT, /metrics leaves the API port for an app (and port) of its own.
-  const metricsApart = config.METRICS_PORT !== undefined;
-  let openApi: unknown;
-  const apiDecisions = readApiDecisions();
-  const appOptions = { log, strictContracts: config.NODE_ENV === 'test', front: speedUps.frontHandler };
-  const metricsApp = metricsApart ? createApp([routes.metrics], appOptions) : undefined;
-  if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN && !metricsApart) {
-    log.warn('/metrics is open to anyone who reaches the API port: set METRICS_TOKEN or METRICS_PORT');
-  }
-
-  // The web console, ahead of the API on the same port (src/console/).
-  const consoleLinks = new ConsoleLinks(redis);
-  const consoleHandler = createConsoleHandler({
-    files: loadConsoleFiles(config.CONSOLE_DIR),
-    links: consoleLinks,
-    log: log.child({ component: 'console' }),
-    settings: {
-      oidc: config.OIDC_ISSUER && config.OIDC_CLIENT_ID ? { issuer: config.OIDC_ISSUER, clientId: config.OIDC_CLIENT_ID } : undefined,
-      // One-time links sign in with the development secret the API verifies; never in production.
-      linkSessions:
-        config.NODE_ENV !== 'production' && !config.JWT_JWKS_URI
-          ? { secret: config.JWT_SECRET, ttlSeconds: CONSOLE_SESSION_SECONDS }
-          : undefined,
-    },
-  });
-  // The OAuth authorization server for MCP hosts, on the same port (src/oauth/).
-  const authorizationServer = await createAuthorizationServer({
-    db,
+  const { app, metricsApp, consoleLinks, authorizationServer } = await composeFront({
+    config,
+    log,
     clock,
-    keys: keyRing,
-    log: log.child({ component: 'oauth' }),
-    settings: {
-      issuer: publicBaseUrl(config),
-      accessTokenTtlMs: config.OAUTH_ACCESS_TOKEN_TTL_MS,
-      refreshTokenTtlMs: config.OAUTH_REFRESH_TOKEN_TTL_MS,
-      allowPrivateClientMetadata: config.OAUTH_ALLOW_PRIVATE_CLIENT_METADATA,
-      signingKeyRotationMs: config.OAUTH_SIGNING_KEY_ROTATION_MS,
-      clientMetadataCa: options.clientMetadataCa,
-    },
-  });
-  const oauth = oauthHandler({
     db,
+    redis,
     policy,
-    provider: authorizationServer,
+    keyRing,
+    services,
     grants,
     resolveCredential,
-    log: log.child({ component: 'oauth' }),
+    hostTokens,
+    speedUps,
+    tracing,
+    clientMetadataCa: options.clientMetadataCa,
   });
-  const apiApp = createApp(metricsApart ? routes.api : [...routes.api, routes.metrics], {
-    ...appOptions,
-    passThrough: routes.passThrough,
-    openApi: () => (openApi ??= buildOpenApiDocument([...routes.api, routes.metrics], apiDecisions, routes.passThrough)),
-  });
-  const app: HttpApp = {
-    callback() {
-      const api = apiApp.callback();
-      const listener: RequestListener = (req, res) => {
-        if (consoleHandler(req, res)) return;
-        if (isAuthorizationServerPath((req.url ?? '/').split('?')[0]!)) oauth(req, res);
-        else api(req, res);
-      };
-      return tracing ? tracing.inbound(listener) : listener;
-    },
-  };
 
   async function close(): Promise<void> {
     policy.close();
@@ -481,37 +373,8 @@ function sealingKeys(config: Config): KeyRing {
   );
 }
 
-/** How long a console session that a one-time link started lasts (development). */
-const CONSOLE_SESSION_SECONDS = 8 * 60 * 60;
-
 /** An approval's page in the web console (`<PUBLIC_URL>/console/approvals/<id>`), which webhooks link to. */
 function consoleUrlOf(publicUrl: string): (approvalId: string) => string {
   const base = publicUrl.replace(/\/+$/, '');
   return (approvalId) => `${base}/console/approvals/${encodeURIComponent(approvalId)}`;
-}
-
-/** The `labels.version` of decision events: what package.json says this build is. */
-const SERVICE_VERSION: string = packageJson.version;
-
-/** The policy: an OPA bundle (file or server, signed in production) or, for development, the bare module. */
-async function policySource(config: Config): Promise<PolicySource> {
-  const production = config.NODE_ENV === 'production';
-  const keyText = config.POLICY_BUNDLE_PUBLIC_KEY;
-  const publicKeys = keyText ? pemBlocks(keyText.includes('-----BEGIN') ? keyText : await readFile(keyText, 'utf8')) : [];
-  const signatures = { keys: { publicKeys, secret: config.POLICY_BUNDLE_SECRET }, required: production };
-  const limits = {
-    maxBytes: config.POLICY_BUNDLE_MAX_BYTES,
-    allowRollback: config.POLICY_BUNDLE_ALLOW_ROLLBACK,
-    minIssuedAt: config.POLICY_BUNDLE_MIN_ISSUED_AT,
-  };
-  if (config.POLICY_BUNDLE_URL) {
-    return new BundleHttpSource(config.POLICY_BUNDLE_URL, signatures, {
-      ...limits,
-      pollMs: config.POLICY_BUNDLE_POLL_MS,
-      timeoutMs: config.POLICY_BUNDLE_TIMEOUT_MS,
-      token: config.POLICY_BUNDLE_TOKEN,
-    });
-  }
-  if (config.POLICY_BUNDLE_PATH) return new BundleFileSource(config.POLICY_BUNDLE_PATH, signatures, limits);
-  return new WasmFileSource(config.POLICY_WASM_PATH, production);
 }
