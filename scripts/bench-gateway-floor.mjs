@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 const { Agent } = require('undici');
 
-const [port, upstreamUrl, serviceBase, grantTool] = process.argv.slice(2);
+const [port, upstreamUrl, serviceBase, grantTool, withOutcomes] = process.argv.slice(2);
 const upstream = new URL(upstreamUrl);
 const brokerToken = process.env.FLOOR_BROKER_TOKEN;
 // The gateway's own pools' settings (gateway/src/broker-transport.ts, upstream/http-fetch.ts).
@@ -34,7 +34,29 @@ async function allowed(message, headers) {
     }),
   });
   const check = await answer.body.json();
-  return answer.statusCode === 200 && check.decision === 'allow';
+  return answer.statusCode === 200 && check.decision === 'allow' ? check.callId : undefined;
+}
+
+// `outcomes` as 5th argument: each allowed call's outcome reported as the gateway does (batches every
+// 20 ms, off the call's path), so that what recording outcomes costs the service is in the floor too.
+let held = [];
+if (withOutcomes === 'outcomes') {
+  setInterval(() => {
+    if (held.length === 0) return;
+    const outcomes = held.splice(0, 100);
+    pool
+      .request({
+        origin: serviceBase,
+        path: '/api/broker/outcomes',
+        method: 'POST',
+        headers: { authorization: `Bearer ${brokerToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ outcomes }),
+      })
+      .then(
+        (answer) => answer.body.dump(),
+        () => undefined,
+      );
+  }, 20);
 }
 
 async function handle(request, response) {
@@ -43,7 +65,10 @@ async function handle(request, response) {
   const body = Buffer.concat(chunks);
   if (request.method === 'POST') {
     const message = JSON.parse(body.toString('utf8'));
-    if (message.method === 'tools/call' && !(await allowed(message, request.headers))) {
+    const callId = message.method === 'tools/call' ? await allowed(message, request.headers) : true;
+    if (callId && withOutcomes === 'outcomes' && typeof callId === 'string')
+      response.once('finish', () => held.push({ callId, outcome: 'succeeded', durationMs: 1 }));
+    if (!callId) {
       response.writeHead(403, { 'content-type': 'application/json' });
       return void response.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: 'denied' } }));
     }

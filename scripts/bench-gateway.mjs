@@ -23,7 +23,7 @@
 // Env: BENCH_GATEWAY_RATE (200), BENCH_GATEWAY_ROUNDS (3), BENCH_GATEWAY_ROUND_S (10),
 //      BENCH_GATEWAY_WARMUP_S (3), BENCH_GATEWAY_BASELINE (other builds' gateway main.js, comma-
 //      separated, each measured in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say),
-//      BENCH_GATEWAY_FLOOR (0: no floor), plus the
+//      BENCH_GATEWAY_FLOOR (0: no floor; outcomes: a second floor reporting outcomes too), plus the
 //      service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
 import { execFileSync, spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
@@ -226,13 +226,15 @@ async function startGateway(label, main, base, world, everything, folder, db, en
  * The floor: a bare Node reverse proxy (./bench-gateway-floor.mjs) doing the check and the upstream
  * call of each tools/call with nothing else, an agent connected through it as through the gateway.
  */
-async function startFloor(base, world, everything) {
+async function startFloor(base, world, everything, outcomes = false) {
   const port = await freePort();
   const script = path.join(root, 'scripts/bench-gateway-floor.mjs');
-  const child = start('node', [script, String(port), everything.url, base, 'everything.echo'], { FLOOR_BROKER_TOKEN: world.brokerToken });
+  const args = [script, String(port), everything.url, base, 'everything.echo', ...(outcomes ? ['outcomes'] : [])];
+  const child = start('node', args, { FLOOR_BROKER_TOKEN: world.brokerToken });
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const agent = await client(`http://127.0.0.1:${port}/mcp`, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
-  return { label: 'through a bare Node proxy (floor)', child, agent, latencies: [], cpu: 0, serviceCpu: 0, calls: 0, idleMsPerS: 0 };
+  const label = `through a bare Node proxy (floor${outcomes ? ', outcomes batched as the gateway does' : ''})`;
+  return { label, child, agent, latencies: [], cpu: 0, serviceCpu: 0, calls: 0, idleMsPerS: 0 };
 }
 
 async function main() {
@@ -254,6 +256,8 @@ async function main() {
       gateways.push(...(await startGateway(label, main, base, world, everything, folder, db, env)));
     }
     if (FLOOR) gateways.push(await startFloor(base, world, everything));
+    // BENCH_GATEWAY_FLOOR=outcomes: a second floor that also reports each call's outcome, in batches.
+    if (process.env.BENCH_GATEWAY_FLOOR === 'outcomes') gateways.push(await startFloor(base, world, everything, true));
     const direct = await client(everything.url);
 
     console.log(
