@@ -4,6 +4,10 @@
 // prepared statement), then answers. No authentication, no policy, no facts, no decision log.
 // The service at a steady rate is reported against this server at the same rate in the same run:
 // what remains is the service's own cost; what the floor itself takes is the machine's.
+// FLOOR_COMMIT=grouped: the rows of concurrent requests share one statement and one commit, as the
+// service's group commit does (while one statement is in flight the next rows gather; with none in
+// flight, the rows of the event loop's turn leave together): the same work as a check without the
+// service's code, its floor. Unset: a statement and a commit per request (the reference server).
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -13,7 +17,7 @@ const { Redis } = require('ioredis');
 const pg = require('pg');
 const { TypeID } = require('typeid-js');
 
-const { PORT, HOST = '127.0.0.1', DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX = '', FLOOR_GRANT_ID } = process.env;
+const { PORT, HOST = '127.0.0.1', DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX = '', FLOOR_GRANT_ID, FLOOR_COMMIT } = process.env;
 
 const redis = new Redis(REDIS_URL, { keyPrefix: REDIS_KEY_PREFIX, enableAutoPipelining: false, enableOfflineQueue: false });
 redis.defineCommand('take', {
@@ -26,6 +30,11 @@ const INSERT = {
   // The service's row: ids as UUIDs, the digest as 32 bytes, the (tool, principal) pair and the outcome as codes.
   text: `insert into call_records (id, grant_id, shape, outcome, args_digest, requested_at)
          values ($1::uuid, $2::uuid, $3, 0, $4::bytea, now())`,
+};
+const INSERT_MANY = {
+  name: 'bench_floor_insert_many',
+  text: `insert into call_records (id, grant_id, shape, outcome, args_digest, requested_at)
+         select id, $2::uuid, shape, 0, $4::bytea, now() from unnest($1::uuid[], $3::integer[]) as r(id, shape)`,
 };
 const GRANT_UUID = Buffer.from(TypeID.fromString(FLOOR_GRANT_ID).toUUIDBytes()).toString('hex');
 const DIGEST = Buffer.alloc(32);
@@ -51,8 +60,33 @@ async function check(body) {
   const uuid = randomBytes(16);
   uuid.writeUIntBE(Date.now(), 0, 6);
   const id = uuid.toString('hex');
-  await pool.query({ ...INSERT, values: [id, GRANT_UUID, await shapeOf(tool), DIGEST] });
+  const shape = await shapeOf(tool);
+  await (FLOOR_COMMIT === 'grouped' ? commitGrouped(id, shape) : pool.query({ ...INSERT, values: [id, GRANT_UUID, shape, DIGEST] }));
   return JSON.stringify({ allowed: true, callId: id, remaining: 1_000_000 - taken });
+}
+
+/** The rows waiting for the next statement, and whether one is in flight or about to leave. */
+const waiting = [];
+let flushing = false;
+function commitGrouped(id, shape) {
+  return new Promise((resolve, reject) => {
+    waiting.push({ id, shape, resolve, reject });
+    if (flushing) return;
+    flushing = true;
+    setImmediate(drain);
+  });
+}
+async function drain() {
+  while (waiting.length > 0) {
+    const batch = waiting.splice(0, 500);
+    try {
+      await pool.query({ ...INSERT_MANY, values: [batch.map((w) => w.id), GRANT_UUID, batch.map((w) => w.shape), DIGEST] });
+      for (const w of batch) w.resolve();
+    } catch (error) {
+      for (const w of batch) w.reject(error);
+    }
+  }
+  flushing = false;
 }
 
 const server = http.createServer((req, res) => {

@@ -78,10 +78,18 @@ export function pinnedNode() {
   return { version, env: { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` } };
 }
 
-/** The throwaway database, migrated; the caller destroys it through `finish`. */
-export async function benchDatabase() {
-  await ensureDatabaseExists(DATABASE_URL);
-  const db = createDatabase(DATABASE_URL, 4);
+/** Databases made by benchDatabase beyond the first (their handles), dropped by `finish`. */
+const extraDatabases = new Map();
+
+/**
+ * The throwaway database, migrated; the caller destroys it through `finish`. `suffix`: another one
+ * of this run beside it (its URL is DATABASE_URL + suffix), its handle destroyed by `finish` too.
+ */
+export async function benchDatabase(suffix = '') {
+  const url = `${DATABASE_URL}${suffix}`;
+  await ensureDatabaseExists(url);
+  const db = createDatabase(url, 4);
+  if (suffix) extraDatabases.set(suffix, db);
   await migrateToLatest(db);
   return db;
 }
@@ -133,6 +141,11 @@ export function signalService(base, signal) {
  */
 export function serviceCpuMs(base) {
   return processCpuMs(services.get(base)?.pid);
+}
+
+/** The process id of a service started by startService. */
+export function servicePid(base) {
+  return services.get(base)?.pid;
 }
 
 /** CPU time (user + system, ms) of any process so far, from /proc (Linux); NaN once it is gone. */
@@ -188,12 +201,15 @@ export async function finish(db) {
   for (const child of children) child.kill('SIGTERM');
   await sleep(300);
   await db?.destroy();
+  for (const extra of extraDatabases.values()) await extra.destroy();
   const url = new URL(DATABASE_URL);
   url.pathname = '/postgres';
   const knex = require('knex');
   const admin = knex({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 1 } });
   try {
-    await admin.raw('drop database if exists ?? with (force)', [`gb_bench_${run}`]);
+    for (const suffix of ['', ...extraDatabases.keys()]) {
+      await admin.raw('drop database if exists ?? with (force)', [`gb_bench_${run}${suffix}`]);
+    }
   } finally {
     await admin.destroy();
   }

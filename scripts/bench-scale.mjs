@@ -54,11 +54,13 @@ export function machineShares(a, b) {
 
 /**
  * The floor of a check (bench-floor.mjs) on a free port, against the bench's database and Redis:
- * its records name `grantId`, a grant of the seeded world (call_records' foreign key).
+ * its records name `grantId`, a grant of the seeded world (call_records' foreign key). `commit`:
+ * `each` (a commit per request, the reference server) or `grouped` (the group-committed floor).
  */
-export async function startFloor(grantId) {
+export async function startFloor(grantId, commit = 'each') {
   const port = await freePort();
   const child = start('node', ['scripts/bench-floor.mjs'], {
+    FLOOR_COMMIT: commit,
     PORT: String(port),
     DATABASE_URL,
     REDIS_URL,
@@ -67,7 +69,7 @@ export async function startFloor(grantId) {
   });
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${base}/healthz`);
-  return { base, stop: () => child.kill('SIGTERM') };
+  return { base, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
 /**

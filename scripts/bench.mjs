@@ -302,12 +302,20 @@ async function main() {
     // The same rate against the floor of a check (one Redis script and one Postgres commit behind a
     // bare HTTP server), and the disk's own fdatasync at that rate: what the machine alone costs.
     const floor = await startFloor(world.leafId);
-    results.rateFloor = await atFixedRate('floor: bare HTTP server, one Redis script, one Postgres commit', {
+    results.rateFloor = await atFixedRate('reference: bare HTTP server, one Redis script, one Postgres commit', {
       base: floor.base,
       token: 'none',
       body,
     });
     floor.stop();
+    // The floor proper: the same server with the rows of concurrent requests group-committed, as the service does.
+    const groupedFloor = await startFloor(world.leafId, 'grouped');
+    results.rateGroupedFloor = await atFixedRate('floor: bare HTTP server, one Redis script, a group-committed row', {
+      base: groupedFloor.base,
+      token: 'none',
+      body,
+    });
+    groupedFloor.stop();
     const dataDirectory = (await db.raw('show data_directory')).rows[0].data_directory;
     console.log(`disk: 8 kB write + fdatasync at ${RATE}/s, 5 s`);
     results.diskSync = diskSyncAtRate(5, dataDirectory);

@@ -46,6 +46,7 @@ export async function composePolicy(input: { config: Config; log: Logger; clock:
     required: catalogue,
     validateInputs: config.NODE_ENV === 'test',
     jsonMemo: speedUps.jsonMemo(),
+    evaluateText: speedUps.evaluateText,
   });
   return { policy, decisionLog };
 }

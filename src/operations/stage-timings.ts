@@ -9,6 +9,9 @@ import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-node'
  */
 export function createStageTimings(): SpanProcessor {
   const samples = new Map<string, number[]>();
+  // Each check's stages (a stage run twice, summed) by the check's span id until the check ends, then the check whole.
+  const open = new Map<string, Map<string, number>>();
+  const checks: Check[] = [];
   const record = (name: string, ms: number) => (samples.get(name) ?? samples.set(name, []).get(name)!).push(ms);
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
@@ -22,18 +25,68 @@ export function createStageTimings(): SpanProcessor {
   }).observe({ entryTypes: ['gc'] });
   process.on('SIGUSR2', () => {
     samples.clear();
+    checks.length = 0;
     loop.reset();
   });
-  process.on('exit', () => process.stderr.write(table(samples, loop)));
+  process.on('exit', () => process.stderr.write(table(samples, loop) + slowest(checks)));
   return {
     onStart: () => undefined,
     onEnd(span: ReadableSpan) {
       const [seconds, nanos] = span.duration;
-      record(span.name === 'broker.check' ? 'check' : span.name.replace(/^broker\.check\./, ''), seconds * 1e3 + nanos / 1e6);
+      const ms = seconds * 1e3 + nanos / 1e6;
+      if (span.name === 'broker.check') {
+        const id = span.spanContext().spanId;
+        checks.push({ ms, stages: open.get(id) ?? new Map() });
+        open.delete(id);
+        record('check', ms);
+        return;
+      }
+      const stage = span.name.replace(/^broker\.check\./, '');
+      record(stage, ms);
+      const parent = span.parentSpanContext?.spanId;
+      if (parent === undefined) return;
+      const stages = open.get(parent) ?? open.set(parent, new Map()).get(parent)!;
+      stages.set(stage, (stages.get(stage) ?? 0) + ms);
     },
     forceFlush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
   };
+}
+
+interface Check {
+  ms: number;
+  stages: Map<string, number>;
+}
+
+/**
+ * Where the slowest 1 % of checks (by their own span) spent their time, stage by stage, beside the
+ * mean of every check: what a stage's own p99 cannot say (the slowest checks need not be those
+ * with the slowest stage). "between stages" is the check's time in no stage of it (an approval
+ * recalled, a credential minted, the awaits between stages).
+ */
+function slowest(checks: Check[]): string {
+  if (checks.length === 0) return '';
+  const sorted = checks.slice().sort((a, b) => b.ms - a.ms);
+  const tail = sorted.slice(0, Math.max(1, Math.ceil(sorted.length / 100)));
+  const names = [...new Set(checks.flatMap((c) => [...c.stages.keys()]))];
+  const mean = (of: Check[], part: (c: Check) => number) => of.reduce((sum, c) => sum + part(c), 0) / of.length;
+  const between = (c: Check) => c.ms - [...c.stages.values()].reduce((sum, v) => sum + v, 0);
+  const parts: Array<[string, (c: Check) => number]> = [
+    ...names.map((name): [string, (c: Check) => number] => [name, (c) => c.stages.get(name) ?? 0]),
+    ['between stages', between],
+    ['check', (c) => c.ms],
+  ];
+  const tailTotal = mean(tail, (c) => c.ms);
+  const rows = parts.map(([name, part]) => {
+    const [all, slow] = [mean(checks, part), mean(tail, part)];
+    return `${name.padEnd(32)} ${all.toFixed(2).padStart(8)} ${slow.toFixed(2).padStart(12)} ${`${((100 * slow) / tailTotal).toFixed(0)} %`.padStart(8)}`;
+  });
+  return [
+    `the slowest 1 % of checks (${tail.length} of ${checks.length}, from ${tail.at(-1)!.ms.toFixed(2)} ms): mean ms per stage`,
+    `${'stage'.padEnd(32)} ${'all'.padStart(8)} ${'slowest 1 %'.padStart(12)} ${'share'.padStart(8)}`,
+    ...rows,
+    '',
+  ].join('\n');
 }
 
 function table(samples: Map<string, number[]>, loop: ReturnType<typeof monitorEventLoopDelay>): string {

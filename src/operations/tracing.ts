@@ -1,5 +1,15 @@
 import type { IncomingHttpHeaders, RequestListener } from 'node:http';
-import { context, propagation, ROOT_CONTEXT, SpanStatusCode, type Attributes, type Tracer as OtelTracer } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer as OtelTracer,
+} from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import {
   BatchSpanProcessor,
@@ -8,7 +18,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
-import type { Tracer } from '../kernel/trace';
+import { NO_TRACING, type Tracer } from '../kernel/trace';
 
 /** The instrumentation scope of the service's spans. */
 export const TRACER_NAME = 'grant-broker';
@@ -73,17 +83,18 @@ export function createTracing(options: {
  * `broker.check.<stage>`. A failed stage's span has status ERROR with the error's class only
  * (a message could carry what a span must never hold).
  */
-export function spanTracer(tracer: OtelTracer): Tracer {
+export function spanTracer(tracer: OtelTracer, parent?: Context): Tracer {
   return {
     span(name, work, attributes?: Attributes) {
-      return tracer.startActiveSpan(name === 'check' ? 'broker.check' : `broker.check.${name}`, { attributes }, (span) => {
+      const run = (span: Span) => {
         const failed = (error: unknown) => {
           span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : 'error' });
           span.end();
         };
         let result;
         try {
-          result = work();
+          // A stage that takes no tracer of its own (none within it) gets none made.
+          result = work(work.length === 0 ? NO_TRACING : spanTracer(tracer, trace.setSpan(parent ?? context.active(), span)));
         } catch (error) {
           failed(error);
           throw error;
@@ -102,7 +113,9 @@ export function spanTracer(tracer: OtelTracer): Tracer {
             throw error;
           },
         ) as typeof result;
-      });
+      };
+      const spanName = name === 'check' ? 'broker.check' : `broker.check.${name}`;
+      return parent ? tracer.startActiveSpan(spanName, { attributes }, parent, run) : tracer.startActiveSpan(spanName, { attributes }, run);
     },
   };
 }

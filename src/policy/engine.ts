@@ -18,6 +18,7 @@ import {
   type DecisionLogMode,
   type MaskOp,
 } from './decision-log';
+import { evaluateTextPlainly, type EvaluateText } from './evaluate-text';
 import { NO_JSON_MEMO, writeInputJson, type InputJson, type JsonMemo } from './input-json';
 
 /** OPA's decision log mask policy (a package `system.log` with a `mask` rule), when compiled in. */
@@ -56,6 +57,8 @@ export interface PolicyEngineOptions {
   validateInputs?: boolean;
   /** Keeps the JSON of inputs' unchanging members (none kept unless a speed-up is given). */
   jsonMemo?: JsonMemo;
+  /** How the module evaluates an input's JSON text (opa-wasm's own `evaluate` unless a speed-up is given). */
+  evaluateText?: EvaluateText;
   /** The line writer of the decision log made for a `decisionLog` mode. */
   lineWriter?: LineWriterFactory;
 }
@@ -94,6 +97,7 @@ export class PolicyEngine {
   private readonly requiredEntrypoints: readonly string[];
   private readonly validateInputs: boolean;
   private readonly jsonMemo: JsonMemo;
+  private readonly evaluateText: EvaluateText;
 
   constructor(options: PolicyEngineOptions) {
     if (!options.source && !options.path) throw new Error('a policy engine needs a source or a path');
@@ -107,6 +111,7 @@ export class PolicyEngine {
     this.requiredEntrypoints = (options.required ?? []).map((decision) => decision.entrypoint);
     this.validateInputs = options.validateInputs ?? false;
     this.jsonMemo = options.jsonMemo ?? NO_JSON_MEMO;
+    this.evaluateText = options.evaluateText ?? evaluateTextPlainly;
   }
 
   get revision(): string | undefined {
@@ -311,7 +316,7 @@ export class PolicyEngine {
     let evalNs = 0;
     try {
       json = writeInputJson(input as object, MASKED_FIELDS, MASK, this.jsonMemo, RESOURCE_CUT);
-      const results = loaded.policy.evaluate(json.bytes, entrypoint) as Array<{ result?: unknown }>;
+      const results = this.evaluateText(loaded.policy, json.text, entrypoint);
       evalNs = Number(process.hrtime.bigint() - started);
       const parsed = decision.output.safeParse(results[0]?.result);
       if (!parsed.success) throw new Error(`the decision breaks its output schema: ${parsed.error.message}`);

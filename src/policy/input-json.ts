@@ -1,12 +1,12 @@
 /**
  * The JSON text of a decision input, written once per decision: the policy module reads it as it
- * is (opa-wasm takes the bytes of a well-formed JSON text) and the decision log writes the masked
- * text, so an input is never serialized twice. Serializing was a tenth of a broker check's CPU:
- * once inside opa-wasm, once more for the decision event.
+ * is (opa-wasm takes the bytes of a well-formed JSON text, ./evaluate-text.ts) and the decision
+ * log writes the masked text, so an input is never serialized twice. Serializing was a tenth of a
+ * broker check's CPU: once inside opa-wasm, once more for the decision event.
  */
 export interface InputJson {
-  /** UTF-8 of the whole input, for the policy module. */
-  readonly bytes: ArrayBuffer;
+  /** The whole input, for the policy module. */
+  readonly text: string;
   /** The input with each masked member replaced by the mask, for the decision log. */
   readonly logged: string;
   /** JSON pointers of what `logged` replaced (`/input/args`), as OPA's events name them. */
@@ -32,8 +32,6 @@ export const NO_JSON_MEMO: JsonMemo = { kept: () => undefined };
 export function serializedOnce<T extends object>(value: T): T {
   return deepFreeze(value);
 }
-
-const encoder = new TextEncoder();
 
 /**
  * The JSON of `input` (a plain object): the members whose JSON `memo` keeps come as kept, the rest
@@ -85,7 +83,7 @@ export function writeInputJson(
   }
   const head = JSON.stringify(plain).slice(0, -1);
   return {
-    bytes: encoder.encode(closed(head, kept + shown)).buffer as ArrayBuffer,
+    text: closed(head, kept + shown),
     logged: closed(head, kept + hidden),
     masked,
   };

@@ -3,8 +3,12 @@
  *
  * Trades: a check's record may wait for the batch before it (while one batch is being written,
  * the next one gathers) for one round trip and one commit for up to MAX_BATCH records under load
- * instead of one each; alone, a record is written at once. A check still answers only once its
- * own record is durable: an allowed call with no record would be a hole in the trail.
+ * instead of one each. With no batch in flight, the first one leaves once the I/O callbacks of the
+ * event loop's turn have run (setImmediate), not at the first record: the budget script's answers
+ * come back from Redis together, so the checks they settle reach here in the same turn, and sent
+ * at the first of them, that record went alone and the rest of the turn's waited a whole commit
+ * behind it. Alone, a record waits for nothing but that turn's end. A check still answers only
+ * once its own record is durable: an allowed call with no record would be a hole in the trail.
  *
  * Off (SPEEDUPS=off): trail/writer.ts's plainTrailWriter, one statement per record.
  */
@@ -30,7 +34,7 @@ export class GroupCommit implements TrailWriter {
   write(row: NewCallRecord): Promise<number | undefined> {
     return new Promise<number | undefined>((resolve, reject) => {
       this.queue.push({ row, resolve, reject });
-      this.flushing ??= this.drain();
+      this.flushing ??= new Promise<void>((turnEnded) => setImmediate(turnEnded)).then(() => this.drain());
     });
   }
 

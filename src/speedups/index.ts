@@ -11,6 +11,8 @@
  *     plain: plainLineWriter, one pino call per event (kernel/log.ts).
  *   - jsonMemo, treeInputs, shapeMemo (./memo.ts): the JSON of unchanging policy input, a
  *     check's input members per tree facts, the trail's shape codes; plain: built every time.
+ *   - evaluateText (./opa-abi.ts): a decision's input text written into the policy module's
+ *     memory and its result read back through OPA's ABI; plain: opa-wasm's `evaluate`.
  *   - checkReads, brokerTokens (./caches.ts): the check's chains, trees, subjects, facts, credential
  *     sources and broker tokens kept per replica; plain: broker/reads.ts, every read every time.
  *   - trailWriter (./group-commit.ts): concurrent checks' records in one statement; plain:
@@ -25,6 +27,7 @@ import type { BrokerTokenReads, CheckReads } from '../broker/reads';
 import { PLAIN_TREE_INPUTS, type TreeInputs } from '../broker/policy-input';
 import type { FrontHandlerFactory } from '../http/app';
 import { plainLineWriter, type LineWriterFactory } from '../kernel/log';
+import { evaluateTextPlainly, type EvaluateText } from '../policy/evaluate-text';
 import { NO_JSON_MEMO, type JsonMemo } from '../policy/input-json';
 import { sendNow, type BeforeSendFactory } from '../redis/client';
 import type { ShapeMemo } from '../trail/shape-memo';
@@ -34,6 +37,7 @@ import { directRoutes } from './direct-http';
 import { GroupCommit } from './group-commit';
 import { jsonLineWriter } from './log-lines';
 import { createJsonMemo, createShapeMemo, createTreeInputMemo } from './memo';
+import { evaluateTextThroughAbi } from './opa-abi';
 import { redisCork } from './redis-cork';
 import { singleFlight } from './single-flight';
 
@@ -53,6 +57,8 @@ export interface SpeedUps {
   readonly lineWriter: LineWriterFactory;
   /** For a policy engine: a memo of its own. */
   jsonMemo(): JsonMemo;
+  /** For a policy engine: how its module evaluates an input's text. */
+  readonly evaluateText: EvaluateText;
   /** For the broker check: the input members of each tree's facts. */
   treeInputs(): TreeInputs;
   /** For the call trail's writes: the shape codes seen committed. */
@@ -74,6 +80,7 @@ const PLAIN: SpeedUps = {
   redisBeforeSend: () => sendNow,
   lineWriter: plainLineWriter,
   jsonMemo: () => NO_JSON_MEMO,
+  evaluateText: evaluateTextPlainly,
   treeInputs: () => PLAIN_TREE_INPUTS,
   shapeMemo: () => undefined,
   checkReads: (reads, budget) => ({ reads, budget }),
@@ -84,11 +91,12 @@ const PLAIN: SpeedUps = {
 
 const FAST: SpeedUps = {
   enabled: true,
-  inUse: ['direct-http', 'redis-cork', 'log-lines', 'memo', 'caches', 'group-commit', 'single-flight'],
+  inUse: ['direct-http', 'redis-cork', 'log-lines', 'memo', 'opa-abi', 'caches', 'group-commit', 'single-flight'],
   frontHandler: directRoutes,
   redisBeforeSend: redisCork,
   lineWriter: jsonLineWriter,
   jsonMemo: createJsonMemo,
+  evaluateText: evaluateTextThroughAbi,
   treeInputs: createTreeInputMemo,
   shapeMemo: createShapeMemo,
   checkReads: cachedCheckReads,

@@ -109,7 +109,16 @@ function withChainIndex(line: LoggedDecision): unknown {
 describe('with SPEEDUPS=off', () => {
   it('is the plain service: no speed-up is in use', () => {
     expect(fast.deps.speedUps.enabled).toBe(true);
-    expect(fast.deps.speedUps.inUse).toEqual(['direct-http', 'redis-cork', 'log-lines', 'memo', 'caches', 'group-commit', 'single-flight']);
+    expect(fast.deps.speedUps.inUse).toEqual([
+      'direct-http',
+      'redis-cork',
+      'log-lines',
+      'memo',
+      'opa-abi',
+      'caches',
+      'group-commit',
+      'single-flight',
+    ]);
     expect(plain.deps.speedUps.enabled).toBe(false);
     expect(plain.deps.speedUps.inUse).toEqual([]);
   });

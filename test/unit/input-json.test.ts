@@ -2,10 +2,9 @@ import fc from 'fast-check';
 import { serializedOnce, writeInputJson } from '../../src/policy/input-json';
 import { createJsonMemo } from '../../src/speedups/memo';
 
-const decoder = new TextDecoder();
 /** With the speed-up's memo, as a policy engine of the service writes them. */
 const memo = createJsonMemo();
-const evaluated = (input: object) => decoder.decode(writeInputJson(input, ['args'], '**REDACTED**', memo).bytes);
+const evaluated = (input: object) => writeInputJson(input, ['args'], '**REDACTED**', memo).text;
 
 /** Any JSON value, with the strings a hostile caller sends: lone surrogates, NUL, quotes. */
 const hostileString = fc.oneof(fc.string(), fc.constantFrom('\u0000', '\ud800', 'a\udfffb', '"\\', '\u2028'));
@@ -61,7 +60,7 @@ describe('the JSON text of a decision input (written once for the policy and the
   it('gives the policy the arguments and the log only their mask, naming what it masked', () => {
     const input = { tool: 'repos.write_file', args: { content: 'secret \u0000 text' }, now_ms: 1 };
     const written = writeInputJson(input, ['args'], '**REDACTED**');
-    expect(JSON.parse(decoder.decode(written.bytes))).toEqual(input);
+    expect(JSON.parse(written.text)).toEqual(input);
     expect(JSON.parse(written.logged)).toEqual({ tool: 'repos.write_file', args: '**REDACTED**', now_ms: 1 });
     expect(written.logged).not.toContain('secret');
     expect(written.masked).toEqual(['/input/args']);
@@ -72,7 +71,7 @@ describe('the JSON text of a decision input (written once for the policy and the
     const cut = { key: 'resource', maxChars: 8, marker: '**TRUNCATED**' };
     const input = { args: { path: 'x' }, resource: { repository: 'acme/api', path: 'docs/'.repeat(5) } };
     const json = writeInputJson(input, ['args'], '**REDACTED**', undefined, cut);
-    expect(JSON.parse(new TextDecoder().decode(json.bytes))).toEqual(input);
+    expect(JSON.parse(json.text)).toEqual(input);
     expect(JSON.parse(json.logged).resource).toEqual({ repository: 'acme/api', path: 'docs/doc**TRUNCATED**' });
     expect(json.masked).toEqual(['/input/args', '/input/resource/path']);
     // Nothing long: the same text as without a cut.
@@ -99,6 +98,6 @@ describe('the JSON text of a decision input (written once for the policy and the
   it("keeps nothing without a memo (SPEEDUPS=off): the text is JSON.stringify's, in its order", () => {
     const chain = serializedOnce([{ id: 'grt_2', budget: { calls: 5 } }]);
     const input = { chain, now_ms: 1, tool: { name: 'x' } };
-    expect(decoder.decode(writeInputJson(input, ['args'], '**REDACTED**').bytes)).toBe(JSON.stringify(input));
+    expect(writeInputJson(input, ['args'], '**REDACTED**').text).toBe(JSON.stringify(input));
   });
 });

@@ -33,20 +33,20 @@ export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: Che
   const attributes = { 'gen_ai.tool.name': request.tool, 'grant_broker.grant.id': request.grantId };
   return tracer.span(
     'check',
-    async () => {
-      let resolved = await tracer.span('resolve', () => resolve(deps, broker, request));
+    async (stages) => {
+      let resolved = await stages.span('resolve', () => resolve(deps, broker, request));
       for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
-        let verdict = tracer.span('decide', () => decide(deps, resolved));
+        let verdict = stages.span('decide', () => decide(deps, resolved));
         // Asked before, from another session or process: decided again with that approval.
         const recalled = await recallApproval(deps, resolved, verdict);
         if (recalled) {
           resolved = recalled;
-          verdict = tracer.span('decide', () => decide(deps, recalled));
+          verdict = stages.span('decide', () => decide(deps, recalled));
         }
         // Before the unit: a call whose credential cannot be had takes none and spends no approval.
         const minted = await credentialFor(deps, resolved, verdict);
         if (minted.kind === 'failed') return refuseWithoutCredential(deps, resolved, verdict, minted.detail);
-        const charged = await tracer.span('charge', () => charge(deps, resolved, verdict));
+        const charged = await stages.span('charge', () => charge(deps, resolved, verdict));
         if (charged.kind === 'relabelled') {
           // Another call labelled the tree since: the same facts, decided again on its labels.
           resolved = { ...resolved, session: charged.session };
@@ -55,14 +55,14 @@ export function checkCall(deps: BrokerDeps, broker: CheckingBroker, request: Che
         if (charged.kind !== 'stale') {
           const credential = minted.kind === 'minted' ? minted.credential : undefined;
           const settled = resolved;
-          const answer = await tracer.span('settle', () => settle(deps, settled, verdict, charged, credential));
+          const answer = await stages.span('settle', () => settle(deps, settled, verdict, charged, credential));
           // What a gateway keys its cached listing of the grant by: it moves with every change to the tree.
           // Object.assign, not a spread followed by a member (V8's slow path).
           return settled.treeVersion === undefined ? answer : Object.assign({}, answer, { grantVersion: settled.treeVersion });
         }
         if (attempt < MAX_ATTEMPTS) {
           const retry = { previous: resolved, treeVersion: charged.treeVersion, session: charged.session };
-          resolved = await tracer.span('resolve', () => resolve(deps, broker, request, retry));
+          resolved = await stages.span('resolve', () => resolve(deps, broker, request, retry));
         }
       }
       throw new DependencyUnavailableError('the facts of this grant kept changing; try again');

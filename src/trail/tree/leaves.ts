@@ -32,9 +32,20 @@ export function decisionOfOutcome(outcome: string): RecordLeaf['decision'] {
 }
 
 export function recordLeaf(leaf: RecordLeaf): Buffer {
-  const { callId, grantId, rootId, tool, argsDigest, decision, reason, approvalId, requestedAt, principal } = leaf;
-  const members = { callId, grantId, rootId, tool, argsDigest, decision, reason, approvalId, requestedAt, principal };
-  return Buffer.from(canonicalize({ ...members, principal: { kind: principal.kind, id: principal.id } }), 'utf8');
+  // Exactly these members, picked in one literal (no spread of a copy): every check's record hashes one.
+  const members = {
+    callId: leaf.callId,
+    grantId: leaf.grantId,
+    rootId: leaf.rootId,
+    tool: leaf.tool,
+    argsDigest: leaf.argsDigest,
+    decision: leaf.decision,
+    reason: leaf.reason,
+    approvalId: leaf.approvalId,
+    requestedAt: leaf.requestedAt,
+    principal: { kind: leaf.principal.kind, id: leaf.principal.id },
+  };
+  return Buffer.from(canonicalize(members), 'utf8');
 }
 
 export function outcomeLeaf(leaf: OutcomeLeaf): Buffer {

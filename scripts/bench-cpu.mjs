@@ -1,0 +1,123 @@
+// npm run bench:cpu: the broker check's CPU per check, this build beside another one in the same
+// run. Both services (this dist/ and BENCH_BASELINE's dist/ with its build/policy/policy.wasm) get
+// the same world (bench-world.mjs) and the same open-loop load (bench-rate.mjs) in alternating
+// rounds; each round reads the process's CPU time (/proc) over the checks it answered. Cheaper and
+// steadier than `npm run bench` for a before/after of a hot-path change: a fixed rate the machine
+// can carry, so the figure is what a check costs, not what a saturated process gives.
+// Env: BENCH_BASELINE (a directory with dist/ and build/policy/, e.g. a build of main; without it
+//      this build runs alone), BENCH_CPU_RATE (500), BENCH_CPU_S (10), BENCH_CPU_ROUNDS (4),
+//      BENCH_CPU_WARMUP_S (5), BENCH_CPU_TOGETHER (true: both builds loaded at once in each round,
+//      each at the rate, instead of one after the other), BENCH_DECISION_LOG (all),
+//      BENCH_NODE_ARGS (e.g. --cpu-prof).
+import path from 'node:path';
+import { loadavg } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { benchDatabase, finish, killChildren, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
+import { steadyRate } from './bench-rate.mjs';
+import { checkBody, seed } from './bench-world.mjs';
+
+const RATE = Number(process.env.BENCH_CPU_RATE ?? 500);
+const SECONDS = Number(process.env.BENCH_CPU_S ?? 10);
+const ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 4);
+const WARMUP_S = Number(process.env.BENCH_CPU_WARMUP_S ?? 5);
+const BASELINE = process.env.BENCH_BASELINE;
+const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
+const TOGETHER = process.env.BENCH_CPU_TOGETHER === 'true';
+
+async function service(name, env, main) {
+  // Postgres is shared (100 connections): a small pool each, as both carry the same modest rate.
+  const base = await startService({ DECISION_LOG, DATABASE_POOL_MAX: '8', ...env }, [], main);
+  return { name, base, world: null };
+}
+
+async function round(target) {
+  const load = (seconds) =>
+    steadyRate({
+      base: target.base,
+      path: '/api/broker/check',
+      token: target.world.brokerToken,
+      body: checkBody(target.world),
+      rate: RATE,
+      seconds,
+      connections: 20,
+    });
+  const before = serviceCpuMs(target.base);
+  const [user, system] = userSystemTicks(target.base);
+  const result = await load(SECONDS);
+  const checks = result.ok2xx + result.non2xx;
+  const [userAfter, systemAfter] = userSystemTicks(target.base);
+  const systemShare = (systemAfter - system) / (userAfter - user + systemAfter - system);
+  return {
+    cpuMicros: (1000 * (serviceCpuMs(target.base) - before)) / checks,
+    systemShare,
+    checks,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+/** The process's user and system CPU ticks (stat(5) fields 14 and 15): how much of a check is the kernel's. */
+function userSystemTicks(base) {
+  const fields = readFileSync(`/proc/${servicePid(base)}/stat`, 'utf8')
+    .split(') ')[1]
+    .split(' ');
+  return [Number(fields[11]), Number(fields[12])];
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+let db;
+try {
+  db = await benchDatabase();
+  const targets = [await service('this build', {})];
+  if (BASELINE) {
+    targets.push(
+      await service(
+        'baseline',
+        { POLICY_WASM_PATH: path.join(BASELINE, 'build/policy/policy.wasm') },
+        path.join(BASELINE, 'dist/src/main.js'),
+      ),
+    );
+  }
+  for (const [index, target] of targets.entries()) target.world = await seed(target.base, db, { name: `bench-cpu-${index}` });
+  for (const target of targets) {
+    await steadyRate({
+      base: target.base,
+      path: '/api/broker/check',
+      token: target.world.brokerToken,
+      body: checkBody(target.world),
+      rate: RATE,
+      seconds: WARMUP_S,
+      connections: 20,
+    });
+  }
+  const figures = new Map(targets.map((target) => [target.name, []]));
+  const ratios = [];
+  for (let i = 0; i < ROUNDS; i += 1) {
+    const order = i % 2 === 0 ? targets : [...targets].reverse();
+    const measured = {};
+    // Together: both loads at once, so both builds share the machine's state of the moment (a
+    // shared machine's load moves between rounds more than a small change moves the figure).
+    const results = TOGETHER ? await Promise.all(order.map(round)) : [];
+    for (const [index, target] of order.entries()) {
+      const result = TOGETHER ? results[index] : await round(target);
+      measured[target.name] = result.cpuMicros;
+      figures.get(target.name).push(result.cpuMicros);
+      const failed = result.non2xx + result.errors > 0 ? ` (${result.non2xx} non-2xx, ${result.errors} errors)` : '';
+      console.log(
+        `round ${i + 1} ${target.name}: ${result.cpuMicros.toFixed(0)} µs CPU per check (${(100 * result.systemShare).toFixed(0)} % system) over ${result.checks}${failed}`,
+      );
+    }
+    if (BASELINE) ratios.push(measured['this build'] / measured.baseline);
+  }
+  for (const [name, values] of figures) console.log(`${name}: median ${median(values).toFixed(0)} µs CPU per check (${RATE}/s)`);
+  if (BASELINE) console.log(`this build / baseline: median ${median(ratios).toFixed(3)} (${ratios.map((r) => r.toFixed(3)).join(', ')})`);
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+} finally {
+  killChildren();
+  await finish(db);
+}
