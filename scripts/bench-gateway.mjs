@@ -13,13 +13,17 @@
 // rate, and what the gateway adds beyond the upstream's call and that check (its HTTP hops, the
 // argument validation, the outcome report), and the CPU per call of the gateway process and of the
 // service.
+// Beside the gateway, in the same rounds, the floor: a bare Node reverse proxy making the same check
+// and forwarding the call (./bench-gateway-floor.mjs), what any Node hop costs on this machine; the
+// gateway's added latency is read against the floor's too.
 // BENCH_GATEWAY_OAUTH=1 adds a second client to the same gateway process: an MCP host with an OAuth
 // access token (CONTRACT §20: registered, consented through the consent endpoints as the pod's
 // owner, a child grant of the same grant), in the same alternating rounds, so the gateway's CPU
 // per call over an access token sits beside the runtime token's.
 // Env: BENCH_GATEWAY_RATE (200), BENCH_GATEWAY_ROUNDS (3), BENCH_GATEWAY_ROUND_S (10),
 //      BENCH_GATEWAY_WARMUP_S (3), BENCH_GATEWAY_BASELINE (other builds' gateway main.js, comma-
-//      separated, each measured in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say), plus the
+//      separated, each measured in the same alternating rounds), BENCH_GATEWAY_NODE_ARGS (`--cpu-prof`, say),
+//      BENCH_GATEWAY_FLOOR (0: no floor; outcomes: a second floor reporting outcomes too), plus the
 //      service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
 import { execFileSync, spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
@@ -44,6 +48,8 @@ import {
   startService,
   waitFor,
 } from './bench-harness.mjs';
+import { accessToken } from './bench-gateway-oauth.mjs';
+import { stageRows, stagesOf, startStageCollector } from './bench-gateway-stages.mjs';
 
 // The SDK's client aborts all its requests with one signal: a saturated round holds thousands at once.
 setMaxListeners(100_000);
@@ -60,6 +66,10 @@ const IDLE_S = 5;
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 const EVERYTHING = path.join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const LOOPBACK_LISTEN = path.join(root, 'test/gateway/support/loopback-listen.cjs');
+// BENCH_GATEWAY_FLOOR=0 leaves out the bare Node proxy (./bench-gateway-floor.mjs) measured beside the gateway.
+const FLOOR = process.env.BENCH_GATEWAY_FLOOR !== '0';
+// BENCH_GATEWAY_STAGES=1: the gateway under test (not a baseline) traces every call to a collector here (./bench-gateway-stages.mjs).
+const STAGES = process.env.BENCH_GATEWAY_STAGES === '1';
 
 if (!existsSync(path.join(root, 'dist/gateway/src/main.js'))) throw new Error('run `npm run build` first (dist/gateway is missing)');
 
@@ -104,67 +114,6 @@ async function seed(base, db) {
     budget: { calls: 1_000_000, windowMs: 1000 },
   });
   return { owner, brokerId: broker.id, brokerToken: broker.token, agentToken, grantId: grant.id };
-}
-
-/**
- * An access token for `resource` as an MCP host gets one: registered dynamically, the pod's owner
- * consenting (through the consent endpoints, with the browser's cookies) to `everything.echo` on
- * the seeded grant for the bench's agent, the code exchanged with its PKCE verifier.
- */
-async function accessToken(base, world, resource) {
-  const auth = require('@modelcontextprotocol/sdk/client/auth.js');
-  const redirectUrl = 'http://127.0.0.1:9/callback';
-  const metadata = await auth.discoverAuthorizationServerMetadata(base);
-  const clientInformation = await auth.registerClient(base, {
-    metadata,
-    clientMetadata: {
-      client_name: 'bench host',
-      redirect_uris: [redirectUrl],
-      grant_types: ['authorization_code'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    },
-  });
-  const { authorizationUrl, codeVerifier } = await auth.startAuthorization(base, {
-    metadata,
-    clientInformation,
-    redirectUrl,
-    resource: new URL(resource),
-    scope: 'mcp',
-  });
-  const cookies = new Map();
-  const browse = async (url, init = {}) => {
-    const headers = new Headers(init.headers);
-    if (cookies.size) headers.set('cookie', [...cookies].map(([name, value]) => `${name}=${value}`).join('; '));
-    const answer = await fetch(url, { ...init, headers, redirect: 'manual' });
-    for (const line of answer.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const at = pair.indexOf('=');
-      if (/expires=thu, 01 jan 1970/i.test(line)) cookies.delete(pair.slice(0, at));
-      else cookies.set(pair.slice(0, at), pair.slice(at + 1));
-    }
-    return answer;
-  };
-  const consentPage = new URL((await browse(authorizationUrl.href)).headers.get('location'), base);
-  const person = { authorization: `Bearer ${world.owner}` };
-  const details = await (await browse(`${consentPage.href}/details`, { headers: person })).json();
-  const agent = details.pods[0].agents[0];
-  const decided = await browse(consentPage.href, {
-    method: 'POST',
-    headers: { ...person, 'content-type': 'application/json' },
-    body: JSON.stringify({ decision: 'allow', agentId: agent.id, grantId: world.grantId, tools: ['everything.echo'] }),
-  });
-  let next = new URL((await decided.json()).redirectTo, base);
-  while (next.origin === new URL(base).origin) next = new URL((await browse(next.href)).headers.get('location'), next);
-  const tokens = await auth.exchangeAuthorization(base, {
-    metadata,
-    clientInformation,
-    authorizationCode: next.searchParams.get('code'),
-    codeVerifier,
-    redirectUri: redirectUrl,
-    resource: new URL(resource),
-  });
-  return tokens.access_token;
 }
 
 async function client(url, headers = {}) {
@@ -234,7 +183,7 @@ const ms = (value) => `${value.toFixed(2)} ms`;
  * connected through it with its runtime token (with BENCH_GATEWAY_OAUTH=1, and a host with an
  * access token: a second path through the same process).
  */
-async function startGateway(label, main, base, world, everything, folder, db) {
+async function startGateway(label, main, base, world, everything, folder, db, env = {}) {
   const port = await freePort();
   const configFile = path.join(folder, `gateway-${port}.json`);
   writeFileSync(
@@ -248,7 +197,7 @@ async function startGateway(label, main, base, world, everything, folder, db) {
     }),
   );
   const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
-  const child = start('node', [...nodeArgs, main, '--config', configFile], { GATEWAY_BROKER_TOKEN: world.brokerToken });
+  const child = start('node', [...nodeArgs, main, '--config', configFile], { GATEWAY_BROKER_TOKEN: world.brokerToken, ...env });
   const url = `http://127.0.0.1:${port}/mcp`;
   await waitFor(url.replace('/mcp', '/healthz')).catch(() => undefined);
   await new Promise((resolve) => setTimeout(resolve, 500));
@@ -273,6 +222,21 @@ async function startGateway(label, main, base, world, everything, folder, db) {
   return paths;
 }
 
+/**
+ * The floor: a bare Node reverse proxy (./bench-gateway-floor.mjs) doing the check and the upstream
+ * call of each tools/call with nothing else, an agent connected through it as through the gateway.
+ */
+async function startFloor(base, world, everything, outcomes = false) {
+  const port = await freePort();
+  const script = path.join(root, 'scripts/bench-gateway-floor.mjs');
+  const args = [script, String(port), everything.url, base, 'everything.echo', ...(outcomes ? ['outcomes'] : [])];
+  const child = start('node', args, { FLOOR_BROKER_TOKEN: world.brokerToken });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const agent = await client(`http://127.0.0.1:${port}/mcp`, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
+  const label = `through a bare Node proxy (floor${outcomes ? ', outcomes batched as the gateway does' : ''})`;
+  return { label, child, agent, latencies: [], cpu: 0, serviceCpu: 0, calls: 0, idleMsPerS: 0 };
+}
+
 async function main() {
   const db = await benchDatabase();
   try {
@@ -286,7 +250,14 @@ async function main() {
     const baselines = process.env.BENCH_GATEWAY_BASELINE?.split(',').filter(Boolean) ?? [];
     baselines.forEach((main, i) => builds.push([`through the baseline gateway${baselines.length > 1 ? ` ${i + 1}` : ''}`, main]));
     const gateways = [];
-    for (const [label, main] of builds) gateways.push(...(await startGateway(label, main, base, world, everything, folder, db)));
+    const collector = STAGES ? await startStageCollector() : undefined;
+    for (const [label, main] of builds) {
+      const env = collector && main === builds[0][1] ? collector.env : {};
+      gateways.push(...(await startGateway(label, main, base, world, everything, folder, db, env)));
+    }
+    if (FLOOR) gateways.push(await startFloor(base, world, everything));
+    // BENCH_GATEWAY_FLOOR=outcomes: a second floor that also reports each call's outcome, in batches.
+    if (process.env.BENCH_GATEWAY_FLOOR === 'outcomes') gateways.push(await startFloor(base, world, everything, true));
     const direct = await client(everything.url);
 
     console.log(
@@ -302,6 +273,7 @@ async function main() {
     const idleBefore = gateways.map((g) => processCpuMs(g.child.pid));
     await new Promise((resolve) => setTimeout(resolve, IDLE_S * 1000));
     gateways.forEach((g, i) => (g.idleMsPerS = (processCpuMs(g.child.pid) - idleBefore[i]) / IDLE_S));
+    collector?.take();
     console.log(`gateway idle: ${gateways.map((g) => `${g.idleMsPerS.toFixed(1)}`).join(' / ')} ms of CPU per second`);
 
     const straightAll = [];
@@ -361,6 +333,13 @@ async function main() {
         `${gateway.label}: added p50 ${ms(b.p50 - a.p50 - c.p50)} (through − straight − check alone; target ≤ 1.5 ms), ` +
           `p99 ÷ direct p99 ${(b.p99 / a.p99).toFixed(1)} (target ≤ 3)`,
       );
+    }
+    if (collector) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      console.log(
+        `\n${gateways[0].label}, each call's stages from its spans:\n${stageRows(stagesOf(collector.take()), gateways[0].latencies)}`,
+      );
+      await collector.close();
     }
     if (OAUTH) {
       for (let i = 0; i + 1 < gateways.length; i += 2) {

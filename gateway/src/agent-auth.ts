@@ -82,12 +82,14 @@ function refusalOf(error: unknown, notFound: Refusal): Refusal {
 /**
  * Whether a bearer token may act on a grant, and as whom, asked of the grant broker through the
  * kind that recognizes the token. A yes is remembered for `rememberMs` under the token's digest
- * (never the token), in a map bounded in entries; a no is never remembered, so a fixed token works
- * at once. Each check still verifies the token afresh (it is the check's `subjectToken`), so a
+ * (never the token), in a map bounded in entries, and asked again shortly before it runs out
+ * without holding a request; a no is never remembered, so a fixed token works at once. Each check still verifies the token afresh (it is the check's `subjectToken`), so a
  * token revoked within `rememberMs` reaches the check and is refused there.
  */
 export class AgentAuthenticator {
   private readonly verified = new Map<string, { bearer: Bearer; until: number }>();
+  /** The grant broker's answers awaited, by the same key. */
+  private readonly asking = new Map<string, Promise<Identified>>();
 
   constructor(
     private readonly kinds: readonly BearerKind[],
@@ -99,19 +101,51 @@ export class AgentAuthenticator {
     if (!kind) return { ok: false, refusal: 'bad_token' };
     const key = sessionOwner(token, grantId ?? '');
     const remembered = this.verified.get(key);
-    if (remembered && remembered.until > now) return { ok: true, bearer: remembered.bearer };
+    if (remembered && remembered.until > now) {
+      // In the last quarter of its time the yes is asked again off the request's path, so that a
+      // steady agent's requests never wait for the grant broker (nor is a yes kept past `until`).
+      if (remembered.until - now < this.options.rememberMs / 4) void this.ask(kind, token, grantId, key, now).catch(() => undefined);
+      return { ok: true, bearer: remembered.bearer };
+    }
     this.verified.delete(key);
-    const identified = await kind.identify(token, grantId);
-    if (!identified.ok) return identified;
-    if (this.verified.size >= this.options.maxRemembered) this.verified.delete(this.verified.keys().next().value!);
-    const until = Math.min(now + this.options.rememberMs, identified.bearer.expiresAtMs ?? Infinity);
-    this.verified.set(key, { bearer: identified.bearer, until });
-    return identified;
+    return this.ask(kind, token, grantId, key, now);
   }
 
   /** What was remembered of this token is dropped: its next request is identified afresh. */
   forget(token: string, grantId: string | undefined): void {
-    this.verified.delete(sessionOwner(token, grantId ?? ''));
+    const key = sessionOwner(token, grantId ?? '');
+    this.verified.delete(key);
+    // An answer already on its way no longer counts: it may predate what made this token forgotten.
+    this.asking.delete(key);
+  }
+
+  /**
+   * The grant broker asked once for a token and grant, however many requests wait for it (a burst
+   * arriving as its yes runs out would otherwise each ask); its yes remembered, a no forgetting it.
+   */
+  private ask(kind: BearerKind, token: string, grantId: string | undefined, key: string, now: number): Promise<Identified> {
+    const pending = this.asking.get(key);
+    if (pending) return pending;
+    const asked: Promise<Identified> = kind
+      .identify(token, grantId)
+      .then((identified) => {
+        if (this.asking.get(key) !== asked) return identified;
+        if (!identified.ok) {
+          // A refusal of the token or grant ends a remembered yes at once; the broker unreachable does not.
+          if (identified.refusal !== 'broker_unavailable') this.verified.delete(key);
+          return identified;
+        }
+        this.verified.delete(key);
+        if (this.verified.size >= this.options.maxRemembered) this.verified.delete(this.verified.keys().next().value!);
+        const until = Math.min(now + this.options.rememberMs, identified.bearer.expiresAtMs ?? Infinity);
+        this.verified.set(key, { bearer: identified.bearer, until });
+        return identified;
+      })
+      .finally(() => {
+        if (this.asking.get(key) === asked) this.asking.delete(key);
+      });
+    this.asking.set(key, asked);
+    return asked;
   }
 }
 

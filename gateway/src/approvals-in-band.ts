@@ -59,6 +59,8 @@ export class ApprovalsInBand {
    * retry asks afresh, as any call without its approval does.
    */
   deniedApprovalOf(tool: string, args: Record<string, unknown>): string | undefined {
+    // Nearly always none: the arguments are not serialized for a key nothing can match.
+    if (this.denied.size === 0) return undefined;
     const key = callKey(tool, args);
     const approvalId = this.denied.get(key);
     this.denied.delete(key);

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ApiProblem, ApprovalRequired, CallDenied, type GrantBrokerClient } from '@grant-broker/client';
 import { denialDetail, denialText, refusal } from './refusals';
+import { inStage } from './tracing';
 import type { MappedTool } from './tool-catalog';
 import { UpstreamFailure, type Upstream } from './upstream/upstream';
 
@@ -55,27 +56,32 @@ export async function checkedCall(
   const problem = tool.argumentsProblem(args);
   if (problem) return refusal(`Invalid arguments for ${tool.name}: ${problem}. The call was not made.`, { reason: 'invalid_arguments' });
   try {
-    const { result } = await broker.withCheck(
-      {
-        grantId: context.grantId,
-        tool: tool.mapping.grantTool,
-        args,
-        subjectToken: context.agentToken,
-        ...(approvalId ? { approvalId } : {}),
-        ...(upstream.wantsCredential ? { credential: true } : {}),
-      },
-      async (check) => {
-        context.checked?.(check.grantVersion);
-        let answer: CallToolResult;
-        try {
-          answer = await upstream.callTool(tool.name, args, check.credential?.token);
-        } catch (error) {
-          // Whatever the upstream threw is its failure, never taken for the grant broker's.
-          throw error instanceof UpstreamFailure ? error : new UpstreamFailure('upstream_error', 'the upstream failed');
-        }
-        if (answer.isError) throw new ToolReportedError(answer);
-        return answer;
-      },
+    const { result } = await inStage('grant-broker check', { 'gen_ai.tool.name': tool.mapping.grantTool }, (checked) =>
+      broker.withCheck(
+        {
+          grantId: context.grantId,
+          tool: tool.mapping.grantTool,
+          args,
+          subjectToken: context.agentToken,
+          ...(approvalId ? { approvalId } : {}),
+          ...(upstream.wantsCredential ? { credential: true } : {}),
+        },
+        async (check) => {
+          checked();
+          context.checked?.(check.grantVersion);
+          let answer: CallToolResult;
+          try {
+            answer = await inStage(`upstream tools/call ${tool.name}`, { 'gen_ai.tool.name': tool.name }, () =>
+              upstream.callTool(tool.name, args, check.credential?.token),
+            );
+          } catch (error) {
+            // Whatever the upstream threw is its failure, never taken for the grant broker's.
+            throw error instanceof UpstreamFailure ? error : new UpstreamFailure('upstream_error', 'the upstream failed');
+          }
+          if (answer.isError) throw new ToolReportedError(answer);
+          return answer;
+        },
+      ),
     );
     return result;
   } catch (error) {

@@ -26,12 +26,16 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const brokerToken = env[config.brokerTokenEnv];
   if (!brokerToken) throw new Error(`set ${config.brokerTokenEnv} (brokerTokenEnv: the gateway's broker token)`);
   const upstream = options.upstream ?? upstreamOf(config, env);
-  const transport = options.fetch ? { fetch: options.fetch, close: async () => undefined } : keptAliveFetch();
+  const transport: { fetch: typeof fetch; Request?: typeof Request; close: () => Promise<void> } = options.fetch
+    ? { fetch: options.fetch, close: async () => undefined }
+    : keptAliveFetch();
   const fetchWithin = bounded(transport.fetch, config.brokerTimeoutMs);
   const broker = createClient({
     baseUrl: config.brokerUrl,
     token: brokerToken,
     fetch: fetchWithin,
+    // Each request as the transport sends it, without a platform Request's streams (./broker-transport.ts).
+    ...(transport.Request ? { Request: transport.Request } : {}),
     // Off the call's path: the agent has its result as soon as the upstream answered (./outcomes.ts).
     batchOutcomes: { maxDelayMs: config.outcomeBatchMs },
     onOutcomeTrouble: reportTrouble,
@@ -79,8 +83,8 @@ function reportTrouble(trouble: OutcomeTrouble): void {
 function bounded(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
   return (input, init) => {
     const timeout = AbortSignal.timeout(timeoutMs);
-    // openapi-fetch hands a Request whose own signal (a caller's abort) must still count.
-    const own = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+    // openapi-fetch hands a Request (or a BrokerRequest) whose own signal (a caller's abort) must still count.
+    const own = init?.signal ?? (typeof input === 'object' && 'signal' in input ? input.signal : undefined);
     return fetchImpl(input, { ...init, signal: own ? AbortSignal.any([own, timeout]) : timeout });
   };
 }

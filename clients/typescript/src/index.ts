@@ -49,6 +49,12 @@ export interface ClientOptions {
   /** With `batchOutcomes`: an outcome refused or dropped, or the service not answering. Default: a console warning. */
   onOutcomeTrouble?: (trouble: OutcomeTrouble) => void;
   fetch?: typeof fetch;
+  /**
+   * The class each request is built with before `fetch` is handed it (openapi-fetch's `Request`):
+   * the platform's by default. A `fetch` of one's own may take a lighter one (whose body is a
+   * string it can send again), sparing a stream per request; its `method` and `signal` are read.
+   */
+  Request?: typeof Request;
 }
 
 /** What `withCheck` returns: the call's result, the check that allowed it, and a report that failed, if one did. */
@@ -90,6 +96,7 @@ export function createClient(options: ClientOptions) {
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { Authorization: `Bearer ${options.token}` },
     fetch: retryingFetch({ retries: options.retries ?? 3, baseDelayMs: 200, maxRetryAfterMs, fetch: options.fetch ?? fetch }),
+    ...(options.Request ? { Request: options.Request } : {}),
   });
   const onOutcomeError = options.onOutcomeError ?? ((error: OutcomeNotRecorded) => console.warn(error.message));
 

@@ -36,9 +36,12 @@ const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_
  */
 export function retryingFetch(options: RetryOptions): typeof fetch {
   return async (input, init) => {
-    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-    const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+    // A Request, or another object of its shape (ClientOptions.Request): its own method and signal count.
+    const own = typeof input === 'object' && !(input instanceof URL) ? (input as Partial<Pick<Request, 'method' | 'signal'>>) : undefined;
+    const method = (init?.method ?? own?.method ?? 'GET').toUpperCase();
+    const signal = init?.signal ?? own?.signal;
     for (let attempt = 0; ; attempt += 1) {
+      // A platform Request's body is a stream, read once: each attempt sends a copy. Anything else is sent as it is.
       const request = input instanceof Request ? input.clone() : input;
       let delayMs: number;
       try {
