@@ -34,15 +34,28 @@ async function text(base, url) {
   return res.text();
 }
 
-async function timed(count, request) {
+const stats = (times) => {
+  times.sort((a, b) => a - b);
+  return { p50: Number(percentile(times, 50).toFixed(2)), p99: Number(percentile(times, 99).toFixed(2)), n: times.length };
+};
+
+/**
+ * `request` timed `count` times, each followed by `floor` (when given) timed into `floorTimes`: the
+ * same HTTP path, credential and database at the same moments, so a proof's p99 can be read beside
+ * what any authenticated read of the trail takes on this machine then.
+ */
+async function timed(count, request, floor, floorTimes) {
   const times = [];
   for (let i = 0; i < count; i += 1) {
-    const started = performance.now();
+    let started = performance.now();
     await request(i);
     times.push(performance.now() - started);
+    if (!floor) continue;
+    started = performance.now();
+    await floor();
+    floorTimes.push(performance.now() - started);
   }
-  times.sort((a, b) => a - b);
-  return { p50: Number(percentile(times, 50).toFixed(2)), p99: Number(percentile(times, 99).toFixed(2)), n: count };
+  return stats(times);
 }
 
 export async function proofLatency({ db, base, owner, leaves, queries, grantIds, restore = true }) {
@@ -116,16 +129,30 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
     verified += 1;
   }
   const ids = sample.map((r) => r.id);
-  const inclusion = await timed(queries, (i) =>
-    api(base, 'GET', `/api/trail/proofs/inclusion?callId=${ids[i % ids.length]}&treeSize=${leaves}`, owner),
+  // The floor: the latest signed checkpoint, one indexed read behind the same route call.
+  const floorTimes = [];
+  const floor = () => api(base, 'GET', '/api/trail/checkpoint', owner);
+  const inclusion = await timed(
+    queries,
+    (i) => api(base, 'GET', `/api/trail/proofs/inclusion?callId=${ids[i % ids.length]}&treeSize=${leaves}`, owner),
+    floor,
+    floorTimes,
   );
-  const fromReal = await timed(queries, () =>
-    api(base, 'GET', `/api/trail/proofs/consistency?from=${1 + Math.floor(Math.random() * real)}&to=${leaves}`, owner),
+  const fromReal = await timed(
+    queries,
+    () => api(base, 'GET', `/api/trail/proofs/consistency?from=${1 + Math.floor(Math.random() * real)}&to=${leaves}`, owner),
+    floor,
+    floorTimes,
   );
-  const fromSynthetic = await timed(queries, () => {
-    const from = (firstFull + 1 + Math.floor(Math.random() * (lastFull - firstFull - 1))) * BLOCK;
-    return api(base, 'GET', `/api/trail/proofs/consistency?from=${from}&to=${leaves}`, owner);
-  });
+  const fromSynthetic = await timed(
+    queries,
+    () => {
+      const from = (firstFull + 1 + Math.floor(Math.random() * (lastFull - firstFull - 1))) * BLOCK;
+      return api(base, 'GET', `/api/trail/proofs/consistency?from=${from}&to=${leaves}`, owner);
+    },
+    floor,
+    floorTimes,
+  );
   // How Postgres finds a real record's block (what an inclusion proof rebuilds its lower levels
   // from: the whole block where the service keeps complete blocks).
   const leaf = sample[0].leafIndex;
@@ -148,5 +175,6 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
     inclusion,
     consistencyFromRealSize: fromReal,
     consistencyFromBlockSize: fromSynthetic,
+    checkpointReadBeside: stats(floorTimes),
   };
 }

@@ -1,4 +1,5 @@
 import type { Database } from '../../src/db/database';
+import type { TestService } from './service';
 import { callRecordsAfter, findCallRecord, type CallRecordRow } from '../../src/trail/repositories/call-records';
 
 /**
@@ -17,3 +18,22 @@ export function callRecordsOf(db: Database, grantId: string): Promise<CallRecord
 }
 
 export { uuidOf } from '../../src/trail/repositories/codec';
+
+/** Every record of a grant as the API lists it to `auth`, page after page, newest first. */
+export async function listedCallsOf<T = Record<string, unknown>>(
+  service: { http: TestService['http'] },
+  auth: Record<string, string>,
+  grantId: string,
+): Promise<T[]> {
+  const records: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { body: { items: T[]; nextCursor: string | null } } = await service.http
+      .get(`/api/grants/${grantId}/calls?limit=200${cursor ? `&cursor=${cursor}` : ''}`)
+      .set(auth)
+      .expect(200);
+    records.push(...page.body.items);
+    cursor = page.body.nextCursor;
+  } while (cursor);
+  return records;
+}

@@ -8,6 +8,7 @@ import { createDatabase, migrateToLatest, type Database } from '../../src/db/dat
 import { treeReader, type BlockCache, type KeptBlock } from '../../src/trail/tree-store';
 import { leafHash, openCheckpoint, recordLeaf, verifyInclusion } from '../../clients/grantctl/src/trail-proofs';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
+import { listedCallsOf } from '../support/call-records';
 import { ownDatabase } from '../support/own-database';
 import { startService, type TestService } from '../support/service';
 
@@ -61,16 +62,7 @@ beforeAll(async () => {
   const size = Number((await db('trail_tree').first('size')).size);
   expect(size).toBeGreaterThanOrEqual(600);
   for (let i = 0; i < 200 && (await checkpoint()).size < size; i += 1) await new Promise((r) => setTimeout(r, 50));
-  records = [];
-  let cursor: string | null = null;
-  do {
-    const page: { body: { items: Item[]; nextCursor: string | null } } = await service.http
-      .get(`/api/grants/${grantId}/calls?limit=200${cursor ? `&cursor=${cursor}` : ''}`)
-      .set(world.owner.auth)
-      .expect(200);
-    records.push(...page.body.items);
-    cursor = page.body.nextCursor;
-  } while (cursor);
+  records = await listedCallsOf<Item>(service, world.owner.auth, grantId);
   records.sort((x, y) => x.leafIndex - y.leafIndex);
 });
 

@@ -16,6 +16,7 @@ import { createDatabase, migrateToLatest, type Database } from '../../src/db/dat
 import { uuidOf } from '../../src/trail/repositories/codec';
 import { createTrailDay } from '../../src/trail/repositories/days';
 import { trailSigner } from '../../src/trail/tree/note';
+import { listedCallsOf } from '../support/call-records';
 import { grantctl } from '../support/grantctl';
 import { ownDatabase } from '../support/own-database';
 import { startService, type TestService } from '../support/service';
@@ -55,19 +56,7 @@ async function verify(args: string[]): Promise<{ code: number; out: string }> {
 }
 
 /** Every record of the grant, as the API reads them, newest first. */
-async function recordsOf(): Promise<Array<Record<string, unknown>>> {
-  const records: Array<Record<string, unknown>> = [];
-  let cursor: string | null = null;
-  do {
-    const page: { body: { items: Array<Record<string, unknown>>; nextCursor: string | null } } = await a.http
-      .get(`/api/grants/${grantId}/calls?limit=200${cursor ? `&cursor=${cursor}` : ''}`)
-      .set(world.owner.auth)
-      .expect(200);
-    records.push(...page.body.items);
-    cursor = page.body.nextCursor;
-  } while (cursor);
-  return records;
-}
+const recordsOf = () => listedCallsOf(a, world.owner.auth, grantId);
 
 /** Every leaf of the grant's records (and their outcomes), rebuilt from the API's records alone. */
 async function leavesOf(): Promise<Leaf[]> {
