@@ -101,10 +101,14 @@ export async function readLowerNodes(db: Queryable, blocks: readonly number[]): 
   if (blocks.length === 0) return new Map();
   const levels = Array.from({ length: STORED_FROM_LEVEL }, (_, level) => level);
   const ranges = blocks.flatMap((block) => levels.map((level) => [level, block << (STORED_FROM_LEVEL - level)] as const));
+  // The limit (a range holds at most a block's leaves) keeps the lateral lookup a probe of the key
+  // per range: flattened into a join, Postgres may hash-join the ranges against a scan of every
+  // stored hash once there are a dozen of them, which grows with the tree.
   const { rows } = await db.raw<{ rows: Array<{ level: number; idx: string; hash: Buffer }> }>(
     `select h.level, h.idx, h.hash from unnest(?::smallint[], ?::bigint[]) as n(level, lo)
        cross join lateral (select level, idx, hash from trail_hashes h
-                            where h.level = n.level and h.idx >= n.lo and h.idx < n.lo + (1::bigint << (${STORED_FROM_LEVEL} - n.level))) h`,
+                            where h.level = n.level and h.idx >= n.lo and h.idx < n.lo + (1::bigint << (${STORED_FROM_LEVEL} - n.level))
+                            limit ${BLOCK}) h`,
     [ranges.map(([level]) => level), ranges.map(([, lo]) => lo)],
   );
   return new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
