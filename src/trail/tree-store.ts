@@ -3,7 +3,7 @@ import { presentCallRecord } from './presenters';
 import type { CallRecordRow } from './repositories/call-record-rows';
 import { callRecordsOfLeaves, leavesHeld, type CheckTimes } from './repositories/leaf-records';
 import { leavesOfDayInPartBlocks } from './repositories/days';
-import { appendedBetween, BLOCK, readLowerNodes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
+import { appendedBetween, BLOCK, readBlockHashes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
 import { blockNodes, keptNode } from './tree/block-nodes';
 import { leavesOfRecord, nodeHash } from './tree/leaves';
 import { nodeKey, type Node, type ReadNodes } from './tree/proofs';
@@ -130,14 +130,8 @@ function hashNodesIfAll(
 async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockCache, hint?: CheckTimes): Promise<Map<string, Buffer>> {
   const blocks = [...new Set(nodes.map(blockOf))];
   const ranges = cache ? leafRanges(blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block }))) : leafRanges(nodes);
-  const [stored, upper, hinted, bounded] = await Promise.all([
-    readLowerNodes(db, blocks),
-    cache
-      ? readNodes(
-          db,
-          blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block })),
-        )
-      : new Map<string, Buffer>(),
+  const [{ lower: stored, roots: upper }, hinted, bounded] = await Promise.all([
+    readBlockHashes(db, blocks, !!cache),
     hint ? callRecordsOfLeaves(db, ranges, hint) : undefined,
     hint ? undefined : checkTimesOf(db, ranges),
   ]);
