@@ -21,16 +21,24 @@ import type { SplitInput } from '../policy/input-json';
  * `minorVersion`, `entrypoints`) is not its documented API: a module or a library version that
  * does not have them all, or an ABI before 1.2, is evaluated by the library itself.
  */
-export const evaluateTextThroughAbi: EvaluateText = (policy, text, entrypoint, split) => {
-  const abi = abiOf(policy);
-  const id = abi?.entrypoints[entrypoint];
-  if (!abi || id === undefined) return evaluateTextPlainly(policy, text, entrypoint);
-  if (split && split.kept.length > 0 && hasSlowAbi(abi)) return evaluateSplit(policy, abi, id, split);
-  const at = abi.dataHeapPtr;
-  const written = writeText(abi, text, at);
-  const resultAt = abi.wasmInstance.exports.opa_eval(0, id, abi.dataAddr, at, written, at + written, 0);
-  return resultOf(abi, resultAt);
-};
+const KEPT_MAX_BYTES = 32 * 1024 * 1024;
+
+export const evaluateTextThroughAbi: EvaluateText = keepingUpTo(KEPT_MAX_BYTES);
+
+/** The evaluator, its kept region emptied past `maxBytes` (a test makes it small). */
+export function keepingUpTo(maxBytes: number): EvaluateText {
+  const regions = new WeakMap<LoadedPolicy, Kept>();
+  return (policy, text, entrypoint, split) => {
+    const abi = abiOf(policy);
+    const id = abi?.entrypoints[entrypoint];
+    if (!abi || id === undefined) return evaluateTextPlainly(policy, text, entrypoint);
+    if (split && split.kept.length > 0 && hasSlowAbi(abi)) return evaluateSplit(keptOf(regions, maxBytes, policy, abi), abi, id, split);
+    const at = abi.dataHeapPtr;
+    const written = writeText(abi, text, at);
+    const resultAt = abi.wasmInstance.exports.opa_eval(0, id, abi.dataAddr, at, written, at + written, 0);
+    return resultOf(abi, resultAt);
+  };
+}
 
 /** The UTF-8 of `text` written at `at` (the memory grown first if it may not fit): its length. */
 function writeText(abi: Abi, text: string, at: number): number {
@@ -59,18 +67,15 @@ interface Kept {
   paths: Map<string, number>;
 }
 
-const KEPT_MAX_BYTES = 32 * 1024 * 1024;
-const kept = new WeakMap<LoadedPolicy, Kept>();
-
 /** The policy's kept region, emptied when full or when its data was set again since (which moves the heap). */
-function keptOf(policy: LoadedPolicy, abi: Abi): Kept {
-  const region = kept.get(policy);
+function keptOf(regions: WeakMap<LoadedPolicy, Kept>, maxBytes: number, policy: LoadedPolicy, abi: Abi): Kept {
+  const region = regions.get(policy);
   if (region && region.dataAddr === abi.dataAddr && region.end === abi.dataHeapPtr) {
-    if (region.end - region.start <= KEPT_MAX_BYTES) return region;
+    if (region.end - region.start <= maxBytes) return region;
     abi.dataHeapPtr = region.start;
   }
   const fresh = { dataAddr: abi.dataAddr, start: abi.dataHeapPtr, end: abi.dataHeapPtr, values: new WeakMap(), paths: new Map() };
-  kept.set(policy, fresh);
+  regions.set(policy, fresh);
   return fresh;
 }
 
@@ -86,8 +91,7 @@ function keep(abi: Abi & SlowAbi, region: Kept, json: string): number {
   return addr;
 }
 
-function evaluateSplit(policy: LoadedPolicy, abi: Abi & SlowAbi, id: number, split: SplitInput): ResultSet {
-  const region = keptOf(policy, abi);
+function evaluateSplit(region: Kept, abi: Abi & SlowAbi, id: number, split: SplitInput): ResultSet {
   const links: Array<[number, number]> = [];
   for (const member of split.kept) {
     let path = region.paths.get(member.key);

@@ -4,7 +4,7 @@ import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import { evaluateTextPlainly } from '../../src/policy/evaluate-text';
 import { serializedOnce, writeInputJson } from '../../src/policy/input-json';
 import { createJsonMemo } from '../../src/speedups/memo';
-import { evaluateTextThroughAbi } from '../../src/speedups/opa-abi';
+import { evaluateTextThroughAbi, keepingUpTo } from '../../src/speedups/opa-abi';
 
 /**
  * The policy module evaluated through OPA's ABI (src/speedups/opa-abi.ts) answers what opa-wasm's
@@ -143,6 +143,25 @@ describe('a policy module evaluated through its ABI', () => {
           both({ ...allowed, tool: { name: 'repos.delete' } }).library,
         );
       }
+    }
+  });
+
+  it('empties its kept region when full, and parses again what it dropped', async () => {
+    const policy = await loadPolicy(readFileSync(MODULE));
+    const small = keepingUpTo(4096);
+    const memo = createJsonMemo();
+    for (let i = 0; i < 60; i += 1) {
+      const revoked = i % 3 === 0;
+      const input = {
+        ...allowed,
+        chain: serializedOnce([{ ...grant, id: `grt_${i}`, root_id: `grt_${i}`, revoked }]),
+        connection: serializedOnce({ ...allowed.connection }),
+        members: serializedOnce({ pod_1: ['agt_1'] }),
+      };
+      const json = writeInputJson(input, ['args'], '**', memo);
+      const viaParts = small(policy, json.text, 'broker/check/decision', json.split);
+      expect(viaParts).toEqual(evaluateTextPlainly(viaLibrary, json.text, 'broker/check/decision'));
+      expect(viaParts[0]?.result).toMatchObject({ allow: !revoked });
     }
   });
 });
