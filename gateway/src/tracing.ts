@@ -84,7 +84,7 @@ export function inSpan<T>(
       span.setStatus({ code: SpanStatusCode.ERROR });
       throw error;
     } finally {
-      span.end();
+      span.end(now());
     }
   });
 }
@@ -108,7 +108,7 @@ export function inStage<T>(name: string, attributes: Attributes, work: (done: ()
   const done = () => {
     if (ended) return;
     ended = true;
-    span.end();
+    span.end(now());
   };
   return work(done).finally(done);
 }

@@ -53,7 +53,15 @@ const shapes: Record<string, { events: (id: unknown) => string[]; keepOpen?: boo
   },
 };
 
+/** The request whose stream the server ended after a priming event: answered on the GET that resumes it. */
+let toResume: unknown;
+
 async function handle(request: IncomingMessage, response: ServerResponse) {
+  if (request.method === 'GET' && request.headers['last-event-id'] === 'resume-1' && toResume !== undefined) {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    const answer = { jsonrpc: '2.0', id: toResume, result: { content: [{ type: 'text', text: 'resumed' }] } };
+    return void response.end(`id: resume-2\ndata: ${JSON.stringify(answer)}\n\n`);
+  }
   if (request.method !== 'POST') return void response.writeHead(405).end();
   let text = '';
   for await (const chunk of request) text += String(chunk);
@@ -70,6 +78,12 @@ async function handle(request: IncomingMessage, response: ServerResponse) {
     const answer = { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'json' }] } };
     response.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'session-1' });
     return void response.end(JSON.stringify([notification, answer]));
+  }
+  if (message.params?.name === 'resumed') {
+    // A priming event, then the stream ends: the client is to resume it from that event's id.
+    toResume = message.id;
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'session-1' });
+    return void response.end('id: resume-1\ndata: \n\n');
   }
   const shape = shapes[message.params?.name ?? ''] ?? shapes.plain!;
   response.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'session-1' });
@@ -93,7 +107,7 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-it.each(['plain', 'typed', 'split', 'lingering', 'json'])('answers a call whose SSE answer is %s', async (name) => {
+it.each(['plain', 'typed', 'split', 'lingering', 'json', 'resumed'])('answers a call whose SSE answer is %s', async (name) => {
   const result = await upstream.callTool(name, {});
   expect(result.content).toEqual([{ type: 'text', text: name }]);
 });

@@ -44,10 +44,34 @@ export async function exchange(
   }
   const type = mediaType(answer.headers['content-type']);
   if (type === 'application/json') return fromJson(await bounded(answer.body), id, other);
-  if (type === 'text/event-stream') return fromEvents(answer.body, id, other);
-  answer.body.resume();
-  throw new UpstreamFailure('upstream_invalid_answer', "the upstream's answer was not a tool result");
+  if (type !== 'text/event-stream') {
+    answer.body.resume();
+    throw new UpstreamFailure('upstream_invalid_answer', "the upstream's answer was not a tool result");
+  }
+  let read = await fromEvents(answer.body, id, other);
+  // A stream the server ended after an event id but before the response is resumed from that id
+  // (a GET with Last-Event-ID), as the SDK's transport resumes it.
+  for (let resumed = 0; read.lastEventId !== undefined && resumed < MAX_RESUMPTIONS; resumed += 1) {
+    const { 'content-type': _post, ...headers } = session.headers;
+    const again = await pool.request({
+      origin: session.url.origin,
+      path: `${session.url.pathname}${session.url.search}`,
+      method: 'GET',
+      headers: { ...headers, accept: 'text/event-stream', 'last-event-id': read.lastEventId },
+      signal,
+    });
+    if (again.statusCode !== 200 || mediaType(again.headers['content-type']) !== 'text/event-stream') {
+      again.body.resume();
+      break;
+    }
+    read = await fromEvents(again.body, id, other);
+  }
+  if (!read.response) throw new UpstreamFailure('upstream_closed', 'the upstream closed the connection during the call');
+  return read.response;
 }
+
+/** How many times one call's stream is resumed after the server ended it without the response. */
+const MAX_RESUMPTIONS = 2;
 
 function mediaType(contentType: string | string[] | undefined): string | undefined {
   return typeof contentType === 'string' ? contentType.split(';')[0]!.trim().toLowerCase() : undefined;
@@ -93,10 +117,18 @@ function isResponseTo(message: Record<string, unknown>, id: string): boolean {
   return message.id === id && message.method === undefined && ('result' in message || 'error' in message);
 }
 
-/** An SSE answer read until the response's event; the rest of the stream is drained, or cut if it stays open. */
-function fromEvents(body: Dispatcher.ResponseData['body'], id: string, other: OtherMessage): Promise<Record<string, unknown>> {
+/**
+ * An SSE answer read until the response's event; the rest of the stream is drained, or cut if it
+ * stays open. A stream that ends first: the last event id it carried, to resume from, if any.
+ */
+function fromEvents(
+  body: Dispatcher.ResponseData['body'],
+  id: string,
+  other: OtherMessage,
+): Promise<{ response: Record<string, unknown>; lastEventId?: undefined } | { response?: undefined; lastEventId: string }> {
   return new Promise((resolve, reject) => {
     let received = 0;
+    let lastEventId: string | undefined;
     let settled = false;
     const decoder = new StringDecoder('utf8');
     const settle = (outcome: () => void) => {
@@ -107,6 +139,7 @@ function fromEvents(body: Dispatcher.ResponseData['body'], id: string, other: Ot
     };
     const parser = createParser({
       onEvent(event) {
+        if (event.id) lastEventId = event.id;
         if (settled || !event.data || (event.event !== undefined && event.event !== 'message')) return;
         let message: unknown;
         try {
@@ -122,7 +155,7 @@ function fromEvents(body: Dispatcher.ResponseData['body'], id: string, other: Ot
           const linger = setTimeout(() => body.destroy(), LINGER_MS).unref();
           body.once('end', () => clearTimeout(linger));
           body.resume();
-          resolve(message);
+          resolve({ response: message });
         });
       },
     });
@@ -137,7 +170,11 @@ function fromEvents(body: Dispatcher.ResponseData['body'], id: string, other: Ot
     };
     body.on('data', onData);
     body.once('end', () =>
-      settle(() => reject(new UpstreamFailure('upstream_closed', 'the upstream closed the connection during the call'))),
+      settle(() =>
+        lastEventId !== undefined
+          ? resolve({ lastEventId })
+          : reject(new UpstreamFailure('upstream_closed', 'the upstream closed the connection during the call')),
+      ),
     );
     body.once('error', (error) => settle(() => reject(error)));
     // An error once settled is nobody's to report.
