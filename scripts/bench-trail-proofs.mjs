@@ -40,25 +40,32 @@ const stats = (times) => {
 };
 
 /**
- * `request` timed `count` times, each followed by `floor` (when given) timed into `floorTimes`: the
- * same HTTP path and database at the same moments, so a proof's p99 can be read beside
- * what any authenticated read of the trail takes on this machine then.
+ * The proofs' latencies against each service of `bases` (name: URL; the first is the one measured,
+ * others a baseline build on the same database), in alternating rounds of `round` requests, so
+ * that each build meets the same moments of a shared machine.
  */
-async function timed(count, request, floor, floorTimes) {
-  const times = [];
-  for (let i = 0; i < count; i += 1) {
-    let started = performance.now();
-    await request(i);
-    times.push(performance.now() - started);
-    if (!floor) continue;
-    started = performance.now();
-    await floor();
-    floorTimes.push(performance.now() - started);
-  }
-  return stats(times);
+async function alternating(bases, queries, round, measure) {
+  const times = Object.fromEntries(Object.keys(bases).map((name) => [name, { proof: [], floor: [] }]));
+  for (let done = 0; done < queries; done += round)
+    for (const [name, base] of Object.entries(bases)) {
+      const n = Math.min(round, queries - done);
+      await measure(base, done, n, times[name]);
+    }
+  return Object.fromEntries(Object.entries(times).map(([name, { proof, floor }]) => [name, { ...stats(proof), floor: stats(floor) }]));
 }
 
-export async function proofLatency({ db, base, owner, leaves, queries, grantIds, restore = true }) {
+async function timedInto(count, first, request, floor, into) {
+  for (let i = first; i < first + count; i += 1) {
+    let started = performance.now();
+    await request(i);
+    into.proof.push(performance.now() - started);
+    started = performance.now();
+    await floor();
+    into.floor.push(performance.now() - started);
+  }
+}
+
+export async function proofLatency({ db, base, owner, leaves, queries, grantIds, restore = true, baseline, round = 25 }) {
   const head = await db('trail_tree').where('id', 1).first('size', 'frontier');
   const real = Number(head.size);
   if (leaves <= real + 2 * BLOCK) throw new Error(`--leaves must exceed the real tree (${real}) by more than two blocks`);
@@ -120,40 +127,56 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
   const sample = [];
   for (const grantId of grantIds.slice(0, 4))
     sample.push(...(await api(base, 'GET', `/api/grants/${grantId}/calls?limit=50`, owner)).items);
+  const bases = baseline ? { current: base, baseline } : { current: base };
   let verified = 0;
-  for (const record of sample) {
-    const proof = await api(base, 'GET', `/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${leaves}`, owner);
-    const leaf = verifier.leafHash(verifier.recordLeaf(record));
-    const hashes = proof.hashes.map((h) => Buffer.from(h, 'base64'));
-    if (!verifier.verifyInclusion(record.leafIndex, leaves, leaf, hashes, checkpoint.root)) throw new Error(`${record.id} did not verify`);
-    verified += 1;
-  }
+  for (const at of Object.values(bases))
+    for (const record of sample) {
+      const proof = await api(at, 'GET', `/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${leaves}`, owner);
+      const leaf = verifier.leafHash(verifier.recordLeaf(record));
+      const hashes = proof.hashes.map((h) => Buffer.from(h, 'base64'));
+      if (!verifier.verifyInclusion(record.leafIndex, leaves, leaf, hashes, checkpoint.root))
+        throw new Error(`${record.id} did not verify`);
+      verified += 1;
+    }
   const ids = sample.map((r) => r.id);
   // The floor: the latest signed checkpoint (public, like the consistency proofs), one indexed
-  // read behind the same route call.
-  const floorTimes = [];
-  const floor = () => text(base, '/api/trail/checkpoint');
-  const inclusion = await timed(
+  // read behind the same route call, right after each proof.
+  const measure = (request) => (at, first, n, into) =>
+    timedInto(
+      n,
+      first,
+      (i) => request(at, i),
+      () => text(at, '/api/trail/checkpoint'),
+      into,
+    );
+  const inclusion = await alternating(
+    bases,
     queries,
-    (i) => api(base, 'GET', `/api/trail/proofs/inclusion?callId=${ids[i % ids.length]}&treeSize=${leaves}`, owner),
-    floor,
-    floorTimes,
+    round,
+    measure((at, i) => api(at, 'GET', `/api/trail/proofs/inclusion?callId=${ids[i % ids.length]}&treeSize=${leaves}`, owner)),
   );
-  const fromReal = await timed(
+  const fromReal = await alternating(
+    bases,
     queries,
-    () => api(base, 'GET', `/api/trail/proofs/consistency?from=${1 + Math.floor(Math.random() * real)}&to=${leaves}`, owner),
-    floor,
-    floorTimes,
+    round,
+    measure((at) => api(at, 'GET', `/api/trail/proofs/consistency?from=${1 + Math.floor(Math.random() * real)}&to=${leaves}`, owner)),
   );
-  const fromSynthetic = await timed(
+  const fromSynthetic = await alternating(
+    bases,
     queries,
-    () => {
+    round,
+    measure((at) => {
       const from = (firstFull + 1 + Math.floor(Math.random() * (lastFull - firstFull - 1))) * BLOCK;
-      return api(base, 'GET', `/api/trail/proofs/consistency?from=${from}&to=${leaves}`, owner);
-    },
-    floor,
-    floorTimes,
+      return api(at, 'GET', `/api/trail/proofs/consistency?from=${from}&to=${leaves}`, owner);
+    }),
   );
+  // Bare round trips to Postgres from here, between the same moments: the floor under any request.
+  const selectOne = [];
+  for (let i = 0; i < queries; i += 1) {
+    const started = performance.now();
+    await db.raw('select 1');
+    selectOne.push(performance.now() - started);
+  }
   // How Postgres finds a real record's block (what an inclusion proof rebuilds its lower levels
   // from: the whole block where the service keeps complete blocks).
   const leaf = sample[0].leafIndex;
@@ -176,6 +199,6 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
     inclusion,
     consistencyFromRealSize: fromReal,
     consistencyFromBlockSize: fromSynthetic,
-    checkpointReadBeside: stats(floorTimes),
+    bareSelectOne: stats(selectOne),
   };
 }

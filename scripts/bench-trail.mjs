@@ -17,13 +17,14 @@
 //      with the tree against TRAIL_TREE=off, over a retained day and once the day is dropped by retention,
 //      at --tree-records N and 2N (3N checks each way; scripts/bench-trail-bytes.mjs says how);
 //   6. (--only tree) inclusion and consistency proof latency, p50 and p99, at --leaves leaves (default 50 000 000),
-//      the tree grown past the real leaves with synthetic stored hashes (scripts/bench-trail-proofs.mjs says how).
+//      the tree grown past the real leaves with synthetic stored hashes (scripts/bench-trail-proofs.mjs says how);
+//      with --baseline-root DIR, against that checkout's build too, in alternating rounds.
 // A benchmark, not a test: it prints figures and judges nothing.
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { api, benchDatabase, finish, humanToken, percentile, require, root, run, startService } from './bench-harness.mjs';
+import { api, benchDatabase, finish, humanToken, percentile, require, root, run, startService, stopService } from './bench-harness.mjs';
 import { checkBody, seed } from './bench-world.mjs';
 import { proofLatency } from './bench-trail-proofs.mjs';
 import { treeBytesPerRecord } from './bench-trail-bytes.mjs';
@@ -41,6 +42,9 @@ const { values } = parseArgs({
     only: { type: 'string', default: 'all' },
     'tree-records': { type: 'string', default: '20000' },
     leaves: { type: 'string', default: '50000000' },
+    // A checkout of another build (its dist/ built): its service answers the same proofs on the same
+    // database, in alternating rounds with this one's (part 6).
+    'baseline-root': { type: 'string' },
   },
 });
 const TREE_ONLY = values.only === 'tree';
@@ -197,11 +201,13 @@ async function latencies(base, token, url) {
   return { p50: Number(percentile(times, 50).toFixed(2)), p99: Number(percentile(times, 99).toFixed(2)), n: QUERIES };
 }
 
+const SERVICE_ENV = { DECISION_LOG: 'off', REDIS_COMMAND_TIMEOUT_MS: '2000', ATTENUATION_RATE_LIMIT: '1000' };
+
 async function main() {
   const db = await benchDatabase();
   const results = {};
   try {
-    const base = await startService({ DECISION_LOG: 'off', REDIS_COMMAND_TIMEOUT_MS: '2000', ATTENUATION_RATE_LIMIT: '1000' });
+    const base = await startService(SERVICE_ENV);
     const world = await seed(base, db, { name: 'bench-trail' });
     const owner = humanToken(`bench-owner-${run}`);
 
@@ -242,7 +248,19 @@ async function main() {
       // The proofs first, over the real records of part 1 (the bytes step drops their day and appends
       // leaves without records); the tree is then put back as part 1 left it.
       console.log(`6. proofs at ${values.leaves} leaves, ${QUERIES} requests each`);
-      results.proofs = await proofLatency({ db, base, owner, leaves: Number(values.leaves), queries: QUERIES, grantIds: siblings });
+      const baseline = values['baseline-root']
+        ? await startService(SERVICE_ENV, [], path.resolve(values['baseline-root'], 'dist/src/main.js'))
+        : undefined;
+      results.proofs = await proofLatency({
+        db,
+        base,
+        owner,
+        leaves: Number(values.leaves),
+        queries: QUERIES,
+        grantIds: siblings,
+        baseline,
+      });
+      if (baseline) await stopService(baseline);
       console.log(`   ${JSON.stringify(results.proofs)}`);
       await measureTreeBytes();
       console.log(JSON.stringify(results, null, 2));

@@ -4,7 +4,7 @@ import type { GrantsDeps } from './deps';
 import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import { PolicyUnavailableError, type Decided } from '../policy/engine';
 import { enforce } from '../policy/enforce';
-import { loadGrantFacts, policyFacts, type GrantFacts, type LoadedGrant } from './facts';
+import { loadGrantFactsWithMembers, policyFacts, type GrantFacts, type LoadedGrant } from './facts';
 import type { GrantView } from './presenters';
 
 type Queryable = GrantsDeps['db'] | Knex.Transaction;
@@ -45,8 +45,7 @@ export async function readableGrant(
   grantId: string,
   db: Queryable = deps.db,
 ): Promise<ReadableGrant> {
-  const facts = await loadGrantFacts(deps.lookups, db, grantId);
-  const members = facts ? await deps.lookups.memberIds(db, facts.grant.target_pod_id) : [];
+  const { facts, members } = await loadGrantFactsWithMembers(deps.lookups, db, grantId);
   const decision = readDecision(deps, callerFact(principal), facts ? policyFacts(facts, members) : undefined);
   enforce(decision);
   return { facts: facts as LoadedGrant, members, view: viewOf(decision) };

@@ -83,6 +83,28 @@ export async function loadGrantFacts(
   return (await loadGrantFactsMany(lookups, db, [grantId])).get(grantId);
 }
 
+/**
+ * One grant's facts and the members of the pod it targets, as a read decision takes them: the
+ * connection and the members read at once, once the chain names them (one round trip less than
+ * one after the other). No such grant: no facts, no members.
+ */
+export async function loadGrantFactsWithMembers(
+  lookups: Pick<GrantsLookups, 'connectionFacts' | 'memberIds'>,
+  db: Queryable,
+  grantId: string,
+): Promise<{ facts: LoadedGrant | undefined; members: string[] }> {
+  const chain = (await loadChains(db, [grantId])).get(grantId);
+  if (!chain) return { facts: undefined, members: [] };
+  const grant = chain[0]!;
+  const [connections, members] = await Promise.all([
+    lookups.connectionFacts(db, [grant.connection_id]),
+    lookups.memberIds(db, grant.target_pod_id),
+  ]);
+  const connection = connections.get(grant.connection_id);
+  if (!connection) return { facts: undefined, members: [] };
+  return { facts: { grant, chain: chain.map(toGrantFact), connection }, members };
+}
+
 /** The chain of one grant as the broker check reads it, the grant first; empty when there is no such grant. */
 export async function loadChainLinks(db: Queryable, grantId: string): Promise<ChainLink[]> {
   return (await loadChain(db, grantId)).map(toChainLink);

@@ -316,7 +316,7 @@ export class PolicyEngine {
     let evalNs = 0;
     try {
       json = writeInputJson(input as object, MASKED_FIELDS, MASK, this.jsonMemo, RESOURCE_CUT);
-      const results = this.evaluateText(loaded.policy, json.text, entrypoint);
+      const results = this.evaluateText(loaded.policy, json.text, entrypoint, json.split);
       evalNs = Number(process.hrtime.bigint() - started);
       const parsed = decision.output.safeParse(results[0]?.result);
       if (!parsed.success) throw new Error(`the decision breaks its output schema: ${parsed.error.message}`);

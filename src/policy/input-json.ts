@@ -11,6 +11,21 @@ export interface InputJson {
   readonly logged: string;
   /** JSON pointers of what `logged` replaced (`/input/args`), as OPA's events name them. */
   readonly masked: readonly string[];
+  /** `text` again, split: the members whose JSON the memo keeps, and the text of all the others. */
+  readonly split: SplitInput;
+}
+
+/** An input's text as the members a memo keeps (each value frozen, with its kept JSON) and the rest's text. */
+export interface SplitInput {
+  readonly rest: string;
+  readonly kept: readonly KeptMember[];
+}
+
+export interface KeptMember {
+  readonly key: string;
+  /** Frozen all the way down: the same object always has the same JSON. */
+  readonly value: object;
+  readonly json: string;
 }
 
 /**
@@ -59,6 +74,7 @@ export function writeInputJson(
   let shown = '';
   let hidden = '';
   const masked: string[] = [];
+  const keptMembers: KeptMember[] = [];
   for (const key of Object.keys(input)) {
     const value = (input as Record<string, unknown>)[key];
     if (maskedKeys.includes(key)) {
@@ -78,14 +94,17 @@ export function writeInputJson(
       continue;
     }
     const json = typeof value === 'object' && value !== null ? memo.kept(value) : undefined;
-    if (json !== undefined) kept += `,${JSON.stringify(key)}:${json}`;
-    else plain[key] = value;
+    if (json !== undefined) {
+      kept += `,${JSON.stringify(key)}:${json}`;
+      keptMembers.push({ key, value: value as object, json });
+    } else plain[key] = value;
   }
   const head = JSON.stringify(plain).slice(0, -1);
   return {
     text: closed(head, kept + shown),
     logged: closed(head, kept + hidden),
     masked,
+    split: { rest: closed(head, shown), kept: keptMembers },
   };
 }
 

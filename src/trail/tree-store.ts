@@ -3,7 +3,8 @@ import { presentCallRecord } from './presenters';
 import type { CallRecordRow } from './repositories/call-record-rows';
 import { callRecordsOfLeaves, leavesHeld, type CheckTimes } from './repositories/leaf-records';
 import { leavesOfDayInPartBlocks } from './repositories/days';
-import { appendedBetween, BLOCK, readLowerNodes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
+import { appendedBetween, BLOCK, readBlockHashes, readNodes, saveNodes, STORED_FROM_LEVEL, treeHead } from './repositories/tree';
+import { blockNodes, keptNode } from './tree/block-nodes';
 import { leavesOfRecord, nodeHash } from './tree/leaves';
 import { nodeKey, type Node, type ReadNodes } from './tree/proofs';
 
@@ -12,7 +13,7 @@ import { nodeKey, type Node, type ReadNodes } from './tree/proofs';
  * node below is rebuilt from the leaves of its 256-leaf block, each leaf from its record (the
  * record alone rebuilds it, contract §22), or read where a dropped day left it. A proof reads
  * O(log n) stored hashes and at most a block's records (two for a consistency proof's edges), or,
- * for a complete block a replica keeps (BlockCache), only which of its leaves still have a record.
+ * for a complete block a replica keeps (BlockCache), only how many of its leaves still have a record.
  */
 
 /** A node the tree can no longer rebuild: a leaf under it has no record and no stored hash over it. */
@@ -68,9 +69,15 @@ export interface BlockCache {
   delete(block: number): void;
 }
 
+export { KEPT_NODES } from './tree/block-nodes';
+
 export interface KeptBlock {
-  /** The block's 256 leaf hashes, 32 bytes each, in leaf order. */
-  leaves: Buffer;
+  /**
+   * The hashes of every node of the block below its level-8 root, 32 bytes each: its 256 leaves,
+   * then its 128 nodes of level 1, and so on up to its 2 of level 7 (KEPT_NODES), so that a proof
+   * through it reads its nodes, never hashes them again.
+   */
+  nodes: Buffer;
   /**
    * When its records were checked, as found when it was kept: a block's leaves were appended
    * between the same checkpoints for good, so its records are looked for there again without
@@ -79,38 +86,70 @@ export interface KeptBlock {
   within?: CheckTimes;
 }
 
-function everyLeaf(lo: number, hi: number, held: ReadonlySet<number>): boolean {
-  for (let leaf = lo; leaf < hi; leaf += 1) if (!held.has(leaf)) return false;
-  return true;
+/**
+ * Where the records of one block are looked for first (an inclusion proof's own block): around
+ * when the proven leaf was appended, which the record read in the same request says. A hint, not
+ * a bound: should a leaf of the block not be found there, the block is looked for as without it.
+ */
+export interface BlockHint {
+  block: number;
+  within: CheckTimes;
+}
+
+/** The check times around a leaf appended at `at`, as the checkpoints' span would bound them. */
+export function checkTimesAround(leafIndex: number, at: Date): BlockHint {
+  return {
+    block: Math.floor(leafIndex / BLOCK),
+    within: { from: new Date(at.getTime() - 2 * CHECKED_BEFORE_APPEND_MS), to: new Date(at.getTime() + CHECKED_BEFORE_APPEND_MS) },
+  };
+}
+
+/** The nodes' hashes, or undefined where a leaf under one is not among these. */
+function hashNodesIfAll(
+  nodes: readonly Node[],
+  stored: ReadonlyMap<string, Buffer>,
+  leaves: ReadonlyMap<number, Buffer>,
+): Map<string, Buffer> | undefined {
+  try {
+    return hashNodes(nodes, stored, leaves);
+  } catch (error) {
+    if (error instanceof LeafGone) return undefined;
+    throw error;
+  }
 }
 
 /**
  * The lower nodes from the records: the ranges they cover, or (with a cache) their whole blocks,
  * so that a complete block is kept once its leaves hash to the level-8 hash the tree stored for
- * it (what the signed checkpoints commit to). The stored lower hashes, the level-8 hashes and when
- * the leaves were appended are read at once, then the records among the checks made around then
- * (among every day when one is not there).
+ * it (what the signed checkpoints commit to). The stored lower hashes and the level-8 hashes are
+ * read at once with the records around the hint's time (given one) or when the checkpoints say
+ * the leaves were appended. The records are read only where the stored hashes do not already
+ * answer; where a leaf is not found, they are looked for among the checks the checkpoints bound
+ * (after a hint), then among every day.
  */
-async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockCache): Promise<Map<string, Buffer>> {
+async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockCache, hint?: CheckTimes): Promise<Map<string, Buffer>> {
   const blocks = [...new Set(nodes.map(blockOf))];
   const ranges = cache ? leafRanges(blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block }))) : leafRanges(nodes);
-  const [stored, upper, within] = await Promise.all([
-    readLowerNodes(db, blocks),
-    cache
-      ? readNodes(
-          db,
-          blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block })),
-        )
-      : new Map<string, Buffer>(),
-    checkTimesOf(db, ranges),
+  const [{ lower: stored, roots: upper }, hinted, bounded] = await Promise.all([
+    readBlockHashes(db, blocks, !!cache),
+    hint ? callRecordsOfLeaves(db, ranges, hint) : undefined,
+    hint ? undefined : checkTimesOf(db, ranges),
   ]);
-  let leaves = leavesOf(await callRecordsOfLeaves(db, ranges, within));
-  let hashes: Map<string, Buffer>;
-  let found = within;
-  try {
-    hashes = hashNodes(nodes, stored, leaves);
-  } catch (error) {
-    if (!(error instanceof LeafGone) || !within) throw error;
+  // Where the stored hashes answer alone (a dropped day's edge), no record is read; no block is kept either.
+  const fromStored = hinted ? undefined : hashNodesIfAll(nodes, stored, new Map());
+  if (fromStored) return fromStored;
+  let leaves = hinted ? leavesOf(hinted) : new Map<number, Buffer>();
+  let hashes = hinted ? hashNodesIfAll(nodes, stored, leaves) : undefined;
+  let found = hashes ? hint : undefined;
+  if (!hashes) {
+    const within = hint ? await checkTimesOf(db, ranges) : bounded;
+    if (within) {
+      leaves = leavesOf(await callRecordsOfLeaves(db, ranges, within));
+      hashes = hashNodesIfAll(nodes, stored, leaves);
+      found = within;
+    }
+  }
+  if (!hashes) {
     leaves = leavesOf(await callRecordsOfLeaves(db, ranges));
     hashes = hashNodes(nodes, stored, leaves);
     found = undefined;
@@ -119,7 +158,7 @@ async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockC
   return hashes;
 }
 
-/** Keeps a block's leaf hashes when they are all from records and hash to the stored level-8 hash. */
+/** Keeps a block's node hashes when its leaves are all from records and hash to the stored level-8 hash. */
 function keepIfComplete(
   cache: BlockCache,
   block: number,
@@ -139,21 +178,14 @@ function keepIfComplete(
     if (!hash) return;
     hashes.push(hash);
   }
-  const packed = Buffer.concat(hashes);
-  if (blockRoot(packed).equals(expected)) cache.set(block, { leaves: packed, within });
+  const { root, nodes } = blockNodes(hashes);
+  if (root.equals(expected)) cache.set(block, { nodes, within });
 }
 
 const blockOfKey = (key: string) => {
   const [level, index] = key.split('/').map(Number);
   return blockOf({ level: level!, index: index! });
 };
-
-/** The level-8 hash of a block from its 256 packed leaf hashes. */
-function blockRoot(packed: Buffer): Buffer {
-  let level = Array.from({ length: BLOCK }, (_, i) => packed.subarray(i * 32, i * 32 + 32));
-  while (level.length > 1) level = Array.from({ length: level.length / 2 }, (_, i) => nodeHash(level[2 * i]!, level[2 * i + 1]!));
-  return level[0]!;
-}
 
 /**
  * The lower nodes of kept blocks, once the records still hold every one of their leaves (a record
@@ -166,13 +198,10 @@ async function fromKept(
   kept: ReadonlyMap<number, KeptBlock>,
 ): Promise<Map<string, Buffer> | undefined> {
   const ranges = leafRanges([...kept.keys()].map((block) => ({ level: STORED_FROM_LEVEL, index: block })));
-  const allHeld = (held: ReadonlySet<number>) => ranges.every(([lo, hi]) => held.size >= hi - lo && everyLeaf(lo, hi, held));
+  const leafCount = ranges.reduce((sum, [lo, hi]) => sum + hi - lo, 0);
   const within = spanOfAll([...kept.values()].map((block) => block.within)) ?? (await checkTimesOf(db, ranges));
-  if (!allHeld(await leavesHeld(db, ranges, within)) && (!within || !allHeld(await leavesHeld(db, ranges)))) return undefined;
-  const leaves = new Map<number, Buffer>();
-  for (const [block, { leaves: packed }] of kept)
-    for (let i = 0; i < BLOCK; i += 1) leaves.set(block * BLOCK + i, packed.subarray(i * 32, i * 32 + 32));
-  return hashNodes(nodes, new Map(), leaves);
+  if ((await leavesHeld(db, ranges, within)) < leafCount && (!within || (await leavesHeld(db, ranges)) < leafCount)) return undefined;
+  return new Map(nodes.map((node) => [nodeKey(node), keptNode(blockOf(node), kept.get(blockOf(node))!.nodes, node)]));
 }
 
 /** The span covering all of these, or undefined when one is unknown. */
@@ -185,8 +214,8 @@ function spanOfAll(spans: ReadonlyArray<CheckTimes | undefined>): CheckTimes | u
   return { from, to };
 }
 
-/** The lower nodes: from kept blocks where the cache has them, from the records otherwise. */
-async function lowerNodes(db: Database, nodes: readonly Node[], cache?: BlockCache): Promise<Map<string, Buffer>> {
+/** The lower nodes: from kept blocks where the cache has them, from the records otherwise (the hinted block apart). */
+async function lowerNodes(db: Database, nodes: readonly Node[], cache?: BlockCache, hint?: BlockHint): Promise<Map<string, Buffer>> {
   const kept = new Map<number, KeptBlock>();
   if (cache)
     for (const block of new Set(nodes.map(blockOf))) {
@@ -195,15 +224,19 @@ async function lowerNodes(db: Database, nodes: readonly Node[], cache?: BlockCac
     }
   const keptNodes = nodes.filter((node) => kept.has(blockOf(node)));
   const rest = nodes.filter((node) => !kept.has(blockOf(node)));
-  const [fromCache, rebuilt] = await Promise.all([
-    keptNodes.length > 0 ? fromKept(db, keptNodes, kept) : new Map<string, Buffer>(),
-    rest.length > 0 ? rebuildLower(db, rest, cache) : new Map<string, Buffer>(),
+  const hinted = rest.filter((node) => blockOf(node) === hint?.block);
+  const others = rest.filter((node) => blockOf(node) !== hint?.block);
+  const none = new Map<string, Buffer>();
+  const [fromCache, fromHinted, rebuilt] = await Promise.all([
+    keptNodes.length > 0 ? fromKept(db, keptNodes, kept) : none,
+    hinted.length > 0 ? rebuildLower(db, hinted, cache, hint!.within) : none,
+    others.length > 0 ? rebuildLower(db, others, cache) : none,
   ]);
   if (!fromCache) {
     for (const block of kept.keys()) cache!.delete(block);
-    return new Map([...rebuilt, ...(await rebuildLower(db, keptNodes))]);
+    return new Map([...rebuilt, ...fromHinted, ...(await rebuildLower(db, keptNodes))]);
   }
-  return new Map([...rebuilt, ...fromCache]);
+  return new Map([...rebuilt, ...fromHinted, ...fromCache]);
 }
 
 /** Every leaf hash of these records, by index. */
@@ -233,8 +266,11 @@ function hashNodes(nodes: readonly Node[], stored: ReadonlyMap<string, Buffer>, 
   return new Map(nodes.map((node) => [nodeKey(node), hashOf(node.level, node.index)]));
 }
 
-/** Reads the hashes of complete subtrees: stored from level 8, rebuilt below. Throws LeafGone. */
-export function treeReader(db: Database, cache?: BlockCache): ReadNodes {
+/**
+ * Reads the hashes of complete subtrees: stored from level 8, rebuilt below (the hinted block's
+ * records looked for around its time first). Throws LeafGone.
+ */
+export function treeReader(db: Database, cache?: BlockCache, hint?: BlockHint): ReadNodes {
   return async (nodes) => {
     const lower = nodes.filter((node) => node.level < STORED_FROM_LEVEL);
     const [upper, rebuilt] = await Promise.all([
@@ -242,7 +278,7 @@ export function treeReader(db: Database, cache?: BlockCache): ReadNodes {
         db,
         nodes.filter((node) => node.level >= STORED_FROM_LEVEL),
       ),
-      lower.length > 0 ? lowerNodes(db, lower, cache) : new Map<string, Buffer>(),
+      lower.length > 0 ? lowerNodes(db, lower, cache, hint) : new Map<string, Buffer>(),
     ]);
     for (const [key, hash] of rebuilt) upper.set(key, hash);
     return upper;

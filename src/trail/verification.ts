@@ -4,7 +4,7 @@ import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import type { ReadableGrant } from './deps';
 import { findCallRecord, findHeldCallRecord } from './repositories/call-records';
 import { checkpointOfSize, latestCheckpoint } from './repositories/tree';
-import { LeafGone, treeReader, type BlockCache } from './tree-store';
+import { checkTimesAround, LeafGone, treeReader, type BlockCache, type BlockHint } from './tree-store';
 import type { Checkpointer } from './tree/checkpointer';
 import type { TrailSigner } from './tree/note';
 import { consistencyProof, inclusionProof, type ReadNodes } from './tree/proofs';
@@ -24,13 +24,16 @@ export interface TrailVerificationDeps {
 }
 
 export function createTrailVerification(deps: TrailVerificationDeps) {
-  const reader = treeReader(deps.db, deps.blocks);
   // A leaf the tree can no longer rebuild is the store's fault, said plainly, not a 500.
-  const read: ReadNodes = (nodes) =>
-    reader(nodes).catch((error: unknown) => {
-      if (error instanceof LeafGone) throw new ApiError('not_provable', error.message);
-      throw error;
-    });
+  const readerOf = (hint?: BlockHint): ReadNodes => {
+    const reader = treeReader(deps.db, deps.blocks, hint);
+    return (nodes) =>
+      reader(nodes).catch((error: unknown) => {
+        if (error instanceof LeafGone) throw new ApiError('not_provable', error.message);
+        throw error;
+      });
+  };
+  const read = readerOf();
   const base64 = (hashes: Buffer[]) => hashes.map((hash) => hash.toString('base64'));
 
   /** The newest checkpoint; before the first, one signed now (of the tree as it is). */
@@ -64,7 +67,10 @@ export function createTrailVerification(deps: TrailVerificationDeps) {
       const size = checkpoint?.size ?? 0;
       // The proof's reads go alongside the grant's: a round trip less. Nothing of the proof is said,
       // nor any error of it thrown, before the caller is known to read the grant.
-      const proving = index !== null && index < size ? inclusionProof(index, size, read) : undefined;
+      // The proven leaf's block is looked for around when the leaf was appended, which the record says.
+      const appendedAt = leaf === 'outcome' ? record.completed_at : record.requested_at;
+      const hint = index !== null && appendedAt ? checkTimesAround(index, appendedAt) : undefined;
+      const proving = index !== null && index < size ? inclusionProof(index, size, readerOf(hint)) : undefined;
       proving?.catch(() => undefined);
       await deps.readableGrant(principal, record.grant_id);
       if (!checkpoint) throw new ApiError('not_in_checkpoint', `no signed checkpoint has size ${treeSize}`);

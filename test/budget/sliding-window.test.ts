@@ -153,6 +153,28 @@ describe('the scripts sent together', () => {
     expect(await corkedInNextCallback).toBe(0);
     expect(await answer).toMatchObject({ kind: 'allowed', remaining: 4 });
   });
+
+  it("while a script awaits its answer, those of the turn's other callbacks leave together at the turn's end", async () => {
+    const { spend } = await tree();
+    const { result: answers, ...counted } = await countWrites([redis.stream], async () => {
+      // Written (its microtask has run), not answered yet: Redis's answer is read in a later turn.
+      const first = spend([level('grt_load', 5)]);
+      await Promise.resolve();
+      await Promise.resolve();
+      // Two callbacks of one later turn, each sending its own script (two requests under load).
+      const later = await new Promise<Array<Promise<unknown>>>((resolve) => {
+        const sent: Array<Promise<unknown>> = [];
+        setImmediate(() => sent.push(spend([level('grt_load', 5)])));
+        setImmediate(() => {
+          sent.push(spend([level('grt_load', 5)]));
+          resolve(sent);
+        });
+      });
+      return Promise.all([first, ...later]);
+    });
+    expect(answers.map((a) => (a as { remaining: number }).remaining).sort()).toEqual([2, 3, 4]);
+    expect(counted).toEqual({ write: 1, writev: 1 });
+  });
 });
 
 describe('budget script under Redis failures (a throwaway redis-server)', () => {

@@ -5,7 +5,7 @@
  * test can look into.
  */
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
-import { treeReader, type BlockCache, type KeptBlock } from '../../src/trail/tree-store';
+import { checkTimesAround, treeReader, type BlockCache, type KeptBlock } from '../../src/trail/tree-store';
 import { leafHash, openCheckpoint, recordLeaf, verifyInclusion } from '../../clients/grantctl/src/trail-proofs';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { listedCallsOf } from '../support/call-records';
@@ -87,6 +87,23 @@ describe('a complete block kept for proofs', () => {
     const last = records.at(-1)!;
     await treeReader(db, cache)(siblings(last.leafIndex).filter((node) => (node.index + 1) << node.level <= records.length));
     expect(cache.blocks.has(Math.floor(last.leafIndex / 256))).toBe(false);
+  });
+
+  it('is found, and kept, when the hint of where its records are misses them: the hint is tried first, never trusted', async () => {
+    const cache = mapCache();
+    const nodes = siblings(records[7]!.leafIndex);
+    const plain = await treeReader(db)(nodes);
+    const far = new Date(Date.UTC(2001, 0, 1));
+    const missed = { block: 0, within: { from: far, to: new Date(far.getTime() + 3_600_000) } };
+    expect(await treeReader(db, undefined, missed)(nodes)).toEqual(plain);
+    expect(await treeReader(db, cache, missed)(nodes)).toEqual(plain);
+    // Kept with the span the records were found in, not the hint's.
+    expect(cache.blocks.get(0)!.within?.to?.getTime()).toBeGreaterThan(far.getTime() + 3_600_000);
+    // A hint that holds them finds them at once, and the block is kept with it.
+    const around = checkTimesAround(records[7]!.leafIndex, new Date(records[7]!.requestedAt as string));
+    const hinted = mapCache();
+    expect(await treeReader(db, hinted, around)(nodes)).toEqual(plain);
+    expect(hinted.blocks.get(0)!.within).toEqual(around.within);
   });
 
   it('is not kept while a record of it was changed: its leaves no longer hash to the stored hash', async () => {

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import { evaluateTextPlainly } from '../../src/policy/evaluate-text';
-import { evaluateTextThroughAbi } from '../../src/speedups/opa-abi';
+import { serializedOnce, writeInputJson } from '../../src/policy/input-json';
+import { createJsonMemo } from '../../src/speedups/memo';
+import { evaluateTextThroughAbi, keepingUpTo } from '../../src/speedups/opa-abi';
 
 /**
  * The policy module evaluated through OPA's ABI (src/speedups/opa-abi.ts) answers what opa-wasm's
@@ -112,5 +114,54 @@ describe('a policy module evaluated through its ABI', () => {
       evaluateTextPlainly(viaLibrary, text, 'broker/check/decision'),
     );
     expect(spy).toHaveBeenCalledTimes(1);
+  });
+
+  it('evaluates an input in parts, its frozen members kept parsed, as the library evaluates the whole', () => {
+    const memo = createJsonMemo();
+    const facts = (revoked: boolean) => ({
+      chain: serializedOnce([{ ...grant, revoked }]),
+      connection: serializedOnce({ ...allowed.connection }),
+      members: serializedOnce({ pod_1: ['agt_1'] }),
+    });
+    const live = facts(false);
+    const gone = facts(true);
+    const parts = (input: object) => writeInputJson(input, ['args'], '**', memo);
+    // Each set of facts twice (parsed, then kept), alternating, with the library's own evaluate on
+    // the same module in between (it starts above what is kept), and calls of their own.
+    for (let round = 0; round < 3; round += 1) {
+      for (const [chosen, allow] of [
+        [live, true],
+        [gone, false],
+      ] as const) {
+        const json = parts({ ...allowed, ...chosen, now_ms: allowed.now_ms + round });
+        expect(json.split.kept.map((member) => member.key)).toEqual(['chain', 'connection', 'members']);
+        const viaParts = evaluateTextThroughAbi(viaAbi, json.text, 'broker/check/decision', json.split);
+        expect(viaParts).toEqual(evaluateTextPlainly(viaLibrary, json.text, 'broker/check/decision'));
+        expect(viaParts[0]?.result).toMatchObject({ allow });
+        expect(evaluateTextPlainly(viaAbi, json.text, 'broker/check/decision')).toEqual(viaParts);
+        expect(both({ ...allowed, tool: { name: 'repos.delete' } }).abi).toEqual(
+          both({ ...allowed, tool: { name: 'repos.delete' } }).library,
+        );
+      }
+    }
+  });
+
+  it('empties its kept region when full, and parses again what it dropped', async () => {
+    const policy = await loadPolicy(readFileSync(MODULE));
+    const small = keepingUpTo(4096);
+    const memo = createJsonMemo();
+    for (let i = 0; i < 60; i += 1) {
+      const revoked = i % 3 === 0;
+      const input = {
+        ...allowed,
+        chain: serializedOnce([{ ...grant, id: `grt_${i}`, root_id: `grt_${i}`, revoked }]),
+        connection: serializedOnce({ ...allowed.connection }),
+        members: serializedOnce({ pod_1: ['agt_1'] }),
+      };
+      const json = writeInputJson(input, ['args'], '**', memo);
+      const viaParts = small(policy, json.text, 'broker/check/decision', json.split);
+      expect(viaParts).toEqual(evaluateTextPlainly(viaLibrary, json.text, 'broker/check/decision'));
+      expect(viaParts[0]?.result).toMatchObject({ allow: !revoked });
+    }
   });
 });

@@ -19,17 +19,27 @@ export async function treeHead(db: Queryable): Promise<{ size: number; frontier:
 /** The stored hashes of these nodes, by nodeKey, in one read. */
 export async function readNodes(db: Queryable, nodes: readonly Node[]): Promise<Map<string, Buffer>> {
   if (nodes.length === 0) return new Map();
-  const { rows } = await db.raw<{ rows: Array<{ level: number; idx: string; hash: Buffer }> }>(
-    // A lateral lookup per node: index probes by key, never a scan of the table, whatever its size.
-    // A hash moved into its pack (packHashes) is read from there, in the same statement.
-    `select n.level, n.idx, coalesce(h.hash, p.hash) as hash from unnest(?::smallint[], ?::bigint[]) as n(level, idx)
+  const query = nodesQuery(nodes);
+  const { rows } = await db.raw<{ rows: HashRow[] }>(query.sql, query.bindings);
+  return byKey(rows);
+}
+
+type HashRow = { level: number; idx: string; hash: Buffer };
+const byKey = (rows: readonly HashRow[]) => new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
+
+/**
+ * A lateral lookup per node: index probes by key, never a scan of the table, whatever its size.
+ * A hash moved into its pack (packHashes) is read from there, in the same statement.
+ */
+function nodesQuery(nodes: readonly Node[]) {
+  return {
+    sql: `select n.level, n.idx, coalesce(h.hash, p.hash) as hash from unnest(?::smallint[], ?::bigint[]) as n(level, idx)
        left join lateral (select hash from trail_hashes h where h.level = n.level and h.idx = n.idx) h on true
        left join lateral (select substring(p.hashes from (n.idx - p.first_idx)::int * 32 + 1 for 32) as hash from trail_hash_packs p
                            where h.hash is null and p.level = n.level and p.first_idx = n.idx - n.idx % ${PACK}) p on true
       where coalesce(h.hash, p.hash) is not null`,
-    [nodes.map((node) => node.level), nodes.map((node) => node.index)],
-  );
-  return new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
+    bindings: [nodes.map((node) => node.level), nodes.map((node) => node.index)],
+  };
 }
 
 export interface StoredCheckpoint {
@@ -96,18 +106,35 @@ export async function appendedBetween(db: Queryable, lo: number, hi: number): Pr
 export const STORED_FROM_LEVEL = 8;
 export const BLOCK = 1 << STORED_FROM_LEVEL;
 
-/** The hashes stored below level 8 in these 256-leaf blocks (kept for leaves whose records are gone), by nodeKey. */
-export async function readLowerNodes(db: Queryable, blocks: readonly number[]): Promise<Map<string, Buffer>> {
-  if (blocks.length === 0) return new Map();
+/**
+ * In one read: the hashes stored below level 8 in these 256-leaf blocks (kept for leaves whose
+ * records are gone) and (`roots`) the level-8 hash of each, by nodeKey.
+ */
+export async function readBlockHashes(
+  db: Queryable,
+  blocks: readonly number[],
+  roots: boolean,
+): Promise<{ lower: Map<string, Buffer>; roots: Map<string, Buffer> }> {
+  if (blocks.length === 0) return { lower: new Map(), roots: new Map() };
   const levels = Array.from({ length: STORED_FROM_LEVEL }, (_, level) => level);
-  const ranges = blocks.flatMap((block) => levels.map((level) => [level, block << (STORED_FROM_LEVEL - level)] as const));
-  const { rows } = await db.raw<{ rows: Array<{ level: number; idx: string; hash: Buffer }> }>(
-    `select h.level, h.idx, h.hash from unnest(?::smallint[], ?::bigint[]) as n(level, lo)
+  const ranges = blocks.flatMap((block) => levels.map((level) => [level, block * 2 ** (STORED_FROM_LEVEL - level)] as const));
+  // The limit (a range holds at most a block's leaves) keeps the lateral lookup a probe of the key
+  // per range: flattened into a join, Postgres may hash-join the ranges against a scan of every
+  // stored hash once there are a dozen of them, which grows with the tree.
+  const lower = `select h.level, h.idx, h.hash from unnest(?::smallint[], ?::bigint[]) as n(level, lo)
        cross join lateral (select level, idx, hash from trail_hashes h
-                            where h.level = n.level and h.idx >= n.lo and h.idx < n.lo + (1::bigint << (${STORED_FROM_LEVEL} - n.level))) h`,
-    [ranges.map(([level]) => level), ranges.map(([, lo]) => lo)],
-  );
-  return new Map(rows.map((row) => [nodeKey({ level: row.level, index: Number(row.idx) }), row.hash]));
+                            where h.level = n.level and h.idx >= n.lo and h.idx < n.lo + (1::bigint << (${STORED_FROM_LEVEL} - n.level))
+                            limit ${BLOCK}) h`;
+  const upper = roots ? nodesQuery(blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block }))) : undefined;
+  const { rows } = await db.raw<{ rows: HashRow[] }>(upper ? `${lower} union all ${upper.sql}` : lower, [
+    ranges.map(([level]) => level),
+    ranges.map(([, lo]) => lo),
+    ...(upper?.bindings ?? []),
+  ]);
+  return {
+    lower: byKey(rows.filter((row) => row.level < STORED_FROM_LEVEL)),
+    roots: byKey(rows.filter((row) => row.level >= STORED_FROM_LEVEL)),
+  };
 }
 
 /** How many consecutive hashes of one level a row of trail_hash_packs holds. */
