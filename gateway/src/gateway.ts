@@ -29,7 +29,7 @@ export function createGatewayCore(config: GatewayConfig, options: GatewayOptions
   const transport: { fetch: typeof fetch; Request?: typeof Request; close: () => Promise<void> } = options.fetch
     ? { fetch: options.fetch, close: async () => undefined }
     : keptAliveFetch();
-  const fetchWithin = bounded(transport.fetch, config.brokerTimeoutMs);
+  const fetchWithin = bounded(transport.fetch, config.brokerTimeoutMs, !options.fetch);
   const broker = createClient({
     baseUrl: config.brokerUrl,
     token: brokerToken,
@@ -79,13 +79,28 @@ function reportTrouble(trouble: OutcomeTrouble): void {
   process.stderr.write(`mcp-gateway: ${what}\n`);
 }
 
-/** fetch that gives up after `timeoutMs`: a grant broker that never answers must not hold an agent's call. */
-function bounded(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
-  return (input, init) => {
-    const timeout = AbortSignal.timeout(timeoutMs);
+/**
+ * fetch that gives up after `timeoutMs`: a grant broker that never answers must not hold an agent's
+ * call. Over the gateway's own transport, which hands back an answer already read whole, the
+ * deadline is one timer cleared as the answer comes (AbortSignal.timeout's signal and its timer
+ * outlived every check by the whole timeout); a `fetch` given in the options may still be reading
+ * its body after it resolves, so the deadline's signal is left to run out there.
+ */
+function bounded(fetchImpl: typeof fetch, timeoutMs: number, answersWhole: boolean): typeof fetch {
+  return async (input, init) => {
     // openapi-fetch hands a Request (or a BrokerRequest) whose own signal (a caller's abort) must still count.
     const own = init?.signal ?? (typeof input === 'object' && 'signal' in input ? input.signal : undefined);
-    return fetchImpl(input, { ...init, signal: own ? AbortSignal.any([own, timeout]) : timeout });
+    if (!answersWhole) {
+      const timeout = AbortSignal.timeout(timeoutMs);
+      return fetchImpl(input, { ...init, signal: own ? AbortSignal.any([own, timeout]) : timeout });
+    }
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), timeoutMs);
+    try {
+      return await fetchImpl(input, { ...init, signal: own ? AbortSignal.any([own, deadline.signal]) : deadline.signal });
+    } finally {
+      clearTimeout(timer);
+    }
   };
 }
 

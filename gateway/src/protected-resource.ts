@@ -26,6 +26,8 @@ export class ProtectedResource {
 
   /** Whether a request path asks for the metadata document: the origin's well-known path, with or without the resource's path. */
   isMetadataPath(path: string): boolean {
+    // Asked of every request: an agent's `/mcp` is answered without working out the resource URI.
+    if (!path.startsWith(WELL_KNOWN)) return false;
     return path === WELL_KNOWN || path === `${WELL_KNOWN}/mcp` || path === `${WELL_KNOWN}${new URL(this.resource()).pathname}`;
   }
 

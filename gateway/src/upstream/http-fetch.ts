@@ -19,7 +19,7 @@ const CONNECTIONS = 32;
  * the gateway more CPU than the rest of the upstream call. Anything else (the session's GET
  * stream, its DELETE) goes through the platform's `fetch` unchanged.
  */
-export function upstreamFetch(): { fetch: typeof fetch; close: () => Promise<void> } {
+export function upstreamFetch(): { fetch: typeof fetch; pool: Agent; close: () => Promise<void> } {
   const agent = new Agent({ connections: CONNECTIONS, keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS, pipelining: 1 });
   const send: typeof fetch = async (input, init) => {
     if (init?.method !== 'POST' || typeof init.body !== 'string' || input instanceof Request) return fetch(input, init);
@@ -56,7 +56,7 @@ export function upstreamFetch(): { fetch: typeof fetch; close: () => Promise<voi
     return new Response(webStream(answer.body), { status: answer.statusCode, headers: responseHeaders });
   };
   // Whatever is still open when the gateway stops (an answer its reader abandoned) is cut, not waited for.
-  return { fetch: send, close: () => agent.destroy() };
+  return { fetch: send, pool: agent, close: () => agent.destroy() };
 }
 
 function webStream(body: Readable): ReadableStream<Uint8Array> {
