@@ -21,7 +21,7 @@ import { KEPT_NODES, type BlockCache, type KeptBlock, type KeptTail } from '../t
  * Likewise the tree's last, partial block at a signed size (trail/tree-tail.ts): its complete
  * subtrees, kept once they and the stored hashes before them gave the root the checkpoint signs,
  * used while the records still hold every one of its leaves up to that size. A few are kept (the
- * latest checkpoints'), 16 KiB at most each.
+ * latest checkpoints'), 16 KiB of hashes at most each.
  *
  * Off (SPEEDUPS=off): every proof rebuilds its blocks from the records.
  */

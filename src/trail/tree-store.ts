@@ -244,7 +244,9 @@ async function lowerNodes(
     }
   const keptNodes = nodes.filter((node) => kept.has(blockOf(node)));
   const tailBlock = tailBlockOf(signed);
-  const tail = tailBlock !== undefined && !kept.has(tailBlock) ? cache?.tails?.get(tailBlock) : undefined;
+  // One kept at a smaller size lacks the leaves past it: rebuilt (and kept at this size) instead.
+  const found = tailBlock !== undefined && !kept.has(tailBlock) ? cache?.tails?.get(tailBlock) : undefined;
+  const tail = found && found.end >= signed!.size ? found : undefined;
   const tailNodes = tail ? nodes.filter((node) => inTail(node, tailBlock!)) : [];
   const rest = nodes.filter((node) => !kept.has(blockOf(node)) && !(tailNodes.length > 0 && inTail(node, tailBlock!)));
   const hinted = rest.filter((node) => blockOf(node) === hint?.block);

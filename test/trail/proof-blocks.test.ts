@@ -6,7 +6,7 @@
  */
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
 import { checkTimesAround, treeReader, type BlockCache, type KeptBlock, type KeptTail } from '../../src/trail/tree-store';
-import { nodesOf } from '../../src/trail/tree/proofs';
+import { nodesOf, rootAt } from '../../src/trail/tree/proofs';
 import { leafHash, openCheckpoint, recordLeaf, verifyInclusion } from '../../clients/grantctl/src/trail-proofs';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { listedCallsOf } from '../support/call-records';
@@ -192,6 +192,19 @@ describe('the partial last block at a signed size, kept for proofs', () => {
     } finally {
       await db('call_records').where('leaf_index', victim.leafIndex).update({ args_digest: digest.args_digest });
     }
+  });
+
+  it('kept at a smaller size, is rebuilt and kept again for a larger one; kept at a larger, serves a smaller', async () => {
+    const { signed, block, nodes } = await tailOf();
+    const smaller = { size: signed.size - 1, root: await rootAt(signed.size - 1, treeReader(db)) };
+    const cache = mapCache();
+    const atSmaller = nodesOf(block * 256, smaller.size);
+    expect(await treeReader(db, cache, undefined, smaller)(atSmaller)).toEqual(await treeReader(db)(atSmaller));
+    expect(cache.kept.get(block)?.end).toBe(smaller.size);
+    expect(await treeReader(db, cache, undefined, signed)(nodes)).toEqual(await treeReader(db)(nodes));
+    expect(cache.kept.get(block)?.end).toBe(signed.size);
+    expect(await treeReader(db, cache, undefined, smaller)(atSmaller)).toEqual(await treeReader(db)(atSmaller));
+    expect(cache.kept.get(block)?.end).toBe(signed.size);
   });
 
   it('is not kept when its leaves do not give the root the checkpoint signs', async () => {
