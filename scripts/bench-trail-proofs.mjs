@@ -65,10 +65,61 @@ async function timedInto(count, first, request, floor, into) {
   }
 }
 
+/**
+ * Production's case, which the grown tree's synthetic right edge hides: proofs against the latest
+ * checkpoint, whose size ends inside a block of real records (that partial block has no stored
+ * level-8 hash). Inclusion of the sample and consistency from a random real size, both to the
+ * real tree's size, signed before the tree is grown.
+ */
+async function realEdge({ base, bases, owner, real, sample, queries, round }) {
+  let note = '';
+  for (let i = 0; i < 100 && Number((note = await text(base, '/api/trail/checkpoint')).split('\n')[1]) < real; i += 1)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  const checkpoint = verifier.openCheckpoint(note, (await text(base, '/api/trail/key')).trim());
+  if (checkpoint.size !== real) throw new Error(`no checkpoint of the real size ${real} was signed`);
+  let verified = 0;
+  for (const at of Object.values(bases))
+    for (const record of sample.slice(0, 20)) {
+      const proof = await api(at, 'GET', `/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${real}`, owner);
+      const hashes = proof.hashes.map((h) => Buffer.from(h, 'base64'));
+      if (!verifier.verifyInclusion(record.leafIndex, real, verifier.leafHash(verifier.recordLeaf(record)), hashes, checkpoint.root))
+        throw new Error(`${record.id} did not verify at the real size`);
+      verified += 1;
+    }
+  const measure = (request) => (at, first, n, into) =>
+    timedInto(
+      n,
+      first,
+      (i) => request(at, i),
+      () => text(at, '/api/trail/checkpoint'),
+      into,
+    );
+  const inclusion = await alternating(
+    bases,
+    queries,
+    round,
+    measure((at, i) => api(at, 'GET', `/api/trail/proofs/inclusion?callId=${sample[i % sample.length].id}&treeSize=${real}`, owner)),
+  );
+  const consistency = await alternating(
+    bases,
+    queries,
+    round,
+    measure((at) => api(at, 'GET', `/api/trail/proofs/consistency?from=${1 + Math.floor(Math.random() * (real - 1))}&to=${real}`, owner)),
+  );
+  return { size: real, partialBlockLeaves: real % BLOCK, verified, inclusion, consistency };
+}
+
 export async function proofLatency({ db, base, owner, leaves, queries, grantIds, restore = true, baseline, round = 25 }) {
   const head = await db('trail_tree').where('id', 1).first('size', 'frontier');
   const real = Number(head.size);
   if (leaves <= real + 2 * BLOCK) throw new Error(`--leaves must exceed the real tree (${real}) by more than two blocks`);
+  const bases = baseline ? { current: base, baseline } : { current: base };
+  // A sample of real records (proven at the real size first, then at the large one).
+  const sample = [];
+  for (const grantId of grantIds.slice(0, 4))
+    sample.push(...(await api(base, 'GET', `/api/grants/${grantId}/calls?limit=50`, owner)).items);
+  const ids = sample.map((r) => r.id);
+  const atRealEdge = await realEdge({ base, bases, owner, real, sample, queries, round });
   const started = performance.now();
   const synthetic = (lo, hi) =>
     nodesOf(lo, hi).map((node) => ({
@@ -123,11 +174,7 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
   const checkpoint = verifier.openCheckpoint(note, key);
   if (checkpoint.size !== leaves) throw new Error(`no checkpoint of size ${leaves} was signed`);
 
-  // A sample of real records, proven at the large size by grantctl's own verifier code.
-  const sample = [];
-  for (const grantId of grantIds.slice(0, 4))
-    sample.push(...(await api(base, 'GET', `/api/grants/${grantId}/calls?limit=50`, owner)).items);
-  const bases = baseline ? { current: base, baseline } : { current: base };
+  // The sample proven at the large size by grantctl's own verifier code.
   let verified = 0;
   for (const at of Object.values(bases))
     for (const record of sample) {
@@ -138,7 +185,6 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
         throw new Error(`${record.id} did not verify`);
       verified += 1;
     }
-  const ids = sample.map((r) => r.id);
   // The floor: the latest signed checkpoint (public, like the consistency proofs), one indexed
   // read behind the same route call, right after each proof.
   const measure = (request) => (at, first, n, into) =>
@@ -196,6 +242,7 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
     buildSeconds: built,
     storedHashes: stored,
     verifiedInclusions: verified,
+    atRealEdge,
     inclusion,
     consistencyFromRealSize: fromReal,
     consistencyFromBlockSize: fromSynthetic,

@@ -1,5 +1,5 @@
 import { LruCache } from '../kernel/lru';
-import { KEPT_NODES, type BlockCache, type KeptBlock } from '../trail/tree-store';
+import { KEPT_NODES, type BlockCache, type KeptBlock, type KeptTail } from '../trail/tree-store';
 
 /**
  * Speed-up: the node hashes of complete 256-leaf blocks of the trail's tree (its leaves and every
@@ -18,17 +18,28 @@ import { KEPT_NODES, type BlockCache, type KeptBlock } from '../trail/tree-store
  * records, theirs would fail with it. A block holding an edited record is never kept. An
  * inclusion proof is only ever made for a record read first.
  *
+ * Likewise the tree's last, partial block at a signed size (trail/tree-tail.ts): its complete
+ * subtrees, kept once they and the stored hashes before them gave the root the checkpoint signs,
+ * used while the records still hold every one of its leaves up to that size. A few are kept (the
+ * latest checkpoints'), 16 KiB of hashes at most each.
+ *
  * Off (SPEEDUPS=off): every proof rebuilds its blocks from the records.
  */
 const BLOCK_BYTES = KEPT_NODES * 32;
 export const PROOF_BLOCK_BYTES = 32 * 1024 * 1024;
+const TAILS = 8;
 
 export function proofBlocks(bytes = PROOF_BLOCK_BYTES): BlockCache {
   const blocks = new LruCache<number, KeptBlock>(Math.max(1, Math.floor(bytes / BLOCK_BYTES)));
+  const tails = new LruCache<number, KeptTail>(TAILS);
   return {
     get: (block) => blocks.get(block),
     // A copy: the packed hashes must not pin a larger buffer they were cut from.
     set: (block, kept) => blocks.set(block, { nodes: Buffer.from(kept.nodes), within: kept.within }),
     delete: (block) => blocks.delete(block),
+    tails: {
+      get: (block) => tails.get(block),
+      set: (block, tail) => (tail ? tails.set(block, tail) : tails.delete(block)),
+    },
   };
 }

@@ -7,6 +7,9 @@ import { appendedBetween, BLOCK, readBlockHashes, readNodes, saveNodes, STORED_F
 import { blockNodes, keptNode } from './tree/block-nodes';
 import { leavesOfRecord, nodeHash } from './tree/leaves';
 import { nodeKey, type Node, type ReadNodes } from './tree/proofs';
+import { fromTail, inTail, keepTail, tailBlockOf, type SignedSize, type TailCache } from './tree-tail';
+
+export { signedSizeOf, type KeptTail, type SignedSize, type TailCache } from './tree-tail';
 
 /**
  * The trail's tree as kept (migrations/20261126203000): hashes of level 8 and up are stored; a
@@ -67,6 +70,8 @@ export interface BlockCache {
   get(block: number): KeptBlock | undefined;
   set(block: number, kept: KeptBlock): void;
   delete(block: number): void;
+  /** The partial last blocks at signed sizes (trail/tree-tail.ts); none: rebuilt for each proof. */
+  tails?: TailCache;
 }
 
 export { KEPT_NODES } from './tree/block-nodes';
@@ -127,7 +132,13 @@ function hashNodesIfAll(
  * answer; where a leaf is not found, they are looked for among the checks the checkpoints bound
  * (after a hint), then among every day.
  */
-async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockCache, hint?: CheckTimes): Promise<Map<string, Buffer>> {
+async function rebuildLower(
+  db: Database,
+  nodes: readonly Node[],
+  cache?: BlockCache,
+  hint?: CheckTimes,
+  signed?: SignedSize,
+): Promise<Map<string, Buffer>> {
   const blocks = [...new Set(nodes.map(blockOf))];
   const ranges = cache ? leafRanges(blocks.map((block) => ({ level: STORED_FROM_LEVEL, index: block }))) : leafRanges(nodes);
   const [{ lower: stored, roots: upper }, hinted, bounded] = await Promise.all([
@@ -155,6 +166,9 @@ async function rebuildLower(db: Database, nodes: readonly Node[], cache?: BlockC
     found = undefined;
   }
   if (cache) for (const block of blocks) keepIfComplete(cache, block, { stored, upper, leaves, within: found });
+  const tail = tailBlockOf(signed);
+  if (cache?.tails && tail !== undefined && blocks.includes(tail))
+    await keepTail(db, cache.tails, signed!, { stored, leaves, within: found });
   return hashes;
 }
 
@@ -215,7 +229,13 @@ function spanOfAll(spans: ReadonlyArray<CheckTimes | undefined>): CheckTimes | u
 }
 
 /** The lower nodes: from kept blocks where the cache has them, from the records otherwise (the hinted block apart). */
-async function lowerNodes(db: Database, nodes: readonly Node[], cache?: BlockCache, hint?: BlockHint): Promise<Map<string, Buffer>> {
+async function lowerNodes(
+  db: Database,
+  nodes: readonly Node[],
+  cache?: BlockCache,
+  hint?: BlockHint,
+  signed?: SignedSize,
+): Promise<Map<string, Buffer>> {
   const kept = new Map<number, KeptBlock>();
   if (cache)
     for (const block of new Set(nodes.map(blockOf))) {
@@ -223,20 +243,32 @@ async function lowerNodes(db: Database, nodes: readonly Node[], cache?: BlockCac
       if (found) kept.set(block, found);
     }
   const keptNodes = nodes.filter((node) => kept.has(blockOf(node)));
-  const rest = nodes.filter((node) => !kept.has(blockOf(node)));
+  const tailBlock = tailBlockOf(signed);
+  // One kept at a smaller size lacks the leaves past it: rebuilt (and kept at this size) instead.
+  const found = tailBlock !== undefined && !kept.has(tailBlock) ? cache?.tails?.get(tailBlock) : undefined;
+  const tail = found && found.end >= signed!.size ? found : undefined;
+  const tailNodes = tail ? nodes.filter((node) => inTail(node, tailBlock!)) : [];
+  const rest = nodes.filter((node) => !kept.has(blockOf(node)) && !(tailNodes.length > 0 && inTail(node, tailBlock!)));
   const hinted = rest.filter((node) => blockOf(node) === hint?.block);
   const others = rest.filter((node) => blockOf(node) !== hint?.block);
   const none = new Map<string, Buffer>();
-  const [fromCache, fromHinted, rebuilt] = await Promise.all([
+  const [fromKeptTail, fromCache, fromHinted, rebuilt] = await Promise.all([
+    tailNodes.length > 0 ? fromTail(db, tailNodes, tail!, signed!, (ranges) => checkTimesOf(db, ranges)) : none,
     keptNodes.length > 0 ? fromKept(db, keptNodes, kept) : none,
-    hinted.length > 0 ? rebuildLower(db, hinted, cache, hint!.within) : none,
-    others.length > 0 ? rebuildLower(db, others, cache) : none,
+    hinted.length > 0 ? rebuildLower(db, hinted, cache, hint!.within, signed) : none,
+    others.length > 0 ? rebuildLower(db, others, cache, undefined, signed) : none,
   ]);
+  // A kept partial block whose leaves are not all held any more is forgotten and rebuilt from what is left.
+  let fromTailNodes = fromKeptTail;
+  if (!fromTailNodes) {
+    cache!.tails!.set(tailBlock!, undefined);
+    fromTailNodes = await rebuildLower(db, tailNodes);
+  }
   if (!fromCache) {
     for (const block of kept.keys()) cache!.delete(block);
-    return new Map([...rebuilt, ...fromHinted, ...(await rebuildLower(db, keptNodes))]);
+    return new Map([...rebuilt, ...fromHinted, ...fromTailNodes, ...(await rebuildLower(db, keptNodes))]);
   }
-  return new Map([...rebuilt, ...fromHinted, ...fromCache]);
+  return new Map([...rebuilt, ...fromHinted, ...fromTailNodes, ...fromCache]);
 }
 
 /** Every leaf hash of these records, by index. */
@@ -270,7 +302,7 @@ function hashNodes(nodes: readonly Node[], stored: ReadonlyMap<string, Buffer>, 
  * Reads the hashes of complete subtrees: stored from level 8, rebuilt below (the hinted block's
  * records looked for around its time first). Throws LeafGone.
  */
-export function treeReader(db: Database, cache?: BlockCache, hint?: BlockHint): ReadNodes {
+export function treeReader(db: Database, cache?: BlockCache, hint?: BlockHint, signed?: SignedSize): ReadNodes {
   return async (nodes) => {
     const lower = nodes.filter((node) => node.level < STORED_FROM_LEVEL);
     const [upper, rebuilt] = await Promise.all([
@@ -278,7 +310,7 @@ export function treeReader(db: Database, cache?: BlockCache, hint?: BlockHint): 
         db,
         nodes.filter((node) => node.level >= STORED_FROM_LEVEL),
       ),
-      lower.length > 0 ? lowerNodes(db, lower, cache, hint) : new Map<string, Buffer>(),
+      lower.length > 0 ? lowerNodes(db, lower, cache, hint, signed) : new Map<string, Buffer>(),
     ]);
     for (const [key, hash] of rebuilt) upper.set(key, hash);
     return upper;

@@ -4,7 +4,7 @@ import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import type { ReadableGrant } from './deps';
 import { findCallRecord, findHeldCallRecord } from './repositories/call-records';
 import { checkpointOfSize, latestCheckpoint } from './repositories/tree';
-import { checkTimesAround, LeafGone, treeReader, type BlockCache, type BlockHint } from './tree-store';
+import { checkTimesAround, LeafGone, signedSizeOf, treeReader, type BlockCache, type BlockHint, type SignedSize } from './tree-store';
 import type { Checkpointer } from './tree/checkpointer';
 import type { TrailSigner } from './tree/note';
 import { consistencyProof, inclusionProof, type ReadNodes } from './tree/proofs';
@@ -25,15 +25,15 @@ export interface TrailVerificationDeps {
 
 export function createTrailVerification(deps: TrailVerificationDeps) {
   // A leaf the tree can no longer rebuild is the store's fault, said plainly, not a 500.
-  const readerOf = (hint?: BlockHint): ReadNodes => {
-    const reader = treeReader(deps.db, deps.blocks, hint);
+  // A proof against a signed checkpoint names it, so that its partial last block may be kept once proven under its root.
+  const readerOf = (hint?: BlockHint, signed?: SignedSize): ReadNodes => {
+    const reader = treeReader(deps.db, deps.blocks, hint, signed);
     return (nodes) =>
       reader(nodes).catch((error: unknown) => {
         if (error instanceof LeafGone) throw new ApiError('not_provable', error.message);
         throw error;
       });
   };
-  const read = readerOf();
   const base64 = (hashes: Buffer[]) => hashes.map((hash) => hash.toString('base64'));
 
   /** The newest checkpoint; before the first, one signed now (of the tree as it is). */
@@ -50,7 +50,9 @@ export function createTrailVerification(deps: TrailVerificationDeps) {
 
     async consistency(from: number, to: number): Promise<{ hashes: string[] }> {
       if (from < 1 || from > to) throw new ApiError('invalid_request', 'from must be at least 1 and at most to');
-      if ((await latest()).size < to) throw new ApiError('not_in_checkpoint', `no signed checkpoint covers size ${to} yet`);
+      const newest = await latest();
+      if (newest.size < to) throw new ApiError('not_in_checkpoint', `no signed checkpoint covers size ${to} yet`);
+      const read = readerOf(undefined, newest.size === to ? signedSizeOf(newest.note) : undefined);
       return { hashes: from === to ? [] : base64(await consistencyProof(from, to, read)) };
     },
 
@@ -70,7 +72,8 @@ export function createTrailVerification(deps: TrailVerificationDeps) {
       // The proven leaf's block is looked for around when the leaf was appended, which the record says.
       const appendedAt = leaf === 'outcome' ? record.completed_at : record.requested_at;
       const hint = index !== null && appendedAt ? checkTimesAround(index, appendedAt) : undefined;
-      const proving = index !== null && index < size ? inclusionProof(index, size, readerOf(hint)) : undefined;
+      const proving =
+        index !== null && index < size ? inclusionProof(index, size, readerOf(hint, signedSizeOf(checkpoint!.note))) : undefined;
       proving?.catch(() => undefined);
       await deps.readableGrant(principal, record.grant_id);
       if (!checkpoint) throw new ApiError('not_in_checkpoint', `no signed checkpoint has size ${treeSize}`);

@@ -5,7 +5,8 @@
  * test can look into.
  */
 import { createDatabase, migrateToLatest, type Database } from '../../src/db/database';
-import { checkTimesAround, treeReader, type BlockCache, type KeptBlock } from '../../src/trail/tree-store';
+import { checkTimesAround, treeReader, type BlockCache, type KeptBlock, type KeptTail } from '../../src/trail/tree-store';
+import { nodesOf, rootAt } from '../../src/trail/tree/proofs';
 import { leafHash, openCheckpoint, recordLeaf, verifyInclusion } from '../../clients/grantctl/src/trail-proofs';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { listedCallsOf } from '../support/call-records';
@@ -22,9 +23,17 @@ let grantId: string;
 type Item = { id: string; leafIndex: number } & Record<string, unknown>;
 let records: Item[];
 
-function mapCache(): BlockCache & { blocks: Map<number, KeptBlock> } {
+function mapCache(): BlockCache & { blocks: Map<number, KeptBlock>; kept: Map<number, KeptTail> } {
   const blocks = new Map<number, KeptBlock>();
-  return { blocks, get: (b) => blocks.get(b), set: (b, l) => void blocks.set(b, l), delete: (b) => void blocks.delete(b) };
+  const kept = new Map<number, KeptTail>();
+  return {
+    blocks,
+    kept,
+    get: (b) => blocks.get(b),
+    set: (b, l) => void blocks.set(b, l),
+    delete: (b) => void blocks.delete(b),
+    tails: { get: (b) => kept.get(b), set: (b, t) => void (t ? kept.set(b, t) : kept.delete(b)) },
+  };
 }
 
 async function checkpoint() {
@@ -154,6 +163,83 @@ describe('a complete block kept for proofs', () => {
       expect((await proofOf(victim).expect(404)).body.code).toBe('not_found');
     });
     // Nothing was appended since: the same tree, the same proof.
+    expect((await proofOf(kept).expect(200)).body).toEqual(first);
+  });
+});
+
+describe('the partial last block at a signed size, kept for proofs', () => {
+  /** The signed checkpoint, whose size ends inside a block of records, and that block's complete subtrees. */
+  async function tailOf() {
+    const signed = await checkpoint();
+    expect(signed.size % 256).not.toBe(0);
+    const block = Math.floor(signed.size / 256);
+    return { signed, block, nodes: nodesOf(block * 256, signed.size), inTail: records.filter((r) => r.leafIndex >= block * 256) };
+  }
+
+  it('is kept once its leaves give the signed root, and is then used instead of the records', async () => {
+    const { signed, block, nodes, inTail } = await tailOf();
+    const cache = mapCache();
+    const plain = await treeReader(db)(nodes);
+    expect(await treeReader(db, cache, undefined, signed)(nodes)).toEqual(plain);
+    expect(cache.kept.get(block)?.end).toBe(signed.size);
+    // Used from now on: a record of it edited since leaves the kept hashes (what the checkpoint signed) as they were.
+    const victim = inTail[0]!;
+    const digest = await db('call_records').where('leaf_index', victim.leafIndex).first('args_digest');
+    await db.raw(`update call_records set args_digest = sha256('forged') where leaf_index = ?`, [victim.leafIndex]);
+    try {
+      expect(await treeReader(db)(nodes)).not.toEqual(plain);
+      expect(await treeReader(db, cache, undefined, signed)(nodes)).toEqual(plain);
+    } finally {
+      await db('call_records').where('leaf_index', victim.leafIndex).update({ args_digest: digest.args_digest });
+    }
+  });
+
+  it('kept at a smaller size, is rebuilt and kept again for a larger one; kept at a larger, serves a smaller', async () => {
+    const { signed, block, nodes } = await tailOf();
+    const smaller = { size: signed.size - 1, root: await rootAt(signed.size - 1, treeReader(db)) };
+    const cache = mapCache();
+    const atSmaller = nodesOf(block * 256, smaller.size);
+    expect(await treeReader(db, cache, undefined, smaller)(atSmaller)).toEqual(await treeReader(db)(atSmaller));
+    expect(cache.kept.get(block)?.end).toBe(smaller.size);
+    expect(await treeReader(db, cache, undefined, signed)(nodes)).toEqual(await treeReader(db)(nodes));
+    expect(cache.kept.get(block)?.end).toBe(signed.size);
+    expect(await treeReader(db, cache, undefined, smaller)(atSmaller)).toEqual(await treeReader(db)(atSmaller));
+    expect(cache.kept.get(block)?.end).toBe(signed.size);
+  });
+
+  it('is not kept when its leaves do not give the root the checkpoint signs', async () => {
+    const { signed, block, nodes } = await tailOf();
+    const cache = mapCache();
+    await treeReader(db, cache, undefined, { size: signed.size, root: Buffer.alloc(32) })(nodes);
+    expect(cache.kept.has(block)).toBe(false);
+  });
+
+  it('is no longer used once a record of it is deleted: the proof names the leaf gone, as without a cache', async () => {
+    const { signed, block, nodes, inTail } = await tailOf();
+    const cache = mapCache();
+    await treeReader(db, cache, undefined, signed)(nodes);
+    expect(cache.kept.has(block)).toBe(true);
+    const victim = inTail.at(-1)!;
+    await without(victim, async () => {
+      await expect(treeReader(db, cache, undefined, signed)(nodes)).rejects.toMatchObject({ leafIndex: victim.leafIndex });
+      expect(cache.kept.has(block)).toBe(false);
+    });
+  });
+
+  it('in the service: a proof against the latest checkpoint, refused while a record of its partial block is gone', async () => {
+    const { signed, inTail } = await tailOf();
+    const [kept, victim] = [records[50]!, inTail[1]!];
+    const first = (await proofOf(kept).expect(200)).body;
+    expect(first.treeSize).toBe(signed.size);
+    const hashes = first.hashes.map((hash: string) => Buffer.from(hash, 'base64'));
+    expect(verifyInclusion(kept.leafIndex, signed.size, leafHash(recordLeaf(kept as never)), hashes, signed.root)).toBe(true);
+    expect((await proofOf(kept).expect(200)).body).toEqual(first);
+    await without(victim, async () => {
+      expect((await proofOf(kept).expect(409)).body).toMatchObject({
+        code: 'not_provable',
+        detail: `leaf ${victim.leafIndex} has no record and no stored hash covers it`,
+      });
+    });
     expect((await proofOf(kept).expect(200)).body).toEqual(first);
   });
 });

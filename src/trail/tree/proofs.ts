@@ -23,7 +23,7 @@ function split(n: number): number {
 }
 
 /** The complete subtrees leaves [lo, hi) split into, largest first (lo is aligned for every range a proof asks for). */
-function nodesOf(lo: number, hi: number): Node[] {
+export function nodesOf(lo: number, hi: number): Node[] {
   const nodes: Node[] = [];
   let at = lo;
   while (at < hi) {
