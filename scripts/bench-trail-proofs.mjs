@@ -65,6 +65,41 @@ async function timedInto(count, first, request, floor, into) {
   }
 }
 
+// Each proof followed by the floor: the latest signed checkpoint (public, like the consistency
+// proofs), one indexed read behind the same route call.
+const besideCheckpoint = (request) => (at, first, n, into) =>
+  timedInto(
+    n,
+    first,
+    (i) => request(at, i),
+    () => text(at, '/api/trail/checkpoint'),
+    into,
+  );
+
+/** The checkpoint of `size`, once the service has signed it, opened with its key. */
+async function signedAt(base, size) {
+  let note = '';
+  for (let i = 0; i < 100 && Number((note = await text(base, '/api/trail/checkpoint')).split('\n')[1]) < size; i += 1)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  const checkpoint = verifier.openCheckpoint(note, (await text(base, '/api/trail/key')).trim());
+  if (checkpoint.size !== size) throw new Error(`no checkpoint of size ${size} was signed`);
+  return checkpoint;
+}
+
+/** Every build's inclusion proof of each record at `size`, checked by grantctl's own verifier code. */
+async function verifiedInclusions(bases, owner, records, size, root) {
+  let verified = 0;
+  for (const at of Object.values(bases))
+    for (const record of records) {
+      const proof = await api(at, 'GET', `/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${size}`, owner);
+      const hashes = proof.hashes.map((h) => Buffer.from(h, 'base64'));
+      if (!verifier.verifyInclusion(record.leafIndex, size, verifier.leafHash(verifier.recordLeaf(record)), hashes, root))
+        throw new Error(`${record.id} did not verify at size ${size}`);
+      verified += 1;
+    }
+  return verified;
+}
+
 /**
  * Production's case, which the grown tree's synthetic right edge hides: proofs against the latest
  * checkpoint, whose size ends inside a block of real records (that partial block has no stored
@@ -72,28 +107,9 @@ async function timedInto(count, first, request, floor, into) {
  * real tree's size, signed before the tree is grown.
  */
 async function realEdge({ base, bases, owner, real, sample, queries, round }) {
-  let note = '';
-  for (let i = 0; i < 100 && Number((note = await text(base, '/api/trail/checkpoint')).split('\n')[1]) < real; i += 1)
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  const checkpoint = verifier.openCheckpoint(note, (await text(base, '/api/trail/key')).trim());
-  if (checkpoint.size !== real) throw new Error(`no checkpoint of the real size ${real} was signed`);
-  let verified = 0;
-  for (const at of Object.values(bases))
-    for (const record of sample.slice(0, 20)) {
-      const proof = await api(at, 'GET', `/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${real}`, owner);
-      const hashes = proof.hashes.map((h) => Buffer.from(h, 'base64'));
-      if (!verifier.verifyInclusion(record.leafIndex, real, verifier.leafHash(verifier.recordLeaf(record)), hashes, checkpoint.root))
-        throw new Error(`${record.id} did not verify at the real size`);
-      verified += 1;
-    }
-  const measure = (request) => (at, first, n, into) =>
-    timedInto(
-      n,
-      first,
-      (i) => request(at, i),
-      () => text(at, '/api/trail/checkpoint'),
-      into,
-    );
+  const checkpoint = await signedAt(base, real);
+  const verified = await verifiedInclusions(bases, owner, sample.slice(0, 20), real, checkpoint.root);
+  const measure = besideCheckpoint;
   const inclusion = await alternating(
     bases,
     queries,
@@ -166,35 +182,10 @@ export async function proofLatency({ db, base, owner, leaves, queries, grantIds,
   const built = Number(((performance.now() - started) / 1000).toFixed(1));
   const stored = Number((await db('trail_hashes').count({ n: '*' }).first()).n);
   // The service's checkpointer signs the grown tree within TRAIL_CHECKPOINT_MS.
-  let note = '';
-  for (let i = 0; i < 100 && Number((note = await text(base, '/api/trail/checkpoint')).split('\n')[1]) < leaves; i += 1) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const key = (await text(base, '/api/trail/key')).trim();
-  const checkpoint = verifier.openCheckpoint(note, key);
-  if (checkpoint.size !== leaves) throw new Error(`no checkpoint of size ${leaves} was signed`);
-
+  const checkpoint = await signedAt(base, leaves);
   // The sample proven at the large size by grantctl's own verifier code.
-  let verified = 0;
-  for (const at of Object.values(bases))
-    for (const record of sample) {
-      const proof = await api(at, 'GET', `/api/trail/proofs/inclusion?callId=${record.id}&treeSize=${leaves}`, owner);
-      const leaf = verifier.leafHash(verifier.recordLeaf(record));
-      const hashes = proof.hashes.map((h) => Buffer.from(h, 'base64'));
-      if (!verifier.verifyInclusion(record.leafIndex, leaves, leaf, hashes, checkpoint.root))
-        throw new Error(`${record.id} did not verify`);
-      verified += 1;
-    }
-  // The floor: the latest signed checkpoint (public, like the consistency proofs), one indexed
-  // read behind the same route call, right after each proof.
-  const measure = (request) => (at, first, n, into) =>
-    timedInto(
-      n,
-      first,
-      (i) => request(at, i),
-      () => text(at, '/api/trail/checkpoint'),
-      into,
-    );
+  const verified = await verifiedInclusions(bases, owner, sample, leaves, checkpoint.root);
+  const measure = besideCheckpoint;
   const inclusion = await alternating(
     bases,
     queries,
