@@ -27,6 +27,7 @@
 //      service's (BENCH_DATABASE_BASE_URL, REDIS_URL).
 import { execFileSync, spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
+import { connect } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -231,10 +232,20 @@ async function startFloor(base, world, everything, outcomes = false) {
   const script = path.join(root, 'scripts/bench-gateway-floor.mjs');
   const args = [script, String(port), everything.url, base, 'everything.echo', ...(outcomes ? ['outcomes'] : [])];
   const child = start('node', args, { FLOOR_BROKER_TOKEN: world.brokerToken });
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // Listening once a connection is taken: on a busy machine the proxy may take more than a second to start.
+  for (let i = 0; i < 100 && !(await accepts(port)); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
   const agent = await client(`http://127.0.0.1:${port}/mcp`, { Authorization: `Bearer ${world.agentToken}`, 'Grant-Id': world.grantId });
   const label = `through a bare Node proxy (floor${outcomes ? ', outcomes batched as the gateway does' : ''})`;
   return { label, child, agent, latencies: [], cpu: 0, serviceCpu: 0, calls: 0, idleMsPerS: 0 };
+}
+
+/** Whether something on this machine accepts a TCP connection on `port`. */
+function accepts(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(true) || socket.destroy());
+    socket.once('error', () => resolve(false));
+  });
 }
 
 async function main() {
