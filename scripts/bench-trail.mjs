@@ -64,7 +64,7 @@ const { from: copyFrom } = require('pg-copy-streams');
 const { TypeID } = require('typeid-js');
 const partitions = require(path.join(root, 'dist/src/trail/repositories/days.js'));
 const compaction = require(path.join(root, 'dist/src/trail/repositories/packing.js'));
-const records = require(path.join(root, 'dist/src/trail/repositories/call-records.js'));
+const records = require(path.join(root, 'dist/src/trail/repositories/call-record-listings.js'));
 const shapes = require(path.join(root, 'dist/src/trail/repositories/shapes.js'));
 
 /**

@@ -12,7 +12,7 @@ import { loadChainLinks } from './grants/facts';
 import type { Clock } from './kernel/clock';
 import type { RedisClient } from './redis/client';
 import type { SpeedUps } from './speedups';
-import { insertCallRecords } from './trail/repositories/call-records';
+import { insertCallRecords } from './trail/repositories/call-record-inserts';
 import type { PendingCalls } from './trail/pending-calls';
 import type { NewCallRecord } from './trail/writer';
 

@@ -23,7 +23,8 @@ import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/data
 import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
-import { insertCallRecord, type NewCallRecord } from './trail/repositories/call-records';
+import { insertCallRecord } from './trail/repositories/call-record-inserts';
+import type { NewCallRecord } from './trail/repositories/call-records';
 import { callsInWindows } from './trail/repositories/call-windows';
 import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Database } from '../db/database';
 import { presentCallRecord } from './presenters';
-import { callRecordsOfDay } from './repositories/call-records';
+import { callRecordsOfDay } from './repositories/call-record-listings';
 import { nextDay } from './repositories/days';
 import { firstCheckpointFrom } from './repositories/tree';
 import { treeReader } from './tree-store';

@@ -2,7 +2,7 @@ import type { Database } from '../db/database';
 import type { Clock } from '../kernel/clock';
 import { looksLikeId } from '../kernel/ids';
 import { heldLeavesOfTree, holdTree, releaseTree, rootOfGrant } from './repositories/holds';
-import { keepHashesOver } from './tree-store';
+import { keepHashesOver } from './tree-drop-hashes';
 
 /**
  * Holds on the call trail, for an investigation: a held grant tree's records outlive retention.

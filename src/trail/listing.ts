@@ -2,7 +2,7 @@ import { decodeCursor, encodeCursor } from '../kernel/cursor';
 import type { AgentPrincipal, HumanPrincipal } from '../kernel/principals';
 import type { TrailDeps } from './deps';
 import { presentCallRecord } from './presenters';
-import { callRecordsAfter, type CallFilter } from './repositories/call-records';
+import { callRecordsAfter, type CallFilter } from './repositories/call-record-listings';
 
 type CallFilterQuery = Omit<CallFilter, 'from' | 'to' | 'credential'> & { from?: string; to?: string; credential?: string };
 

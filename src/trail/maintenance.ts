@@ -19,7 +19,7 @@ import { heldGrantIds } from './repositories/holds';
 import { dayIndexes, packTrailDay } from './repositories/packing';
 import { dropTalliesBefore } from './repositories/tallies';
 import { packHashes, pruneCheckpoints, sizeSignedBefore } from './repositories/tree';
-import { keepDroppedSpan } from './tree-store';
+import { keepDroppedSpan } from './tree-drop-hashes';
 
 /** Days made ahead of the clock: a replica down over a weekend still finds today's partition. */
 export const DAYS_AHEAD = 3;

@@ -2,7 +2,7 @@ import type { NewCallRecord } from './repositories/call-records';
 
 export type { NewCallRecord } from './repositories/call-records';
 
-/** Writes any number of call records in one statement (repositories/call-records.ts): their leaf indices, in order. */
+/** Writes any number of call records in one statement (repositories/call-record-inserts.ts): their leaf indices, in order. */
 export type WriteRecords = (rows: readonly NewCallRecord[]) => Promise<Array<number | undefined>>;
 
 /**

@@ -1,4 +1,4 @@
-import { insertCallRecords } from '../../src/trail/repositories/call-records';
+import { insertCallRecords } from '../../src/trail/repositories/call-record-inserts';
 import { newIdAt } from '../../src/kernel/ids';
 import { startService, type TestService } from '../support/service';
 import { human } from '../support/world';

@@ -1,4 +1,4 @@
-import { insertCallRecords } from '../../src/trail/repositories/call-records';
+import { insertCallRecords } from '../../src/trail/repositories/call-record-inserts';
 import { plainTrailWriter, type TrailWriter, type WriteRecords } from '../../src/trail/writer';
 import { GroupCommit } from '../../src/speedups/group-commit';
 import { newIdAt } from '../../src/kernel/ids';

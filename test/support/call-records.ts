@@ -1,6 +1,7 @@
 import type { Database } from '../../src/db/database';
 import type { TestService } from './service';
-import { callRecordsAfter, findCallRecord, type CallRecordRow } from '../../src/trail/repositories/call-records';
+import { callRecordsAfter } from '../../src/trail/repositories/call-record-listings';
+import { findCallRecord, type CallRecordRow } from '../../src/trail/repositories/call-records';
 
 /**
  * The call trail as tests read it: through its repository, which turns the stored binary form

@@ -1,7 +1,8 @@
 import knex, { type Knex } from 'knex';
 import { knexConfig } from '../../src/db/knex-config';
 import { newId, newIdAt } from '../../src/kernel/ids';
-import { callRecordsAfter, findCallRecord } from '../../src/trail/repositories/call-records';
+import { callRecordsAfter } from '../../src/trail/repositories/call-record-listings';
+import { findCallRecord } from '../../src/trail/repositories/call-records';
 import { uuidOf } from '../../src/trail/repositories/codec';
 import { ownDatabase } from '../support/own-database';
 

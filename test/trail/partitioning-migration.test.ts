@@ -1,6 +1,7 @@
 import knex, { type Knex } from 'knex';
 import { knexConfig } from '../../src/db/knex-config';
-import { callRecordsAfter, findCallRecord } from '../../src/trail/repositories/call-records';
+import { callRecordsAfter } from '../../src/trail/repositories/call-record-listings';
+import { findCallRecord } from '../../src/trail/repositories/call-records';
 import { newId } from '../../src/kernel/ids';
 import { ownDatabase } from '../support/own-database';
 

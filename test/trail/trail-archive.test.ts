@@ -13,7 +13,7 @@ import { createDatabase, migrateToLatest, type Database } from '../../src/db/dat
 import { exportTrailDay } from '../../src/trail/export';
 import { dayTable, dropTrailDay } from '../../src/trail/repositories/days';
 import { pruneCheckpoints } from '../../src/trail/repositories/tree';
-import { keepDroppedSpan } from '../../src/trail/tree-store';
+import { keepDroppedSpan } from '../../src/trail/tree-drop-hashes';
 import { trailSigner } from '../../src/trail/tree/note';
 import { grantctl } from '../support/grantctl';
 import { ManualClock } from '../support/clock';

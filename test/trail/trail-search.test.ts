@@ -1,4 +1,6 @@
-import { callRecordsAfterPlan, insertCallRecords, type NewCallRecord } from '../../src/trail/repositories/call-records';
+import { insertCallRecords } from '../../src/trail/repositories/call-record-inserts';
+import { callRecordsAfterPlan } from '../../src/trail/repositories/call-record-listings';
+import type { NewCallRecord } from '../../src/trail/repositories/call-records';
 import { newIdAt } from '../../src/kernel/ids';
 import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';

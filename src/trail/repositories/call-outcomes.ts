@@ -1,6 +1,7 @@
 import type { Database } from '../../db/database';
 import { idBytes, idTimeMs } from '../../kernel/ids';
 import * as codec from './codec';
+import type { PgConnection } from './call-record-rows';
 import { leafHash, outcomeLeaf } from '../tree/leaves';
 
 /**
@@ -23,11 +24,6 @@ export interface Completion {
   outcome: 'succeeded' | 'failed';
   durationMs?: number;
   errorCode?: string;
-}
-
-/** The one query method a statement needs of a pooled node-postgres client. */
-interface PgConnection {
-  query(statement: { name?: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
 /** A named prepared statement on a connection of knex's pool (knex cannot send one): parsed and planned once per connection. */

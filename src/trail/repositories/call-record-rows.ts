@@ -5,12 +5,18 @@ import { decisionOfOutcome } from '../tree/leaves';
 
 export type Queryable = Database | Knex.Transaction;
 
+/** The one query method a batch needs of a pooled node-postgres client. */
+export interface PgConnection {
+  query(statement: { name?: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}
+
 /**
  * A call record's row as the trail's queries share it: how a check writes it, how Postgres answers
  * it and how it reads back (decoded from the binary columns of codec.ts, its shape joined), and the
  * SQL fragments every query of `call_records` and `held_call_records` names a grant and a row by.
- * The queries themselves: call-records.ts (writes, reads, listings), leaf-records.ts (the tree's
- * lookups), call-windows.ts (the budgets' rebuild).
+ * The queries themselves: call-record-inserts.ts (the check's writes), call-records.ts (a record
+ * by its call, its completion), call-record-listings.ts (listings, the export's days),
+ * leaf-records.ts (the tree's lookups), call-windows.ts (the budgets' rebuild).
  */
 
 export interface CallRecordRow {

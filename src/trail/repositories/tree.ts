@@ -7,7 +7,7 @@ type Queryable = Database | Knex.Transaction;
 /**
  * The trail's Merkle tree as stored (migrations/20261126155000_trail_tree.ts): the head (size and
  * frontier), the hashes of its complete subtrees by (level, index), and the signed checkpoints.
- * Appending is trail_append's, in the statement that writes the records (call-records.ts).
+ * Appending is trail_append's, in the statement that writes the records (call-record-inserts.ts).
  */
 
 export async function treeHead(db: Queryable): Promise<{ size: number; frontier: Buffer[] }> {

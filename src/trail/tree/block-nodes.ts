@@ -3,7 +3,7 @@ import { nodeHash } from './leaves';
 import type { Node } from './proofs';
 
 /**
- * A complete 256-leaf block of the tree as a replica keeps it (trail/tree-store.ts, KeptBlock):
+ * A complete 256-leaf block of the tree as a replica keeps it (trail/tree-blocks.ts, KeptBlock):
  * every node below its level-8 root, packed level by level, so that a proof reads its nodes
  * instead of hashing them again.
  */
