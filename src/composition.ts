@@ -7,9 +7,8 @@ import type { RouteMap } from './protocols/ext-authz/route-map';
 import { createExtAuthzService } from './protocols/ext-authz/service';
 import { freshFor } from './speedups/fresh-for';
 import { checkParts } from './check-composition';
-import { readRedisDurability } from './redis/durability';
 import { treeSessionKeys } from './budget/keys';
-import { connectRedis, type RedisClient } from './redis/client';
+import { connectRedis } from './redis/client';
 import { RateLimit } from './budget/rate-limit';
 import type { TreeWindowsSource } from './budget/rebuild';
 import { CacheInvalidation } from './cache/invalidation';
@@ -20,7 +19,6 @@ import { InstallationTokens } from './github-apps/installation-tokens';
 import { credentialResolver } from './credentials/authenticators';
 import { createHumanJwtVerifier } from './credentials/human-jwt';
 import { createDatabase, ensureDatabaseExists, migrateToLatest } from './db/database';
-import { startEventRetention } from './events/retention';
 import { EventWaker } from './events/waker';
 import { budgetLevelsOfTree, treeRootsAffectedBy } from './grants/repository';
 import { insertCallRecord } from './trail/repositories/call-record-inserts';
@@ -28,27 +26,22 @@ import type { NewCallRecord } from './trail/repositories/call-records';
 import { callsInWindows } from './trail/repositories/call-windows';
 import { treeSessionCalls } from './trail/repositories/tallies';
 import { createGrantsService } from './grants/service';
-import { startTrailMaintenance } from './trail/maintenance';
 import { createTrailService } from './trail/service';
 import { systemClock, type Clock } from './kernel/clock';
 import { createLogger, type Logger } from './kernel/log';
 import { createPodsService } from './pods/service';
 import { approvalGrantReads, grantLookups, podPorts } from './domain-ports';
-import { expireApprovalsOfGrants, pendingApprovalsNow } from './approvals/repository';
+import { expireApprovalsOfGrants } from './approvals/repository';
 import { createApprovalsService } from './approvals/service';
 import { approvalMessageFeeds } from './approvals/messages';
 import { createCallApprovals } from './approvals/requests';
 import { ApprovalArgsVault } from './approvals/args-vault';
-import { startArgsSweep } from './approvals/args-sweep';
 import { TallyWriter } from './trail/tally-writer';
 import { Checkpointer } from './trail/tree/checkpointer';
 import { trailSigner } from './trail/tree/note';
 import { createTrailVerification } from './trail/verification';
 import { overviewPorts, playgroundPorts } from './console-ports';
-import { watchPendingApprovals } from './approvals/metrics';
 import { decodeKey, KeyRing } from './credentials/sealed-box';
-import { DEFAULT_SEND_LIMITS } from './webhooks/send';
-import { WebhookDispatcher } from './webhooks/dispatcher';
 import { createWebhooksService } from './webhooks/service';
 import { findLiveRuntimeToken, markRuntimeTokenUsed } from './registry/repository';
 import { createRegistryService } from './registry/service';
@@ -62,18 +55,9 @@ import { publishedKeys } from './oauth/signing-keys';
 import { createTracing } from './operations/tracing';
 import { composeFront } from './front-composition';
 import { composePolicy } from './policy-composition';
+import { startJobs } from './jobs-composition';
+import { warnOnEvictingRedis } from './redis/durability';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
-
-/** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
-async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
-  const durability = await readRedisDurability(redis).catch(() => null);
-  if (durability?.evictionPolicy && durability.evictionPolicy !== 'noeviction') {
-    log.warn(
-      { evictionPolicy: durability.evictionPolicy },
-      'Redis may evict budget windows under memory pressure; set maxmemory-policy noeviction',
-    );
-  }
-}
 
 export interface ServiceOptions {
   logger?: Logger;
@@ -287,30 +271,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     // Kong's and APISIX's OPA inputs are plain HTTP requests: the broker's route map names their call.
     gatewayCheck: extAuthz.checkOf,
   };
-  const retention = startEventRetention(db, config.EVENT_RETENTION_MS, log.child({ component: 'events' }));
-  const approvalArgsSweep = startArgsSweep(db, clock, log.child({ component: 'approvals' }));
-  watchPendingApprovals(
-    () => pendingApprovalsNow(db, new Date(clock.now())),
-    () => clock.now(),
-  );
-  const webhookDispatcher = new WebhookDispatcher({
-    db,
-    keys: keyRing,
-    clock,
-    log: log.child({ component: 'webhooks' }),
-    waker: eventWaker,
-    limits: { ...DEFAULT_SEND_LIMITS, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
-    messages: approvalMessages.webhooks,
-  });
-  if (config.WEBHOOK_DELIVERY) webhookDispatcher.start();
-  checkpointer.start();
-  const trailMaintenance = startTrailMaintenance({
-    db,
-    clock,
-    log: log.child({ component: 'call-trail' }),
-    retentionDays: config.CALL_RECORD_RETENTION_DAYS,
-    archiveDir: config.CALL_RECORD_ARCHIVE_DIR,
-  });
+  const jobs = startJobs({ config, db, clock, log, keyRing, eventWaker, approvalMessages, checkpointer });
 
   const { app, metricsApp, consoleLinks, authorizationServer } = await composeFront({
     config,
@@ -331,11 +292,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
 
   async function close(): Promise<void> {
     policy.close();
-    retention.stop();
-    approvalArgsSweep.stop();
-    await webhookDispatcher.stop();
-    await trailMaintenance.stop();
-    await checkpointer.stop();
+    await jobs.stop();
     invalidation.close();
     await services.broker.settle();
     await tallies.close();
@@ -357,11 +314,11 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     invalidation,
     eventWaker,
     speedUps,
-    approvalArgsSweep,
+    approvalArgsSweep: jobs.approvalArgsSweep,
     keyRing,
-    webhookDispatcher,
+    webhookDispatcher: jobs.webhookDispatcher,
     consoleLinks,
-    trailMaintenance,
+    trailMaintenance: jobs.trailMaintenance,
     tallies,
     approvalMessages,
     authorizationServer,

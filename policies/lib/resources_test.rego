@@ -98,7 +98,10 @@ test_a_chain_judges_each_distinct_constraint_once if {
 canonical_values := {
 	"repository": ["acme/api", "Acme-1/api.v2_x", "a/b", "a.b/..c", concat("", ["o/", repeat("n", 100)])],
 	"ref": ["main", "refs/heads/main", "refs/heads/feature/x-1", "refs/tags/v1.2.3", "refs/heads/ünïcode", "v1.lockx"],
-	"path": ["docs/a.md", "README", ".github/workflows/ci.yml", "docs/...", "docs/..x/.y", "a b/c#d?.md", "docs/100%", "docs/%41"],
+	"path": [
+		"docs/a.md", "README", ".github/workflows/ci.yml", "docs/...", "docs/..x/.y", "a b/c#d?.md", "docs/100%", "docs/%41",
+		"docs/a~\u00a0b",
+	],
 }
 
 # Hostile spellings: traversal, separators a host would normalise, encodings, controls, git's rules.
@@ -119,7 +122,8 @@ hostile_values := {
 	"path": [
 		"", "/etc/passwd", "..", ".", "docs/..", "docs/../src/key.pem", "docs/../../../../evil/secret/contents/creds.txt",
 		"docs/./x", "./docs/x", "docs//x", "docs/", "docs\\..\\x", "docs/\\", "docs/a\u0000", "docs/a\nb",
-		"docs/a\u001f", "docs/a\u009b", "docs/%2e%2e/x", "docs/%2E%2E/x", "docs%2f..%2fx", "docs/%5c", "docs/%0a",
+		"docs/a\u001f", "docs/a\u009b", "docs/a\u0080", "docs/a\u009f", "docs/a\u007f",
+		"docs/%2e%2e/x", "docs/%2E%2E/x", "docs%2f..%2fx", "docs/%5c", "docs/%0a",
 		repeat("p", 4097),
 		repeat("€", 1400),
 	],

@@ -43,7 +43,11 @@ export function connectRedis(settings: RedisSettings, log: Logger, beforeSend: B
   // the waiting checks, so a scavenge copies far more and pauses the service longer. The
   // beforeSend hook batches writes without that (src/speedups/redis-cork.ts).
   const common = { keyPrefix: settings.keyPrefix, enableOfflineQueue: false, lazyConnect: true, enableAutoPipelining: false };
-  const perNode = { commandTimeout: settings.commandTimeoutMs, maxRetriesPerRequest: 1 };
+  // A socket told to close that has not within a command's timeout is destroyed: a Redis that slow
+  // counts as away. ioredis's default (2 s) also held a closed service's process that long when
+  // Redis was away: between reconnect attempts its disconnect ends a socket already closed, whose
+  // 'close' never comes to clear the timer (redis/ioredis#1247).
+  const perNode = { commandTimeout: settings.commandTimeoutMs, disconnectTimeout: settings.commandTimeoutMs, maxRetriesPerRequest: 1 };
   const redis: RedisClient = settings.clusterNodes?.length
     ? new Cluster(settings.clusterNodes.map(parseNode), {
         ...common,

@@ -1,3 +1,4 @@
+import type { Logger } from '../kernel/log';
 import type { RedisClient } from './client';
 
 export interface RedisDurability {
@@ -26,5 +27,16 @@ export async function readRedisDurability(redis: RedisClient): Promise<RedisDura
     return { persistence: save.trim() === '' ? 'none' : 'rdb', evictionPolicy };
   } catch {
     return { persistence: 'unknown', evictionPolicy };
+  }
+}
+
+/** A Redis that evicts keys under memory pressure may drop a budget window: say so at start. */
+export async function warnOnEvictingRedis(redis: RedisClient, log: Logger): Promise<void> {
+  const durability = await readRedisDurability(redis).catch(() => null);
+  if (durability?.evictionPolicy && durability.evictionPolicy !== 'noeviction') {
+    log.warn(
+      { evictionPolicy: durability.evictionPolicy },
+      'Redis may evict budget windows under memory pressure; set maxmemory-policy noeviction',
+    );
   }
 }

@@ -3,6 +3,7 @@ import type { Logger } from '../kernel/log';
 import { addTallies, type TallyRow, type TreeTallyRow } from './repositories/tallies';
 
 const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
 /** A recorded check, as the tallies count it. */
 export interface TalliedCheck {
@@ -46,20 +47,22 @@ export class TallyWriter {
   }
 
   count(check: TalliedCheck): void {
-    const hour = new Date(check.atMs - (check.atMs % HOUR_MS));
-    this.add(this.counts, [check.podId, hour.getTime(), check.decision, check.reason, check.orgRule].join('\u0000'), () => ({
+    // Keys by numbers, the row's Date and day made only for a new row: every check counts, few make a row.
+    const hourMs = check.atMs - (check.atMs % HOUR_MS);
+    this.add(this.counts, `${check.podId}\u0000${hourMs}\u0000${check.decision}\u0000${check.reason}\u0000${check.orgRule}`, () => ({
       pod_id: check.podId,
-      hour,
+      hour: new Date(hourMs),
       decision: check.decision,
       reason: check.reason,
       org_rule: check.orgRule,
       calls: 0,
     }));
     if (check.decision !== 'allowed') return;
-    const day = hour.toISOString().slice(0, 10);
-    this.add(this.trees, [check.podId, day, check.rootId].join('\u0000'), () => ({
+    // A UTC day, as toISOString names it; keys of one width (13 digits) sort as the days do.
+    const dayMs = check.atMs - (check.atMs % DAY_MS);
+    this.add(this.trees, `${check.podId}\u0000${dayMs}\u0000${check.rootId}`, () => ({
       pod_id: check.podId,
-      day,
+      day: new Date(dayMs).toISOString().slice(0, 10),
       root_id: check.rootId,
       calls: 0,
     }));
