@@ -262,13 +262,24 @@ describe('the broker waits on an approval', () => {
 describe('the approval and the call record are one unit of work', () => {
   // A trigger that refuses this test's call records, as a full disk or a lost connection would.
   const REFUSING = `refuse_records_${process.pid}`;
+  // DDL on call_records takes its partitions' locks beside the service's own background passes
+  // (partitions made ahead, tallies): Postgres may pick this statement as a deadlock's victim.
+  async function ddl(sql: string) {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await service.deps.db.raw(sql);
+      } catch (error) {
+        if ((error as { code?: string }).code !== '40P01' || attempt === 5) throw error;
+      }
+    }
+  }
   async function refuseRecordsOf(grantId: string) {
     await service.deps.db.raw(`create or replace function ${REFUSING}() returns trigger language plpgsql as $$
       begin if new.grant_id = '${uuidOf('grant', grantId)}'::uuid then raise exception 'record refused'; end if; return new; end $$`);
-    await service.deps.db.raw(`create trigger ${REFUSING} before insert on call_records for each row execute function ${REFUSING}()`);
+    await ddl(`create trigger ${REFUSING} before insert on call_records for each row execute function ${REFUSING}()`);
   }
   afterEach(async () => {
-    await service.deps.db.raw(`drop trigger if exists ${REFUSING} on call_records`);
+    await ddl(`drop trigger if exists ${REFUSING} on call_records`);
     await service.deps.db.raw(`drop function if exists ${REFUSING}()`);
   });
 
@@ -289,7 +300,7 @@ describe('the approval and the call record are one unit of work', () => {
     await refuseRecordsOf(grantId);
     expectProblem(await resend(grantId, asked.approvalId), 503, 'dependency_unavailable');
     expect(await service.deps.db('approvals').where({ id: asked.approvalId }).first()).toMatchObject({ state: 'approved' });
-    await service.deps.db.raw(`drop trigger ${REFUSING} on call_records`);
+    await ddl(`drop trigger ${REFUSING} on call_records`);
     const again = await resend(grantId, asked.approvalId);
     expect(again.body).toMatchObject({ decision: 'allow', budget: { remaining: asked.budget.remaining - 1 } });
   });
