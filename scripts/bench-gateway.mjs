@@ -32,23 +32,20 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  api,
   benchDatabase,
   finish,
   freePort,
-  humanToken,
   killChildren,
   machine,
   percentile,
-  registerBroker,
   require,
   root,
-  run,
   serviceCpuMs,
   start,
   startService,
   waitFor,
 } from './bench-harness.mjs';
+import { seedEchoGrant } from './bench-world.mjs';
 import { accessToken } from './bench-gateway-oauth.mjs';
 import { stageRows, stagesOf, startStageCollector } from './bench-gateway-stages.mjs';
 
@@ -93,28 +90,6 @@ async function startEverything() {
   });
   child.stderr.resume();
   return { child, url: `http://127.0.0.1:${port}/mcp` };
-}
-
-async function seed(base, db) {
-  const owner = humanToken(`bench-owner-${run}`);
-  const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Gateway bench pod' });
-  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
-  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
-    .token;
-  const broker = await registerBroker(db, 'gateway-bench');
-  const connection = await api(base, 'POST', '/api/connections', owner, {
-    kind: 'code_hosting_app',
-    brokerId: broker.id,
-    externalInstallationId: `gateway-${run}`,
-    tools: [{ name: 'everything.echo', access: 'read' }],
-  });
-  const grant = await api(base, 'POST', '/api/grants', owner, {
-    connectionId: connection.id,
-    target: { kind: 'pod', id: pod.id },
-    tools: ['everything.echo'],
-    budget: { calls: 1_000_000, windowMs: 1000 },
-  });
-  return { owner, brokerId: broker.id, brokerToken: broker.token, agentToken, grantId: grant.id };
 }
 
 async function client(url, headers = {}) {
@@ -252,7 +227,7 @@ async function main() {
   const db = await benchDatabase();
   try {
     const base = await startService();
-    const world = await seed(base, db);
+    const world = await seedEchoGrant(base, db, 'gateway');
     const everything = await startEverything();
     const folder = mkdtempSync(path.join(tmpdir(), 'bench-gateway-'));
     // BENCH_GATEWAY_BASELINE: another build's main.js (an earlier commit's gateway), measured in the same rounds.

@@ -144,3 +144,29 @@ export async function redisBytesPerTree(db, leafId) {
     redis.disconnect();
   }
 }
+
+/**
+ * A pod's agent granted `everything.echo` through a connection of its own broker (`label` names
+ * them apart): the world the gateway's and the outcomes' benches call in.
+ */
+export async function seedEchoGrant(base, db, label) {
+  const owner = humanToken(`bench-owner-${run}`);
+  const pod = await api(base, 'POST', '/api/pods', owner, { name: `${label} bench pod` });
+  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
+  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
+    .token;
+  const broker = await registerBroker(db, `${label}-bench`);
+  const connection = await api(base, 'POST', '/api/connections', owner, {
+    kind: 'code_hosting_app',
+    brokerId: broker.id,
+    externalInstallationId: `${label}-${run}`,
+    tools: [{ name: 'everything.echo', access: 'read' }],
+  });
+  const grant = await api(base, 'POST', '/api/grants', owner, {
+    connectionId: connection.id,
+    target: { kind: 'pod', id: pod.id },
+    tools: ['everything.echo'],
+    budget: { calls: 1_000_000, windowMs: 1000 },
+  });
+  return { owner, brokerId: broker.id, brokerToken: broker.token, agentToken, grantId: grant.id };
+}
