@@ -2,7 +2,8 @@ import { decisions } from '../kernel/decisions/catalogue';
 import { ApiError } from '../kernel/errors';
 import { enforce } from '../policy/enforce';
 import type { TrailDeps } from './deps';
-import { brokersOfGrants, completeCallRecords, findCallsForOutcome } from './repositories/call-outcomes';
+import { NO_PENDING_CALLS, type PendingCalls } from './pending-calls';
+import { brokersOfGrants, completeCallRecords, findCallsForOutcome, type CallForOutcome } from './repositories/call-outcomes';
 import { completeCallRecord, findCallForOutcome, type CallRecordRow } from './repositories/call-records';
 
 export interface OutcomeReport {
@@ -48,24 +49,23 @@ const PER_OUTCOME: ReadonlySet<string> = new Set(['outcome_already_recorded', 'c
  * was recorded then answers `outcome_already_recorded`, so a repeated batch records nothing twice.
  */
 export async function recordOutcomes(
-  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock' | 'tree'>,
+  deps: Pick<TrailDeps, 'db' | 'policy' | 'clock' | 'tree' | 'pendingCalls'>,
   brokerId: string,
   outcomes: readonly (OutcomeReport & { callId: string })[],
 ): Promise<{ callId: string; status: OutcomeBatchStatus }[]> {
-  const found = await findCallsForOutcome(
+  const remembered = deps.pendingCalls ?? NO_PENDING_CALLS;
+  const calls = await callsOf(
     deps.db,
+    remembered,
     outcomes.map((each) => each.callId),
   );
-  const brokers = await brokersOfGrants(
-    deps.db,
-    [...found.values()].map((call) => call.grant_id),
-  );
+  const brokers = await brokersOf(deps.db, remembered, calls);
   const now = deps.clock.now();
   const statuses: OutcomeBatchStatus[] = [];
   // A call named twice in a batch is written once, for its first report; the next answers as a report sent again.
   const first = new Map<string, number>();
   outcomes.forEach(({ callId }, index) => {
-    const call = found.get(index);
+    const call = calls[index];
     const brokerOfGrant = call && brokers.get(call.grant_id);
     statuses[index] =
       refusal(
@@ -88,7 +88,41 @@ export async function recordOutcomes(
   writing.forEach((index, at) => {
     if (!written.has(at)) statuses[index] = 'outcome_already_recorded';
   });
+  for (const { callId } of outcomes) remembered.forget(callId);
   return outcomes.map(({ callId }, index) => ({ callId, status: statuses[index]! }));
+}
+
+/** Each call as the decision reads it, in order: as this replica wrote it pending, else as Postgres has it. */
+async function callsOf(db: TrailDeps['db'], remembered: PendingCalls, callIds: readonly string[]) {
+  const calls: Array<CallForOutcome | undefined> = callIds.map((callId) => {
+    const call = remembered.recall(callId);
+    return call && { outcome: 'pending', requested_at: call.requestedAt, grant_id: call.grantId };
+  });
+  const unknown = calls.flatMap((call, index) => (call ? [] : [index]));
+  if (unknown.length === 0) return calls;
+  const found = await findCallsForOutcome(
+    db,
+    unknown.map((index) => callIds[index]!),
+  );
+  unknown.forEach((index, at) => (calls[index] = found.get(at)));
+  return calls;
+}
+
+/** The broker of each call's grant: as read before, else read now. */
+async function brokersOf(db: TrailDeps['db'], remembered: PendingCalls, calls: ReadonlyArray<CallForOutcome | undefined>) {
+  const brokers = new Map<string, string>();
+  const unknown: string[] = [];
+  for (const call of calls) {
+    if (!call || brokers.has(call.grant_id)) continue;
+    const known = remembered.brokerOf(call.grant_id);
+    if (known) brokers.set(call.grant_id, known);
+    else unknown.push(call.grant_id);
+  }
+  for (const [grantId, broker] of await brokersOfGrants(db, unknown)) {
+    brokers.set(grantId, broker);
+    remembered.learnBroker(grantId, broker);
+  }
+  return brokers;
 }
 
 /** The status a refused outcome answers in a batch; undefined when the decision allows it. */

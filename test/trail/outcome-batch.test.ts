@@ -152,3 +152,47 @@ it("appends each recorded outcome's leaf once, however often and however concurr
     expect(rootOfProof(leafHash, record.outcomeLeafIndex, Number(size), hashes).toString('base64')).toBe(root);
   }
 });
+
+it('answers a call reported through another replica first as already recorded, whatever this replica remembers of it', async () => {
+  const other = await startService();
+  try {
+    const { callId } = await checked(); // written, and remembered pending, by `service`
+    const treeSize = async () => Number((await service.deps.db('trail_tree').first('size')).size);
+    const before = await treeSize();
+    const elsewhere = await other.http
+      .post('/api/broker/outcomes')
+      .set(world.broker.auth)
+      .send({ outcomes: [{ callId, outcome: 'failed' }] });
+    expect(elsewhere.body.results).toEqual([{ callId, status: 'recorded' }]);
+    const here = await batch(world.broker.auth, [{ callId, outcome: 'succeeded' }]).expect(200);
+    expect(here.body.results).toEqual([{ callId, status: 'outcome_already_recorded' }]);
+    expect(await callRecord(service.deps.db, callId)).toMatchObject({ outcome: 'failed' });
+    expect(await treeSize()).toBe(before + 1);
+  } finally {
+    await other.close();
+  }
+});
+
+it('decides the same with the speed-ups off', async () => {
+  const plain = await startService({ SPEEDUPS: 'off' });
+  try {
+    const [a, denied] = [await checked(), await checked('no.such_tool')];
+    const other = await broker(service, 'plain-batch-broker');
+    const sent = [
+      { callId: a.callId, outcome: 'succeeded' },
+      { callId: denied.callId, outcome: 'succeeded' },
+    ];
+    const send = (auth: { Authorization: string }) => plain.http.post('/api/broker/outcomes').set(auth).send({ outcomes: sent });
+    expect((await send(other.auth)).body.results.map((each: { status: string }) => each.status)).toEqual(['not_found', 'not_found']);
+    expect((await send(world.broker.auth)).body.results.map((each: { status: string }) => each.status)).toEqual([
+      'recorded',
+      'call_denied',
+    ]);
+    expect((await send(world.broker.auth)).body.results.map((each: { status: string }) => each.status)).toEqual([
+      'outcome_already_recorded',
+      'call_denied',
+    ]);
+  } finally {
+    await plain.close();
+  }
+});
