@@ -4,7 +4,7 @@ import { enforce } from '../policy/enforce';
 import type { TrailDeps } from './deps';
 import { NO_PENDING_CALLS, type PendingCalls } from './pending-calls';
 import { brokersOfGrants, completeCallRecords, findCallsForOutcome, type CallForOutcome } from './repositories/call-outcomes';
-import { completeCallRecord, findCallForOutcome, type CallRecordRow } from './repositories/call-records';
+import { findCallForOutcome, findCallRecordAsRead, type CallRecordRow } from './repositories/call-records';
 
 export interface OutcomeReport {
   outcome: 'succeeded' | 'failed';
@@ -14,7 +14,8 @@ export interface OutcomeReport {
 
 /**
  * Completes a pending call record, once, for the grant's own broker (policies/broker/outcome.rego
- * decides). The conditional UPDATE settles a race between two reports of the same call.
+ * decides): the completion's statement writes only a pending record, which settles a race between
+ * two reports of the same call. The completed record as the trail reads it.
  */
 export async function recordOutcome(
   deps: Pick<TrailDeps, 'db' | 'policy' | 'clock' | 'tree'>,
@@ -31,9 +32,10 @@ export async function recordOutcome(
       call: found ? { outcome: found.outcome, age_ms: now - found.requested_at.getTime() } : undefined,
     }),
   );
-  const updated = await completeCallRecord(deps.db, callId, report, new Date(now), deps.tree);
-  if (!updated) throw new ApiError('outcome_already_recorded');
-  return updated;
+  // The batch's one statement: the record locked while pending, completed with its leaf appended.
+  const written = await completeCallRecords(deps.db, [{ callId, ...report }], new Date(now), deps.tree);
+  if (written.size === 0) throw new ApiError('outcome_already_recorded');
+  return (await findCallRecordAsRead(deps.db, callId, new Date(now)))!;
 }
 
 export type OutcomeBatchStatus = 'recorded' | 'outcome_already_recorded' | 'call_denied' | 'outcome_too_late' | 'not_found';

@@ -6,8 +6,8 @@ import { leafHash, outcomeLeaf } from '../tree/leaves';
 /**
  * The outcomes of a broker's batch (POST /api/broker/outcomes) in a fixed number of statements,
  * whatever its size: its calls read in one, their grants' brokers in one, the allowed completions
- * (each with its outcome's leaf) written in one. The single report's own path, which answers the
- * whole record, is call-records.ts's findCallForOutcome and completeCallRecord.
+ * (each with its outcome's leaf) written in one. The single report completes its record with the
+ * same statement.
  */
 
 /** A call as the outcome decision reads it: its outcome so far, its time, its grant. */
