@@ -116,7 +116,8 @@ it("appends each recorded outcome's leaf once, however often and however concurr
     expect(of.filter((status) => status === 'recorded')).toHaveLength(1);
     expect(of.filter((status) => status !== 'recorded').every((status) => status === 'outcome_already_recorded')).toBe(true);
   }
-  expect(await treeSize()).toBe(before + calls.length);
+  // Other test files write the same tree at once: its exact growth is outcome-race.test.ts's, on a database of its own.
+  expect(await treeSize()).toBeGreaterThanOrEqual(before + calls.length);
 
   type Listed = { id: string; outcome: string; completedAt: string; outcomeLeafIndex: number };
   const records: Listed[] = [];
@@ -127,7 +128,6 @@ it("appends each recorded outcome's leaf once, however often and however concurr
   expect(new Set(records.map((record) => record.outcomeLeafIndex)).size).toBe(calls.length);
   for (const record of records) {
     expect(record.outcomeLeafIndex).toBeGreaterThanOrEqual(before);
-    expect(record.outcomeLeafIndex).toBeLessThan(before + calls.length);
   }
   // Each outcome's leaf, rebuilt from the record as read, is proven in a signed checkpoint's tree.
   let note = '';
@@ -157,17 +157,16 @@ it('answers a call reported through another replica first as already recorded, w
   const other = await startService();
   try {
     const { callId } = await checked(); // written, and remembered pending, by `service`
-    const treeSize = async () => Number((await service.deps.db('trail_tree').first('size')).size);
-    const before = await treeSize();
     const elsewhere = await other.http
       .post('/api/broker/outcomes')
       .set(world.broker.auth)
       .send({ outcomes: [{ callId, outcome: 'failed' }] });
     expect(elsewhere.body.results).toEqual([{ callId, status: 'recorded' }]);
+    const recorded = await callRecord(service.deps.db, callId);
+    expect(recorded.outcome_leaf_index).not.toBeNull();
     const here = await batch(world.broker.auth, [{ callId, outcome: 'succeeded' }]).expect(200);
     expect(here.body.results).toEqual([{ callId, status: 'outcome_already_recorded' }]);
-    expect(await callRecord(service.deps.db, callId)).toMatchObject({ outcome: 'failed' });
-    expect(await treeSize()).toBe(before + 1);
+    expect(await callRecord(service.deps.db, callId)).toMatchObject({ outcome: 'failed', outcome_leaf_index: recorded.outcome_leaf_index });
   } finally {
     await other.close();
   }

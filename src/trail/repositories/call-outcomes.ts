@@ -102,37 +102,44 @@ export async function brokersOfGrants(db: Database, grantIds: readonly string[])
 
 /**
  * The completions in one statement: each record still pending is locked (in id order, so two
- * batches naming the same calls wait for each other instead of deadlocking), then completed, its
- * outcome's leaf appended in the same statement (both commit, or neither). A record no longer
- * pending once its lock is had (another report of it won) is left alone and has no leaf: a batch
- * sent again appends nothing twice.
+ * batches naming the same calls wait for each other instead of deadlocking), then its outcome's
+ * leaf appended and the record completed in the same statement (both commit, or neither). A record
+ * no longer pending once its lock is had (another report of it won) is left alone and has no leaf:
+ * a batch sent again appends nothing twice. The tree's head is locked only after the records, for
+ * the append, the completions and the commit. The completing UPDATE writes only a record still
+ * pending, and the statement fails whole (trail_outcome_leaves_match) unless it completed exactly
+ * as many records as it appended leaves: a leaf no record rebuilds would make its block unprovable.
  */
+const PENDING = codec.OUTCOME_CODES.pending;
 const complete = (tree: boolean) => ({
-  name: tree ? 'call_outcomes_complete_v1' : 'call_outcomes_complete_untreed_v1',
+  name: tree ? 'call_outcomes_complete_v2' : 'call_outcomes_complete_untreed_v2',
   text: `with input as materialized (
     select * from unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::smallint[], $5::integer[], $6::text[], $7::bytea[])
       with ordinality as i(id, lo, hi, outcome, duration_ms, error_code, leaf, ord)),
   locked as materialized (
     select r.id, r.requested_at, i.ord from (select * from input order by id) i
-      ${probe('r.id, r.requested_at', `and r.outcome = ${codec.OUTCOME_CODES.pending} for update`)}),
+      ${probe('r.id, r.requested_at', `and r.outcome = ${PENDING} for update`)}),
   numbered as materialized (select l.*, row_number() over (order by l.ord) - 1 as n from locked l),
   tree as materialized (select ${
     tree
       ? 'case when exists (select from numbered) then trail_append(array(select i.leaf from numbered l join input i using (ord) order by l.n)) end'
       : 'null::bigint'
-  } as first)
-update call_records r
-   set outcome = i.outcome, completed_after_ms = round(extract(epoch from ($8::timestamptz - r.requested_at)) * 1000)::integer,
-       duration_ms = i.duration_ms, error_code = i.error_code, outcome_leaf_index = tree.first + l.n
-  from numbered l join input i using (ord), tree
- where r.id = l.id and r.requested_at = l.requested_at
-returning i.ord`,
+  } as first),
+  completed as (
+    update call_records r
+       set outcome = i.outcome, completed_after_ms = round(extract(epoch from ($8::timestamptz - r.requested_at)) * 1000)::integer,
+           duration_ms = i.duration_ms, error_code = i.error_code, outcome_leaf_index = tree.first + l.n
+      from numbered l join input i using (ord), tree
+     where r.id = l.id and r.requested_at = l.requested_at and r.outcome = ${PENDING}
+    returning i.ord)
+select array_agg(ord) as ords, trail_outcome_leaves_match((select count(*) from numbered), count(*)) as matched from completed`,
 });
 const COMPLETE = { on: complete(true), off: complete(false) };
 
 /**
  * Completes the pending records of `completions` at `completedAt`, durably (one statement, its own
- * commit): the positions in `completions` of those it completed. Each call at most once in a batch.
+ * commit): the positions in `completions` of those it completed. A call named more than once is
+ * completed (and its leaf appended) for its first naming only.
  */
 export async function completeCallRecords(
   db: Database,
@@ -141,19 +148,21 @@ export async function completeCallRecords(
   tree = true,
 ): Promise<Set<number>> {
   const spots = located(completions.map((each) => each.callId));
-  if (spots.ids.length === 0) return new Set();
-  const taken = spots.at.map((at) => completions[at]!);
+  // By the record's bytes, as the statement finds records: one row of input per record.
+  const once = spots.ids.flatMap((id, k) => (spots.ids.indexOf(id) === k ? [k] : []));
+  if (once.length === 0) return new Set();
+  const taken = once.map((k) => completions[spots.at[k]!]!);
   const at = completedAt.toISOString();
   const values = [
-    spots.ids,
-    spots.from,
-    spots.to,
+    once.map((k) => spots.ids[k]),
+    once.map((k) => spots.from[k]),
+    once.map((k) => spots.to[k]),
     taken.map((each) => codec.OUTCOME_CODES[each.outcome]),
     taken.map((each) => each.durationMs ?? null),
     taken.map((each) => each.errorCode ?? null),
     taken.map((each) => (tree ? leafHash(outcomeLeaf({ callId: each.callId, outcome: each.outcome, completedAt: at })) : null)),
     completedAt,
   ];
-  const rows = await run<{ ord: string }>(db, COMPLETE[tree ? 'on' : 'off'], values);
-  return new Set(rows.map((row) => spots.at[Number(row.ord) - 1]!));
+  const [row] = await run<{ ords: string[] | null }>(db, COMPLETE[tree ? 'on' : 'off'], values);
+  return new Set((row?.ords ?? []).map((ord) => spots.at[once[Number(ord) - 1]!]!));
 }
