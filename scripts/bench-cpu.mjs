@@ -8,11 +8,13 @@
 //      this build runs alone), BENCH_CPU_RATE (500), BENCH_CPU_S (10), BENCH_CPU_ROUNDS (4),
 //      BENCH_CPU_WARMUP_S (5), BENCH_CPU_TOGETHER (true: both builds loaded at once in each round,
 //      each at the rate, instead of one after the other), BENCH_DECISION_LOG (all),
-//      BENCH_NODE_ARGS (e.g. --cpu-prof).
+//      BENCH_NODE_ARGS (e.g. --cpu-prof), BENCH_CPU_VIA (http; grpc: the same check asked through
+//      Envoy's ext_authz gRPC Check, as bench-ext-authz.mjs asks it).
 import path from 'node:path';
 import { loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
-import { benchDatabase, finish, killChildren, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
+import { benchDatabase, finish, freePort, killChildren, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
+import { mcpCheckRequest, steadyGrpcRate } from './bench-ext-authz.mjs';
 import { steadyRate } from './bench-rate.mjs';
 import { checkBody, seed } from './bench-world.mjs';
 
@@ -23,27 +25,43 @@ const WARMUP_S = Number(process.env.BENCH_CPU_WARMUP_S ?? 5);
 const BASELINE = process.env.BENCH_BASELINE;
 const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
 const TOGETHER = process.env.BENCH_CPU_TOGETHER === 'true';
+const VIA = process.env.BENCH_CPU_VIA ?? 'http';
 
 async function service(name, env, main) {
+  const grpcPort = VIA === 'grpc' ? await freePort() : undefined;
+  const grpcEnv = grpcPort ? { EXT_AUTHZ_GRPC_PORT: String(grpcPort) } : {};
   // Postgres is shared (100 connections): a small pool each, as both carry the same modest rate.
-  const base = await startService({ DECISION_LOG, DATABASE_POOL_MAX: '8', ...env }, [], main);
-  return { name, base, world: null };
+  const base = await startService({ DECISION_LOG, DATABASE_POOL_MAX: '8', ...grpcEnv, ...env }, [], main);
+  return { name, base, grpcPort, world: null };
+}
+
+/** The build's steady load for `seconds`, through the route or through ext_authz gRPC (BENCH_CPU_VIA). */
+function load(target, seconds) {
+  if (VIA === 'grpc') {
+    const { brokerToken } = target.world;
+    return steadyGrpcRate({
+      address: `127.0.0.1:${target.grpcPort}`,
+      brokerToken,
+      request: mcpCheckRequest(target.world),
+      rate: RATE,
+      seconds,
+    });
+  }
+  return steadyRate({
+    base: target.base,
+    path: '/api/broker/check',
+    token: target.world.brokerToken,
+    body: checkBody(target.world),
+    rate: RATE,
+    seconds,
+    connections: 20,
+  });
 }
 
 async function round(target) {
-  const load = (seconds) =>
-    steadyRate({
-      base: target.base,
-      path: '/api/broker/check',
-      token: target.world.brokerToken,
-      body: checkBody(target.world),
-      rate: RATE,
-      seconds,
-      connections: 20,
-    });
   const before = serviceCpuMs(target.base);
   const [user, system] = userSystemTicks(target.base);
-  const result = await load(SECONDS);
+  const result = await load(target, SECONDS);
   const checks = result.ok2xx + result.non2xx;
   const [userAfter, systemAfter] = userSystemTicks(target.base);
   const systemShare = (systemAfter - system) / (userAfter - user + systemAfter - system);
@@ -80,17 +98,7 @@ try {
     );
   }
   for (const [index, target] of targets.entries()) target.world = await seed(target.base, db, { name: `bench-cpu-${index}` });
-  for (const target of targets) {
-    await steadyRate({
-      base: target.base,
-      path: '/api/broker/check',
-      token: target.world.brokerToken,
-      body: checkBody(target.world),
-      rate: RATE,
-      seconds: WARMUP_S,
-      connections: 20,
-    });
-  }
+  for (const target of targets) await load(target, WARMUP_S);
   const figures = new Map(targets.map((target) => [target.name, []]));
   const ratios = [];
   for (let i = 0; i < ROUNDS; i += 1) {

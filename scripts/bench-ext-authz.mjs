@@ -30,7 +30,7 @@ function protoValue(value) {
 }
 const protoStruct = (object) => ({ fields: Object.fromEntries(Object.entries(object).map(([k, v]) => [k, protoValue(v)])) });
 
-function authorizationClient(address) {
+export function authorizationClient(address) {
   const definition = protoLoader.loadSync('envoy/service/auth/v3/external_auth.proto', {
     includeDirs: [path.join(root, 'proto')],
     keepCase: true,
@@ -103,6 +103,45 @@ export async function grpcLoad(title, { address, brokerToken, request, seconds }
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
   for (const client of clients) client.close();
   return { total: ok + refused + errors, ok, refused, errors, perSec: Math.round((ok + refused + errors) / elapsed) };
+}
+
+/**
+ * Checks at a steady `rate`/s for `seconds` (request i due at start + i/rate, spread over the
+ * channels), for bench:cpu's CPU per check through gRPC: counts allowed answers and anything else.
+ */
+export async function steadyGrpcRate({ address, brokerToken, request, rate, seconds }) {
+  const clients = authorizationClient(address);
+  const metadata = new grpc.Metadata();
+  metadata.set('authorization', `Bearer ${brokerToken}`);
+  const counts = { ok2xx: 0, non2xx: 0, errors: 0 };
+  const refusals = {};
+  const total = Math.round(rate * seconds);
+  const answered = [];
+  const started = performance.now();
+  for (let i = 0; i < total;) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) * rate) / 1000) + 1);
+    for (; i < due; i += 1) {
+      const client = clients[i % clients.length];
+      answered.push(
+        new Promise((resolve) =>
+          client.Check(request, metadata, (error, response) => {
+            if (error) counts.errors += 1;
+            else if (response.status?.code === 0 || response.status?.code === undefined) counts.ok2xx += 1;
+            else {
+              counts.non2xx += 1;
+              refusals[response.status.message] = (refusals[response.status.message] ?? 0) + 1;
+            }
+            resolve();
+          }),
+        ),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  await Promise.all(answered);
+  for (const client of clients) client.close();
+  if (counts.non2xx > 0) console.log(`refused through gRPC: ${JSON.stringify(refusals)}`);
+  return counts;
 }
 
 function httpLoad(title, { base, brokerToken, body, seconds }) {

@@ -4,22 +4,26 @@ import { ensureDatabaseExists } from '../../src/db/database';
 import { knexConfig } from '../../src/db/knex-config';
 import { startService, type TestService } from '../support/service';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis';
+import { ownDatabase } from '../support/own-database';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { callRecordsOf } from '../support/call-records';
 
 let own: OwnRedis;
+const database = ownDatabase('broker_failures');
 let service: TestService;
 let world: BrokerWorld;
 
 // This suite's service uses a redis-server of its own, so stopping Redis stops nobody else's.
 beforeAll(async () => {
   own = await startOwnRedis();
-  service = await startService({ REDIS_URL: own.url });
+  await database.migrated();
+  service = await startService({ REDIS_URL: own.url, DATABASE_URL: database.url });
   world = await brokerWorld(service);
 });
 afterAll(async () => {
   await service.close();
   await own.stop();
+  await database.drop();
 });
 
 async function redisReady(): Promise<void> {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { startService, type TestService } from '../support/service';
 import { startReplica, type Replica } from '../support/replica';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { ownDatabase } from '../support/own-database';
 import type { Human, InstalledAgent } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 
@@ -11,21 +12,25 @@ import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/brok
  * own) reaches Redis only through a proxy that can blackhole the traffic; replica B reaches it
  * directly and serves broker checks all along. Once any change answers 2xx, B allows nothing it
  * forbids; a change A could not confirm answers 503 and is still applied by B's relay, even
- * with A killed.
+ * with A killed. Both replicas run on a database of this file's own: the outbox B's relay reads is
+ * then read by no other file's service (one on a Redis of its own would stamp it there, not here).
  */
+const database = ownDatabase('partition');
 let proxy: TcpProxy;
 let a: Replica;
 let b: TestService;
 
 beforeAll(async () => {
   proxy = await startTcpProxy(6379);
-  a = await startReplica({ REDIS_URL: proxy.url('redis', '/0') });
-  b = await startService();
+  await database.migrated();
+  a = await startReplica({ REDIS_URL: proxy.url('redis', '/0'), DATABASE_URL: database.url });
+  b = await startService({ DATABASE_URL: database.url });
 });
 afterAll(async () => {
   await a.kill();
   await b.close();
   await proxy.close();
+  await database.drop();
 });
 
 interface Sent {
@@ -154,9 +159,14 @@ const cli = path.resolve(__dirname, '../../dist/src/admin/cli.js');
 /** The built operator CLI as its own process (the way `npm run admin --` runs it): exit code and output. */
 function admin(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [cli, ...args],
+      { env: { ...process.env, DATABASE_URL: database.url, ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -239,7 +249,7 @@ describe('the revoking replica killed between commit and stamp', () => {
     } finally {
       await load.stop();
       proxy.restore();
-      a = await startReplica({ REDIS_URL: proxy.url('redis', '/0') });
+      a = await startReplica({ REDIS_URL: proxy.url('redis', '/0'), DATABASE_URL: database.url });
     }
   });
 });

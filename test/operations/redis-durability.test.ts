@@ -2,22 +2,26 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis';
 import { startService, type TestService } from '../support/service';
+import { ownDatabase } from '../support/own-database';
 
 /**
  * /readyz says how Redis keeps the budget windows, read from the Redis itself (issue 8 §4): this
  * test's own redis-server, reconfigured at run time, so each answer is known in advance.
  */
 let redis: OwnRedis;
+const database = ownDatabase('redis_durability');
 let service: TestService;
 const cli = (...args: string[]) => promisify(execFile)('redis-cli', ['-p', String(redis.port), ...args]);
 
 beforeAll(async () => {
   redis = await startOwnRedis();
-  service = await startService({ REDIS_URL: redis.url });
+  await database.migrated();
+  service = await startService({ REDIS_URL: redis.url, DATABASE_URL: database.url });
 });
 afterAll(async () => {
   await service?.close();
   await redis?.stop();
+  await database.drop();
 });
 
 const durability = async () => (await service.http.get('/readyz').expect(200)).body.redisDurability;

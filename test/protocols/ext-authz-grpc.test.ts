@@ -9,6 +9,7 @@ import { broker } from '../support/world';
 import { brokerWorld, chainOf, checkAs, type BrokerWorld } from '../support/broker-world';
 import { callRecord, callRecordsOf } from '../support/call-records';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis';
+import { ownDatabase } from '../support/own-database';
 
 /**
  * Envoy's external authorization over gRPC, asked by a Go client built from Envoy's own API types
@@ -184,18 +185,21 @@ describe('Envoy ext_authz over gRPC, asked by a client of Envoy’s Go types', (
 
 describe('Envoy ext_authz over gRPC when Redis is down', () => {
   let own: OwnRedis;
+  const database = ownDatabase('ext_authz_redis_down');
   let failing: TestService;
   let listener: GrpcListener;
 
   beforeAll(async () => {
     own = await startOwnRedis();
-    failing = await startService({ REDIS_URL: own.url });
+    await database.migrated();
+    failing = await startService({ REDIS_URL: own.url, DATABASE_URL: database.url });
     listener = await startExtAuthzGrpc(failing.services.extAuthz, { host: '127.0.0.1', port: 0 }, failing.deps.log);
   });
   afterAll(async () => {
     await listener.close();
     await failing.close();
     await own.stop();
+    await database.drop();
   });
 
   it('answers UNAVAILABLE with a 503 and allows nothing', async () => {

@@ -7,7 +7,10 @@ import { spareServerPort } from './replica';
 
 /**
  * A throwaway redis-server of this test alone, on a free port, with no persistence: tests that
- * stop Redis stop this one, never the shared server on 6379.
+ * stop Redis stop this one, never the shared server on 6379. A service on it runs on a database of
+ * its own too (`ownDatabase(...).migrated()`): replicas of one deployment share Postgres and Redis,
+ * and a service sharing the run's database would relay other files' invalidations to its own
+ * Redis, deleting them from the outbox before the run's replicas could stamp them.
  */
 export interface OwnRedis {
   url: string;
