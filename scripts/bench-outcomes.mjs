@@ -9,48 +9,23 @@
 //      BENCH_OUTCOMES_NODE_ARGS (`--cpu-prof --cpu-prof-dir=…`: this build's service only).
 import path from 'node:path';
 import {
-  api,
   benchDatabase,
   finish,
-  humanToken,
   killChildren,
   machine,
   percentile,
-  registerBroker,
   root,
-  run,
   serviceCpuMs,
   startService,
   stopService,
 } from './bench-harness.mjs';
+import { seedEchoGrant } from './bench-world.mjs';
 
 const RATE = Number(process.env.BENCH_OUTCOMES_RATE ?? 200);
 const ROUNDS = Number(process.env.BENCH_OUTCOMES_ROUNDS ?? 3);
 const ROUND_S = Number(process.env.BENCH_OUTCOMES_ROUND_S ?? 8);
 const BATCH_MS = Number(process.env.BENCH_OUTCOMES_BATCH_MS ?? 20);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function seed(base, db) {
-  const owner = humanToken(`bench-owner-${run}`);
-  const pod = await api(base, 'POST', '/api/pods', owner, { name: 'Outcome bench pod' });
-  await api(base, 'POST', `/api/registry/pods/${pod.id}/agents`, owner, { name: 'bench-bot' });
-  const agentToken = (await api(base, 'POST', `/api/registry/pods/${pod.id}/agents/bench-bot/runtime-tokens`, owner, { name: 'bench' }))
-    .token;
-  const broker = await registerBroker(db, 'outcome-bench');
-  const connection = await api(base, 'POST', '/api/connections', owner, {
-    kind: 'code_hosting_app',
-    brokerId: broker.id,
-    externalInstallationId: `outcomes-${run}`,
-    tools: [{ name: 'everything.echo', access: 'read' }],
-  });
-  const grant = await api(base, 'POST', '/api/grants', owner, {
-    connectionId: connection.id,
-    target: { kind: 'pod', id: pod.id },
-    tools: ['everything.echo'],
-    budget: { calls: 1_000_000, windowMs: 1000 },
-  });
-  return { brokerToken: broker.token, agentToken, grantId: grant.id };
-}
 
 /** `count` sends at RATE/s, open loop; their results in order. */
 async function openLoop(count, send) {
@@ -107,7 +82,7 @@ try {
   const nodeArgs = process.env.BENCH_OUTCOMES_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const services = [{ label: 'this build', base: await startService({}, nodeArgs) }];
   for (const main of baselines) services.push({ label: path.relative(root, main), base: await startService({}, [], main) });
-  const world = await seed(services[0].base, db);
+  const world = await seedEchoGrant(services[0].base, db, 'outcomes');
   for (const service of services)
     Object.assign(service, { checkCpu: 0, outcomeCpu: 0, checks: 0, outcomes: 0, latencies: [], statuses: new Map() });
   // A warm-up round each, not counted.
