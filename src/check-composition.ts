@@ -13,6 +13,7 @@ import type { Clock } from './kernel/clock';
 import type { RedisClient } from './redis/client';
 import type { SpeedUps } from './speedups';
 import { insertCallRecords } from './trail/repositories/call-record-inserts';
+import type { PendingCalls } from './trail/pending-calls';
 import type { NewCallRecord } from './trail/writer';
 
 /**
@@ -27,6 +28,8 @@ export function checkParts(input: {
   redis: RedisClient;
   clock: Clock;
   speedUps: SpeedUps;
+  /** What the trail remembers of the records it writes pending (shared with its outcome batches). */
+  pendingCalls: PendingCalls;
   resolveCredential: CredentialResolver;
   /** MCP hosts' access tokens (src/oauth/access-tokens.ts). */
   verifyAccessToken: CheckSources['verifyAccessToken'];
@@ -66,7 +69,7 @@ export function checkParts(input: {
     brokerTokens,
     budget: check.budget,
     rebuild,
-    trail: speedUps.trailWriter((rows) => insertCallRecords(db, rows, shapes, config.TRAIL_TREE === 'on')),
+    trail: input.pendingCalls.writer(speedUps.trailWriter((rows) => insertCallRecords(db, rows, shapes, config.TRAIL_TREE === 'on'))),
     treeInputs: speedUps.treeInputs(),
   };
 }

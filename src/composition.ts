@@ -168,6 +168,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
     intervalMs: config.TRAIL_CHECKPOINT_MS,
     log: log.child({ component: 'trail-tree' }),
   });
+  const pendingCalls = speedUps.pendingCalls();
   const broker = createBrokerService({
     ...checkParts({
       config,
@@ -175,6 +176,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       redis,
       clock,
       speedUps,
+      pendingCalls,
       resolveCredential,
       verifyAccessToken: (token) => hostTokens.verify(token),
       approvals: callApprovals,
@@ -220,6 +222,7 @@ export async function buildService(config: Config, options: ServiceOptions = {})
       policy,
       clock,
       tree: config.TRAIL_TREE === 'on',
+      pendingCalls,
       readableGrant: (principal, grantId) => grants.read(principal, grantId),
     }),
     trailVerification: createTrailVerification({

@@ -21,6 +21,8 @@
  *     plain: each check rebuilds.
  *   - proofBlocks (./proof-blocks.ts): the leaf hashes of complete blocks of the trail's tree that
  *     proofs went through; plain: trail/tree-store.ts rebuilds every block from its records.
+ *   - pendingCalls (./pending-calls.ts): the calls the checks wrote pending and the grants' brokers,
+ *     for their outcome batches; plain: NO_PENDING_CALLS, every batch reads them.
  *
  * Each file says what it trades. All are turned off together with SPEEDUPS=off (src/config.ts), to
  * tell a bug of a speed-up from one of the service, or to measure what they give.
@@ -32,6 +34,7 @@ import { plainLineWriter, type LineWriterFactory } from '../kernel/log';
 import { evaluateTextPlainly, type EvaluateText } from '../policy/evaluate-text';
 import { NO_JSON_MEMO, type JsonMemo } from '../policy/input-json';
 import { sendNow, type BeforeSendFactory } from '../redis/client';
+import { NO_PENDING_CALLS, type PendingCalls } from '../trail/pending-calls';
 import type { ShapeMemo } from '../trail/shape-memo';
 import type { BlockCache } from '../trail/tree-store';
 import { plainTrailWriter, type TrailWriter, type WriteRecords } from '../trail/writer';
@@ -42,6 +45,7 @@ import { jsonLineWriter } from './log-lines';
 import { createJsonMemo, createShapeMemo, createTreeInputMemo } from './memo';
 import { evaluateTextThroughAbi } from './opa-abi';
 import { redisCork } from './redis-cork';
+import { pendingCalls } from './pending-calls';
 import { proofBlocks } from './proof-blocks';
 import { singleFlight } from './single-flight';
 
@@ -77,6 +81,8 @@ export interface SpeedUps {
   singleFlight<K, V>(run: (key: K) => Promise<V>): (key: K) => Promise<V>;
   /** For the trail's proofs: the complete blocks of the tree they went through. */
   proofBlocks(): BlockCache | undefined;
+  /** For the trail's writer and its outcome batches: what the checks wrote pending. */
+  pendingCalls(): PendingCalls;
 }
 
 const PLAIN: SpeedUps = {
@@ -94,11 +100,23 @@ const PLAIN: SpeedUps = {
   trailWriter: plainTrailWriter,
   singleFlight: (run) => run,
   proofBlocks: () => undefined,
+  pendingCalls: () => NO_PENDING_CALLS,
 };
 
 const FAST: SpeedUps = {
   enabled: true,
-  inUse: ['direct-http', 'redis-cork', 'log-lines', 'memo', 'opa-abi', 'caches', 'group-commit', 'single-flight', 'proof-blocks'],
+  inUse: [
+    'direct-http',
+    'redis-cork',
+    'log-lines',
+    'memo',
+    'opa-abi',
+    'caches',
+    'group-commit',
+    'single-flight',
+    'proof-blocks',
+    'pending-calls',
+  ],
   frontHandler: directRoutes,
   redisBeforeSend: redisCork,
   lineWriter: jsonLineWriter,
@@ -111,6 +129,7 @@ const FAST: SpeedUps = {
   trailWriter: (insert) => new GroupCommit(insert),
   singleFlight,
   proofBlocks: () => proofBlocks(),
+  pendingCalls: () => pendingCalls(),
 };
 
 export function createSpeedUps(options: SpeedUpOptions): SpeedUps {

@@ -119,6 +119,7 @@ describe('with SPEEDUPS=off', () => {
       'group-commit',
       'single-flight',
       'proof-blocks',
+      'pending-calls',
     ]);
     expect(plain.deps.speedUps.enabled).toBe(false);
     expect(plain.deps.speedUps.inUse).toEqual([]);

@@ -1,10 +1,7 @@
 import type { Knex } from 'knex';
-import type { Database } from '../../db/database';
 import { idBytes, idTimeMs } from '../../kernel/ids';
-import * as codec from './codec';
-import { leafHash, outcomeLeaf } from '../tree/leaves';
 import { withApprovals } from './call-record-approvals';
-import { decode, READ, withShape, type CallRecordRow, type Queryable, type StoredRow } from './call-record-rows';
+import { decode, withShape, type CallRecordRow, type Queryable, type StoredRow } from './call-record-rows';
 
 export type { CallRecordRow, NewCallRecord } from './call-record-rows';
 
@@ -14,8 +11,8 @@ export type { CallRecordRow, NewCallRecord } from './call-record-rows';
  * (codec.ts); `held_call_records` keeps a held tree's rows of days already dropped,
  * and every read of a grant's trail reads both. Owned here, by the trail domain: the broker's
  * check writes through the trail's writer (trail/writer.ts), the maintenance job
- * (trail/maintenance.ts) makes and drops days. Here: a record by its call's id and its completion
- * by the call's outcome; the check's writes are call-record-inserts.ts's, the listings
+ * (trail/maintenance.ts) makes and drops days. Here: a record by its call's id; the check's writes
+ * are call-record-inserts.ts's, completions by the calls' outcomes call-outcomes.ts's, the listings
  * call-record-listings.ts's, what became of the approvals records name call-record-approvals.ts's.
  */
 
@@ -60,53 +57,8 @@ export async function findCallForOutcome(
   return grant && { outcome: record.outcome, requested_at: record.requested_at, broker_id: grant.broker_id };
 }
 
-/**
- * Completes a pending record at `completedAt`, once: undefined when it was no longer pending (a
- * second report). The outcome decision has refused a completion the column cannot hold.
- */
-export async function completeCallRecord(
-  db: Database,
-  callId: string,
-  report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
-  completedAt: Date,
-  tree = true,
-): Promise<CallRecordRow | undefined> {
-  const where = byCallId(callId);
-  if (!where) return undefined;
-  const completed = await db.transaction(async (trx) => {
-    const row = await completeInUnit(trx, where, report, completedAt);
-    if (!row || !tree) return row;
-    // The row is ours until the commit: its outcome's leaf joins the tree with it, exactly once.
-    const leaf = leafHash(outcomeLeaf({ callId, outcome: report.outcome, completedAt: completedAt.toISOString() }));
-    const { rows } = await trx.raw<{ rows: Array<{ outcome_leaf_index: string }> }>(
-      `update call_records r set outcome_leaf_index = trail_append(array[?::bytea]) where ${where.sql} returning outcome_leaf_index`,
-      [leaf, ...where.bindings],
-    );
-    return { ...row, outcome_leaf_index: Number(rows[0]!.outcome_leaf_index) };
-  });
-  return completed && (await withApprovals(db, [completed], completedAt))[0];
-}
-
-async function completeInUnit(
-  trx: Knex.Transaction,
-  where: { sql: string; bindings: Knex.RawBinding[] },
-  report: { outcome: 'succeeded' | 'failed'; durationMs?: number; errorCode?: string },
-  completedAt: Date,
-): Promise<CallRecordRow | undefined> {
-  const { rows } = await trx.raw<{ rows: StoredRow[] }>(
-    `update call_records r
-        set outcome = ?, completed_after_ms = round(extract(epoch from (?::timestamptz - r.requested_at)) * 1000)::integer,
-            duration_ms = ?, error_code = ?
-       from call_record_shapes s
-      where s.code = r.shape and ${where.sql} and r.outcome = ? returning ${READ}`,
-    [
-      codec.OUTCOME_CODES[report.outcome],
-      completedAt,
-      report.durationMs ?? null,
-      report.errorCode ?? null,
-      ...where.bindings,
-      codec.OUTCOME_CODES.pending,
-    ],
-  );
-  return rows[0] && decode(rows[0]);
+/** A record as people read it (see withApprovals) at `now`; undefined when there is none. */
+export async function findCallRecordAsRead(db: Queryable, callId: string, now: Date): Promise<CallRecordRow | undefined> {
+  const record = await findCallRecord(db, callId);
+  return record && (await withApprovals(db, [record], now))[0];
 }
