@@ -8,9 +8,13 @@ let b: TestService;
 let world: BrokerWorld;
 
 // Two replicas of the service, one database, one Redis: the budget is decided in Redis alone.
+// A generous command timeout: these tests count answers to bursts of hundreds of checks beside
+// another test file on a busy CI machine, where a reply can wait past the 250 ms default and the
+// check rightly answers 503 (that timeout is tested in failures.test.ts); here every answer counts.
+const env = { REDIS_COMMAND_TIMEOUT_MS: '2000' };
 beforeAll(async () => {
-  a = await startService();
-  b = await startService();
+  a = await startService(env);
+  b = await startService(env);
   world = await brokerWorld(a);
 });
 afterAll(async () => {
@@ -28,7 +32,7 @@ describe('exact budgets under concurrency', () => {
   it('allows exactly 50 of 500 concurrent checks through two replicas', async () => {
     const { leafId } = await chainOf(a, world, 1, { budget: { calls: 50, windowMs: 3_600_000 } });
     const answers = await Promise.all(Array.from({ length: 500 }, (_, i) => checkAs(i % 2 ? a : b, world, leafId, world.agent)));
-    expect(answers.every((r) => r.status === 200)).toBe(true);
+    expect(answers.filter((r) => r.status !== 200).map((r) => ({ status: r.status, code: r.body.code }))).toEqual([]);
     const allowed = answers.filter((r) => r.body.decision === 'allow');
     expect(allowed).toHaveLength(50);
     expect(answers.filter((r) => r.body.reason === 'budget_exhausted')).toHaveLength(450);
