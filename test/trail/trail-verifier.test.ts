@@ -109,6 +109,8 @@ async function load(n: number): Promise<number[]> {
   const answers = await Promise.all(
     Array.from({ length: n }, (_, i) => checkAs(i % 2 ? b : a, world, grantId, world.agent, i % 5 === 0 ? { tool: 'repos.delete' } : {})),
   );
+  // Every answer is a decision with a receipt; any other answer is named by its status and code.
+  expect(answers.filter((res) => res.status !== 200).map((res) => ({ status: res.status, code: res.body.code }))).toEqual([]);
   return answers.map((res) => {
     expect(res.body.receipt).toEqual({ leafIndex: expect.any(Number) });
     return res.body.receipt.leafIndex as number;
@@ -121,7 +123,10 @@ beforeAll(async () => {
   await migrateToLatest(db);
   // The partition of the instances' day (the migration made today's and the next days'), made before they start.
   await createTrailDay(db, new Date(clock.now()).toISOString().slice(0, 10));
-  const settings = { DATABASE_URL: database.url, TRAIL_CHECKPOINT_MS: '100' };
+  // A generous Redis command timeout: bursts of 60 checks beside another test file on a busy CI
+  // machine can wait past the 250 ms default, and the check then rightly answers 503 (that timeout
+  // is tested in failures.test.ts); here every answer must be a decision with a receipt.
+  const settings = { DATABASE_URL: database.url, TRAIL_CHECKPOINT_MS: '100', REDIS_COMMAND_TIMEOUT_MS: '2000' };
   [a, b] = await Promise.all([startService(settings, { clock }), startService(settings, { clock })]);
   world = await brokerWorld(a);
   grantId = (await chainOf(a, world, 0, { tools: ['repos.read_file'] })).rootId;
