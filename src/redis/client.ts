@@ -1,4 +1,4 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type Command } from 'ioredis';
 import type { Logger } from '../kernel/log';
 
 /**
@@ -47,9 +47,20 @@ export function connectRedis(settings: RedisSettings, log: Logger, beforeSend: B
   // counts as away. ioredis's default (2 s) also held a closed service's process that long when
   // Redis was away: between reconnect attempts its disconnect ends a socket already closed, whose
   // 'close' never comes to clear the timer (redis/ioredis#1247).
-  const perNode = { commandTimeout: settings.commandTimeoutMs, disconnectTimeout: settings.commandTimeoutMs, maxRetriesPerRequest: 1 };
-  const redis: RedisClient = settings.clusterNodes?.length
-    ? new Cluster(settings.clusterNodes.map(parseNode), {
+  // ioredis's own command timeout is only a backstop, for the commands the service's deadline
+  // (DeadlineRedis, DeadlineCluster below) does not see: those a Cluster's node connections and
+  // its slot refreshes send themselves. Its timer rejects as soon as it runs, in the timers phase,
+  // before the poll phase reads a reply already waiting in the socket: at REDIS_COMMAND_TIMEOUT_MS,
+  // a stall of this process past the timeout (a long GC, a starved CPU) failed commands Redis had
+  // answered in time. Set well past the deadline, it fires first only when this process stalls
+  // several times longer than Redis is allowed to take.
+  const perNode = {
+    commandTimeout: settings.commandTimeoutMs * BACKSTOP_FACTOR,
+    disconnectTimeout: settings.commandTimeoutMs,
+    maxRetriesPerRequest: 1,
+  };
+  const redis = settings.clusterNodes?.length
+    ? new DeadlineCluster(settings.clusterNodes.map(parseNode), {
         ...common,
         redisOptions: perNode,
         // A moved or failed-over slot is followed, but a node that is down fails the command
@@ -59,7 +70,8 @@ export function connectRedis(settings: RedisSettings, log: Logger, beforeSend: B
         retryDelayOnClusterDown: 50,
         clusterRetryStrategy: (times) => Math.min(times * 100, 2000),
       })
-    : new Redis(settings.url, { ...common, ...perNode });
+    : new DeadlineRedis(settings.url, { ...common, ...perNode });
+  redis.deadlineMs = settings.commandTimeoutMs;
   redis.on('error', (err: Error) => log.warn({ err: { message: err.message } }, 'redis error'));
   return withBeforeSend(redis, beforeSend);
 }
@@ -67,4 +79,60 @@ export function connectRedis(settings: RedisSettings, log: Logger, beforeSend: B
 function parseNode(node: string): { host: string; port: number } {
   const url = new URL(node.includes('://') ? node : `redis://${node}`);
   return { host: url.hostname, port: Number(url.port || 6379) };
+}
+
+/** How many command timeouts ioredis's own timer waits (see connectRedis). */
+const BACKSTOP_FACTOR = 4;
+
+type SendStream = Parameters<Redis['sendCommand']>[1];
+
+/** A server connection whose commands fail after `deadlineMs` without an answer (withDeadline). */
+class DeadlineRedis extends Redis {
+  /** Set once constructed; none (0) until then. */
+  deadlineMs = 0;
+
+  override sendCommand(command: Command, stream?: SendStream): unknown {
+    const sent = super.sendCommand(command, stream);
+    withDeadline(command, this.deadlineMs);
+    return sent;
+  }
+}
+
+/**
+ * A Cluster whose commands fail after `deadlineMs` without an answer (withDeadline), however many
+ * redirections they follow: the deadline runs from the first send.
+ */
+class DeadlineCluster extends Cluster {
+  /** Set once constructed; none (0) until then. */
+  deadlineMs = 0;
+
+  override sendCommand(command: Command, stream?: SendStream, node?: unknown): unknown {
+    const sent = super.sendCommand(command, stream, node);
+    withDeadline(command, this.deadlineMs);
+    return sent;
+  }
+}
+
+/**
+ * Fails `command` ("Command timed out", as ioredis's own timeout does) if its answer has not come
+ * `ms` after it was sent. A timer that comes due runs before this process reads its sockets, and
+ * when the process itself was stalled past the deadline the answer may be waiting there unread:
+ * so the command is failed only after the event loop has read its sockets once more
+ * (setImmediate runs after that poll), and only if the answer was not among what it read. An
+ * answer that comes after the command failed is read and dropped by ioredis, as after its own
+ * timeout: the commands behind it still get theirs.
+ */
+function withDeadline(command: Command, ms: number): void {
+  if (command.isSettled || !(ms > 0)) return;
+  const timer = setTimeout(failAfterNextRead, ms, command);
+  const clear = (): void => clearTimeout(timer);
+  command.promise.then(clear, clear);
+}
+
+function failAfterNextRead(command: Command): void {
+  if (!command.isSettled) setImmediate(failIfUnanswered, command);
+}
+
+function failIfUnanswered(command: Command): void {
+  if (!command.isSettled) command.reject(new Error('Command timed out'));
 }
