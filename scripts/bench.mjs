@@ -54,6 +54,7 @@ import {
 } from './bench-harness.mjs';
 import { extAuthzPair } from './bench-ext-authz.mjs';
 import { oauthLines, oauthTokenEndpoint } from './bench-oauth.mjs';
+import { refusalTally } from './bench-refusals.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
@@ -76,8 +77,12 @@ const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
 function load(title, options) {
   return new Promise((resolve, reject) => {
     const before = cpuTimes();
-    const instance = autocannon({ connections: CONNECTIONS, duration: DURATION_S, method: 'POST', ...options }, (error, result) =>
-      error ? reject(error) : resolve({ ...result, machine: machineShares(before, cpuTimes()) }),
+    // Every answer passes through the tally, which keeps the non-2xx ones by status and problem code.
+    const refusals = refusalTally();
+    const instance = autocannon(
+      { connections: CONNECTIONS, duration: DURATION_S, method: 'POST', ...options, requests: [{ onResponse: refusals.count }] },
+      (error, result) =>
+        error ? reject(error) : resolve({ ...result, machine: machineShares(before, cpuTimes()), refusals: refusals.counts }),
     );
     instance.on('error', reject);
     console.log(`load: ${title} (${CONNECTIONS} connections, ${options.duration ?? DURATION_S} s)`);
