@@ -9,15 +9,18 @@
 //      BENCH_CPU_WARMUP_S (5), BENCH_CPU_TOGETHER (true: both builds loaded at once in each round,
 //      each at the rate, instead of one after the other), BENCH_DECISION_LOG (all),
 //      BENCH_NODE_ARGS (e.g. --cpu-prof), BENCH_CPU_VIA (http; grpc: the same check asked through
-//      Envoy's ext_authz gRPC Check, as bench-ext-authz.mjs asks it).
+//      Envoy's ext_authz gRPC Check, as bench-ext-authz.mjs asks it), BENCH_CPU_FLOW (true: each build
+//      also runs on its own policies with the example information_flow enforced, every check
+//      labelled, as `npm run bench`'s variant: each build's information_flow / plain ratio, from the
+//      same rounds; BENCH_CPU_FLOW=only: the information_flow services alone).
 import path from 'node:path';
 import { loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
-import { benchDatabase, finish, freePort, killChildren, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
+import { benchDatabase, finish, freePort, killChildren, root, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
 import { mcpCheckRequest, steadyGrpcRate } from './bench-ext-authz.mjs';
 import { steadyRate } from './bench-rate.mjs';
 import { refusalsText } from './bench-refusals.mjs';
-import { checkBody, seed } from './bench-world.mjs';
+import { buildFlowPolicy, checkBody, seed } from './bench-world.mjs';
 
 const RATE = Number(process.env.BENCH_CPU_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_CPU_S ?? 10);
@@ -27,6 +30,7 @@ const BASELINE = process.env.BENCH_BASELINE;
 const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
 const TOGETHER = process.env.BENCH_CPU_TOGETHER === 'true';
 const VIA = process.env.BENCH_CPU_VIA ?? 'http';
+const FLOW = process.env.BENCH_CPU_FLOW ?? 'false';
 
 async function service(name, env, main) {
   const grpcPort = VIA === 'grpc' ? await freePort() : undefined;
@@ -89,24 +93,36 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 let db;
 try {
   db = await benchDatabase();
-  const targets = [await service('this build', {})];
+  const builds = [{ name: 'this build', root, env: {} }];
   if (BASELINE) {
-    targets.push(
-      await service(
-        'baseline',
-        { POLICY_WASM_PATH: path.join(BASELINE, 'build/policy/policy.wasm') },
-        path.join(BASELINE, 'dist/src/main.js'),
-      ),
-    );
+    builds.push({
+      name: 'baseline',
+      root: BASELINE,
+      env: { POLICY_WASM_PATH: path.join(BASELINE, 'build/policy/policy.wasm') },
+      main: path.join(BASELINE, 'dist/src/main.js'),
+    });
+  }
+  const targets = [];
+  for (const build of builds) {
+    if (FLOW !== 'only') targets.push(await service(build.name, build.env, build.main));
+    if (FLOW === 'true' || FLOW === 'only') {
+      const flowPolicy = buildFlowPolicy(build.root);
+      targets.push(await service(`${build.name}, information_flow`, { POLICY_WASM_PATH: flowPolicy }, build.main));
+    }
   }
   for (const [index, target] of targets.entries()) target.world = await seed(target.base, db, { name: `bench-cpu-${index}` });
   for (const target of targets) await load(target, WARMUP_S);
   const figures = new Map(targets.map((target) => [target.name, []]));
-  const ratios = [];
+  // Ratios per round: this build / baseline (each kind of service), and each build's information_flow / plain.
+  const pairs = [];
+  const kinds = FLOW === 'only' ? [', information_flow'] : FLOW === 'true' ? ['', ', information_flow'] : [''];
+  if (BASELINE) for (const kind of kinds) pairs.push([`this build${kind}`, `baseline${kind}`]);
+  if (FLOW === 'true') for (const build of builds) pairs.push([`${build.name}, information_flow`, build.name]);
+  const ratios = new Map(pairs.map(([a, b]) => [`${a} / ${b}`, []]));
   for (let i = 0; i < ROUNDS; i += 1) {
     const order = i % 2 === 0 ? targets : [...targets].reverse();
     const measured = {};
-    // Together: both loads at once, so both builds share the machine's state of the moment (a
+    // Together: every load at once, so every build shares the machine's state of the moment (a
     // shared machine's load moves between rounds more than a small change moves the figure).
     const results = TOGETHER ? await Promise.all(order.map(round)) : [];
     for (const [index, target] of order.entries()) {
@@ -119,10 +135,12 @@ try {
         `round ${i + 1} ${target.name}: ${result.cpuMicros.toFixed(0)} µs CPU per check (${(100 * result.systemShare).toFixed(0)} % system) over ${result.checks}${failed}`,
       );
     }
-    if (BASELINE) ratios.push(measured['this build'] / measured.baseline);
+    for (const [a, b] of pairs) ratios.get(`${a} / ${b}`).push(measured[a] / measured[b]);
   }
   for (const [name, values] of figures) console.log(`${name}: median ${median(values).toFixed(0)} µs CPU per check (${RATE}/s)`);
-  if (BASELINE) console.log(`this build / baseline: median ${median(ratios).toFixed(3)} (${ratios.map((r) => r.toFixed(3)).join(', ')})`);
+  for (const [name, values] of ratios) {
+    console.log(`${name}: median ${median(values).toFixed(3)} (${values.map((r) => r.toFixed(3)).join(', ')})`);
+  }
   console.log(
     `load average ${loadavg()
       .map((l) => l.toFixed(2))

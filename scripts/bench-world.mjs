@@ -1,6 +1,9 @@
 // The world `npm run bench` checks against, built through the service's own API: a pod, an agent
 // with a runtime token, a broker, a connection and a chain of depth 3; the check's body and the
 // policy input the service builds for it (for the baselines); Redis bytes per call it keeps.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { REDIS_KEY_PREFIX, REDIS_URL, api, humanToken, registerBroker, require, root, run } from './bench-harness.mjs';
 
@@ -40,6 +43,33 @@ export async function seed(base, db, { resources, name = 'bench' } = {}) {
   });
   for (let depth = 1; depth <= 3; depth += 1) grant = await api(base, 'POST', `/api/grants/${grant.id}/attenuate`, agentToken, {});
   return { brokerToken: broker.token, agentToken, agentId: agent.agentId, leafId: grant.id };
+}
+
+/**
+ * The policy module of the build at `buildRoot` (its policies/, its scripts/build-policy.mjs and
+ * dist/) with the example information_flow enforced and private repositories that hold the
+ * checked one: every allowed check is labelled `private_data` and reads its tree's labels.
+ * Answers the module's path.
+ */
+export function buildFlowPolicy(buildRoot = root) {
+  const flowDir = mkdtempSync(path.join(tmpdir(), 'bench-flow-'));
+  cpSync(path.join(buildRoot, 'policies'), path.join(flowDir, 'policies'), { recursive: true });
+  writeFileSync(
+    path.join(flowDir, 'policies/org/repositories.rego'),
+    'package org\n\nprivate_repositories := ["acme/*"]\n\npublic_repositories := ["oss/*"]\n',
+  );
+  const out = path.join(flowDir, 'policy.wasm');
+  execFileSync(process.execPath, [path.join(buildRoot, 'scripts/build-policy.mjs')], {
+    cwd: buildRoot,
+    env: {
+      ...process.env,
+      POLICY_SOURCES: path.join(flowDir, 'policies'),
+      POLICY_BUILD_OUT: out,
+      ORG_POLICY_MODES: 'broker.check.information_flow=enforce',
+    },
+    stdio: 'ignore',
+  });
+  return out;
 }
 
 /** The body of a check of the world's leaf grant, by its agent, with CHECK_ARGS. */

@@ -22,7 +22,8 @@
 //      with every check traced (what tracing costs on the image's Node).
 // Env: BENCH_CONNECTIONS (100), BENCH_DURATION_S (20), BENCH_WASM_S (5), BENCH_DECISION_LOG (all,
 //      the service's default), BENCH_PAIR_ROUNDS (3) and BENCH_PAIR_S (10): alternating rounds of
-//      1., 4., 5. and 6., BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
+//      1., 4., 5. and 6., BENCH_PAIR_WARMUP_S (5): each of their variants' uncounted load before
+//      the first round, BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
 //      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
 //      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load (BENCH_SCALE=off skips them),
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL,
@@ -32,7 +33,7 @@
 //      traces; by default it is discarded).
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -57,7 +58,7 @@ import { oauthLines, oauthTokenEndpoint } from './bench-oauth.mjs';
 import { refusalTally } from './bench-refusals.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
-import { BENCH_RESOURCES, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
+import { BENCH_RESOURCES, buildFlowPolicy, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
 
 const { trailFootprint, trailRecordsByOutcome } = require(path.join(root, 'dist/src/trail/repositories/days.js'));
 
@@ -69,6 +70,7 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
 const WASM_S = Number(process.env.BENCH_WASM_S ?? 5);
 const PAIR_ROUNDS = Number(process.env.BENCH_PAIR_ROUNDS ?? 3);
 const PAIR_S = Number(process.env.BENCH_PAIR_S ?? 10);
+const PAIR_WARMUP_S = Number(process.env.BENCH_PAIR_WARMUP_S ?? 5);
 const SCALE_S = Number(process.env.BENCH_SCALE_S ?? 10);
 const SCALE = process.env.BENCH_SCALE !== 'off';
 /** The main run's and the org run's decision logging: the service's default unless told. */
@@ -150,24 +152,9 @@ async function main() {
     const orgBody = checkBody(orgWorld);
     const probe = await api(orgBase, 'POST', '/api/broker/check', orgWorld.brokerToken, JSON.parse(orgBody));
     if (probe.decision !== 'allow') throw new Error(`the org-packages check is denied: ${JSON.stringify(probe)}`);
-    // information_flow enforced, on a copy of the policies whose private repositories hold the
-    // checked one: every check is labelled `private_data` and reads the tree's labels.
-    const flowDir = mkdtempSync(path.join(tmpdir(), 'bench-flow-'));
-    cpSync(path.join(root, 'policies'), path.join(flowDir, 'policies'), { recursive: true });
-    writeFileSync(
-      path.join(flowDir, 'policies/org/repositories.rego'),
-      'package org\n\nprivate_repositories := ["acme/*"]\n\npublic_repositories := ["oss/*"]\n',
-    );
-    execFileSync(process.execPath, [path.join(root, 'scripts/build-policy.mjs')], {
-      env: {
-        ...process.env,
-        POLICY_SOURCES: path.join(flowDir, 'policies'),
-        POLICY_BUILD_OUT: path.join(flowDir, 'policy.wasm'),
-        ORG_POLICY_MODES: 'broker.check.information_flow=enforce',
-      },
-      stdio: 'ignore',
-    });
-    const flowBase = await startService({ DECISION_LOG: DECISION_LOG, POLICY_WASM_PATH: path.join(flowDir, 'policy.wasm') });
+    // information_flow enforced: every check is labelled `private_data` and reads the tree's labels.
+    const flowPolicy = buildFlowPolicy();
+    const flowBase = await startService({ DECISION_LOG: DECISION_LOG, POLICY_WASM_PATH: flowPolicy });
     const flowWorld = await seed(flowBase, db, { name: 'bench-flow' });
     const flowBody = checkBody(flowWorld);
     const flowProbe = await api(flowBase, 'POST', '/api/broker/check', flowWorld.brokerToken, JSON.parse(flowBody));
@@ -264,6 +251,12 @@ async function main() {
         cpuMs: opa.cpuMs,
       },
     ];
+    // Every variant warmed up first, uncounted: a service started just before its first round
+    // (information_flow's, say) would otherwise count its JIT's warm-up in its CPU per check, where
+    // the default service, loaded above already, does not, and the ratios would judge the warm-up.
+    for (const { title, url, headers, body: payload } of variants) {
+      if (PAIR_WARMUP_S > 0) await load(`warm-up: ${title}`, { url, headers, body: payload, duration: PAIR_WARMUP_S });
+    }
     const runs = Object.fromEntries(variants.map(({ key }) => [key, []]));
     // CPU time per check of each variant over all its rounds: the cost of what a variant adds,
     // steadier than req/s on cores shared with the load generator, Postgres and Redis.

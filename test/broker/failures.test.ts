@@ -17,7 +17,8 @@ let world: BrokerWorld;
 beforeAll(async () => {
   own = await startOwnRedis();
   await database.migrated();
-  service = await startService({ REDIS_URL: own.url, DATABASE_URL: database.url });
+  // The production Redis command timeout (the run's default is longer): one test is about it.
+  service = await startService({ REDIS_URL: own.url, DATABASE_URL: database.url, REDIS_COMMAND_TIMEOUT_MS: '250' });
   world = await brokerWorld(service);
 });
 afterAll(async () => {

@@ -150,7 +150,8 @@ describe('canonical spellings are matched as before', () => {
 
   it.each(CANONICAL_VALUES)('%s %j is allowed', async (dimension, value) => {
     const grantId = await grantOn(undefined);
-    expect((await check(grantId, { ...CANONICAL, [dimension]: value })).body.reason).toBe('allowed');
+    // The whole answer, so a refusal for another reason (a 503 under load) names itself.
+    expect((await check(grantId, { ...CANONICAL, [dimension]: value })).body).toMatchObject({ reason: 'allowed' });
   });
 });
 

@@ -14,6 +14,10 @@ module.exports = async () => {
   process.env.TRAIL_SIGNING_KEY ??= generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   // Test files share one database: only the webhook tests deliver the outbox, each by its own clock.
   process.env.WEBHOOK_DELIVERY = 'false';
+  // Two test files run at once on a busy machine, and a Redis reply can then wait past the 250 ms
+  // production default: the check would rightly answer 503, and a test about something else would
+  // fail for the machine's load. The tests of that timeout (failures, partition) set it themselves.
+  process.env.REDIS_COMMAND_TIMEOUT_MS ??= '2000';
   const { createDatabase, ensureDatabaseExists, migrateToLatest } = require('../../dist/src/db/database');
   await ensureDatabaseExists(process.env.DATABASE_URL);
   const db = createDatabase(process.env.DATABASE_URL, 2);

@@ -62,13 +62,7 @@ beforeAll(async () => {
   await database.fresh();
   db = createDatabase(database.url, 2);
   await migrateToLatest(db);
-  // A generous Redis command timeout: the 50-check burst below must answer 200 on a busy CI machine.
-  service = await startService({
-    DATABASE_URL: database.url,
-    TRAIL_CHECKPOINT_MS: '100',
-    DATABASE_POOL_MAX: '4',
-    REDIS_COMMAND_TIMEOUT_MS: '2000',
-  });
+  service = await startService({ DATABASE_URL: database.url, TRAIL_CHECKPOINT_MS: '100', DATABASE_POOL_MAX: '4' });
   world = await brokerWorld(service);
   grantId = (await chainOf(service, world, 0, { tools: ['repos.read_file'] })).rootId;
   // Two complete blocks and part of a third: checks only, a leaf each.

@@ -123,10 +123,7 @@ beforeAll(async () => {
   await migrateToLatest(db);
   // The partition of the instances' day (the migration made today's and the next days'), made before they start.
   await createTrailDay(db, new Date(clock.now()).toISOString().slice(0, 10));
-  // A generous Redis command timeout: bursts of 60 checks beside another test file on a busy CI
-  // machine can wait past the 250 ms default, and the check then rightly answers 503 (that timeout
-  // is tested in failures.test.ts); here every answer must be a decision with a receipt.
-  const settings = { DATABASE_URL: database.url, TRAIL_CHECKPOINT_MS: '100', REDIS_COMMAND_TIMEOUT_MS: '2000' };
+  const settings = { DATABASE_URL: database.url, TRAIL_CHECKPOINT_MS: '100' };
   [a, b] = await Promise.all([startService(settings, { clock }), startService(settings, { clock })]);
   world = await brokerWorld(a);
   grantId = (await chainOf(a, world, 0, { tools: ['repos.read_file'] })).rootId;
