@@ -18,6 +18,10 @@ module.exports = async () => {
   // production default: the check would rightly answer 503, and a test about something else would
   // fail for the machine's load. The tests of that timeout (failures, partition) set it themselves.
   process.env.REDIS_COMMAND_TIMEOUT_MS ??= '2000';
+  // Every service a test starts shares one Postgres and its connection limit (100 by default): two
+  // files at once, each with two or three services whose pools may grow to 20 under a burst, can
+  // take them all, and any test then fails on "too many clients". Five each is plenty here.
+  process.env.DATABASE_POOL_MAX ??= '5';
   const { createDatabase, ensureDatabaseExists, migrateToLatest } = require('../../dist/src/db/database');
   await ensureDatabaseExists(process.env.DATABASE_URL);
   const db = createDatabase(process.env.DATABASE_URL, 2);
