@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { benchDatabase, finish, freePort, killChildren, root, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
 import { mcpCheckRequest, steadyGrpcRate } from './bench-ext-authz.mjs';
 import { steadyRate } from './bench-rate.mjs';
+import { refusalsText } from './bench-refusals.mjs';
 import { buildFlowPolicy, checkBody, seed } from './bench-world.mjs';
 
 const RATE = Number(process.env.BENCH_CPU_RATE ?? 500);
@@ -74,6 +75,7 @@ async function round(target) {
     systemShare,
     checks,
     non2xx: result.non2xx,
+    refusals: result.refusals,
     errors: result.errors,
   };
 }
@@ -127,7 +129,8 @@ try {
       const result = TOGETHER ? results[index] : await round(target);
       measured[target.name] = result.cpuMicros;
       figures.get(target.name).push(result.cpuMicros);
-      const failed = result.non2xx + result.errors > 0 ? ` (${result.non2xx} non-2xx, ${result.errors} errors)` : '';
+      const refused = result.refusals ? `: ${refusalsText(result.refusals)}` : '';
+      const failed = result.non2xx + result.errors > 0 ? ` (${result.non2xx} non-2xx${refused}, ${result.errors} errors)` : '';
       console.log(
         `round ${i + 1} ${target.name}: ${result.cpuMicros.toFixed(0)} µs CPU per check (${(100 * result.systemShare).toFixed(0)} % system) over ${result.checks}${failed}`,
       );

@@ -8,6 +8,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { benchDatabase, finish, freePort, killChildren, require, root, serviceCpuMs, startService } from './bench-harness.mjs';
+import { mergeRefusals, refusalTally } from './bench-refusals.mjs';
 import { CHECK_ARGS, checkBody, seed } from './bench-world.mjs';
 
 const grpc = require('@grpc/grpc-js');
@@ -146,9 +147,11 @@ export async function steadyGrpcRate({ address, brokerToken, request, rate, seco
 
 function httpLoad(title, { base, brokerToken, body, seconds }) {
   console.log(`load: ${title} (${CONNECTIONS} connections, ${seconds} s)`);
+  const refusals = refusalTally();
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
+        requests: [{ onResponse: refusals.count }],
         url: `${base}/api/broker/check`,
         method: 'POST',
         connections: CONNECTIONS,
@@ -163,6 +166,7 @@ function httpLoad(title, { base, brokerToken, body, seconds }) {
               total: result.requests.total,
               ok: result['2xx'],
               refused: result.non2xx,
+              refusals: refusals.counts,
               errors: result.errors,
               perSec: Math.round(result.requests.average),
             }),
@@ -197,6 +201,7 @@ export async function extAuthzPair({ base, grpcPort, world, rounds = PAIR_ROUNDS
       totals[key].ok += result.ok;
       totals[key].rates.push(result.perSec);
       totals[key].notAllowed = (totals[key].notAllowed ?? 0) + result.total - result.ok;
+      if (result.refusals) totals[key].refusals = mergeRefusals([totals[key].refusals, result.refusals]);
     }
   }
   const figures = (t) => ({
@@ -205,6 +210,7 @@ export async function extAuthzPair({ base, grpcPort, world, rounds = PAIR_ROUNDS
     cpuMicrosPerCheck: Math.round((1000 * t.ms) / t.checks),
     // Refusals (a 503 when Redis answers slower than REDIS_COMMAND_TIMEOUT_MS on a loaded machine) and errors.
     notAllowed: t.notAllowed ?? 0,
+    ...(t.refusals ? { refusals: t.refusals } : {}),
   });
   const plain = figures(totals.plain);
   const viaGrpc = figures(totals.grpc);

@@ -9,6 +9,7 @@
 // service or of this process shows in the tail instead of being omitted (coordinated omission).
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { refusalTally } from './bench-refusals.mjs';
 
 /** POST `body` to `${base}${path}` at `rate`/s for `seconds`, over at most `connections` sockets. */
 export async function steadyRate({ base, path, token, body, rate, seconds, connections }) {
@@ -20,6 +21,7 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
   const latencies = [];
   let ok2xx = 0;
   let non2xx = 0;
+  const refusals = refusalTally();
   let errors = 0;
   let inFlight = 0;
   let maxInFlight = 0;
@@ -41,11 +43,18 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': payload.length },
         },
         (res) => {
-          res.resume();
+          const ok = res.statusCode >= 200 && res.statusCode < 300;
+          // A refusal's body is kept for its problem code; a 2xx answer's is not read.
+          const chunks = [];
+          if (ok) res.resume();
+          else res.on('data', (chunk) => chunks.push(chunk));
           res.once('end', () => {
             latencies.push(performance.now() - from);
-            if (res.statusCode >= 200 && res.statusCode < 300) ok2xx += 1;
-            else non2xx += 1;
+            if (ok) ok2xx += 1;
+            else {
+              non2xx += 1;
+              refusals.count(res.statusCode, Buffer.concat(chunks).toString());
+            }
             inFlight -= 1;
             resolve();
           });
@@ -88,6 +97,7 @@ export async function steadyRate({ base, path, token, body, rate, seconds, conne
     non2xx,
     errors,
     maxInFlight,
+    refusals: refusals.counts,
     generatorLoopDelayP99: +(loop.percentile(99) / 1e6).toFixed(2),
     generatorLoopDelayMax: +(loop.max / 1e6).toFixed(2),
   };

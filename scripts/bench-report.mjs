@@ -2,6 +2,7 @@
 // same run (so that they mean the same on any machine), and whether every allowed call was
 // recorded (the exit code says so too).
 import { machine } from './bench-harness.mjs';
+import { mergeRefusals, refusalsText } from './bench-refusals.mjs';
 import { RATE, RATE_CONNECTIONS, RATE_S, RATE_WARMUP_S } from './bench-scale.mjs';
 
 /** Runs whose cores lost this share of their time to the hypervisor (steal) are named in the report. */
@@ -23,8 +24,9 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 };
 
-/** A row of the tables: the per-round figures are for the targets line, not for a table cell. */
-const tableRow = (figures) => figures && Object.fromEntries(Object.entries(figures).filter(([key]) => key !== 'roundsPerSec'));
+/** A row of the tables: the per-round figures and the refusals are for lines of their own, not for a table cell. */
+const tableRow = (figures) =>
+  figures && Object.fromEntries(Object.entries(figures).filter(([key]) => key !== 'roundsPerSec' && key !== 'refusals'));
 
 /** The figures of one autocannon run, as the tables show them. */
 export const summary = (r) => ({
@@ -37,12 +39,17 @@ export const summary = (r) => ({
   errors: r.errors,
   timeouts: r.timeouts,
   ...r.machine,
+  ...(r.refusals ? { refusals: r.refusals } : {}),
 });
 
-/** The mean of each figure over several runs of one target. */
+/** The mean of each figure over several runs of one target; their refusals summed. */
 export function meanSummary(runs) {
   const all = runs.map(summary);
-  return Object.fromEntries(Object.keys(all[0]).map((key) => [key, Math.round(all.reduce((sum, s) => sum + s[key], 0) / all.length)]));
+  const figures = Object.keys(all[0]).filter((key) => key !== 'refusals');
+  return {
+    ...Object.fromEntries(figures.map((key) => [key, Math.round(all.reduce((sum, s) => sum + s[key], 0) / all.length)])),
+    refusals: mergeRefusals(all.map((s) => s.refusals)),
+  };
 }
 
 /** Prints the results; `settings` are the run's loads (connections, durations, decision logging). */
@@ -55,20 +62,22 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     `load: autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per target; chain depth 3 (4 grants); agent subjectToken; ` +
       `the service with DECISION_LOG=${DECISION_LOG} unless a row says otherwise`,
   );
-  console.table({
+  const loadRows = {
     'service POST /api/broker/check': r.service,
-    [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s, alternating`]: tableRow(r.pairPlain),
-    [`service, org packages + resources, alternating`]: tableRow(r.serviceOrg),
-    [`service, information_flow enforced, alternating`]: tableRow(r.serviceInformationFlow),
-    [`service, DECISION_LOG=off, alternating`]: tableRow(r.serviceUnlogged),
-    [`service, every check traced (OpenTelemetry, OTLP), alternating`]: tableRow(r.serviceTraced),
-    ...(r.serviceUntreed ? { [`service, TRAIL_TREE=off, alternating`]: tableRow(r.serviceUntreed) } : {}),
-    ...(r.serviceImageNode ? { [`service on Node ${r.imageNodeVersion} (the image's), alternating`]: tableRow(r.serviceImageNode) } : {}),
+    [`service, ${PAIR_ROUNDS} rounds of ${PAIR_S} s, alternating`]: r.pairPlain,
+    [`service, org packages + resources, alternating`]: r.serviceOrg,
+    [`service, information_flow enforced, alternating`]: r.serviceInformationFlow,
+    [`service, DECISION_LOG=off, alternating`]: r.serviceUnlogged,
+    [`service, every check traced (OpenTelemetry, OTLP), alternating`]: r.serviceTraced,
+    ...(r.serviceUntreed ? { [`service, TRAIL_TREE=off, alternating`]: r.serviceUntreed } : {}),
+    ...(r.serviceImageNode ? { [`service on Node ${r.imageNodeVersion} (the image's), alternating`]: r.serviceImageNode } : {}),
     ...(r.serviceImageNodeTraced
-      ? { [`service on Node ${r.imageNodeVersion}, every check traced (OTLP), alternating`]: tableRow(r.serviceImageNodeTraced) }
+      ? { [`service on Node ${r.imageNodeVersion}, every check traced (OTLP), alternating`]: r.serviceImageNodeTraced }
       : {}),
-    'opa run --server (REST), alternating': tableRow(r.opaRest),
-  });
+    'opa run --server (REST), alternating': r.opaRest,
+  };
+  console.table(Object.fromEntries(Object.entries(loadRows).map(([title, row]) => [title, tableRow(row)])));
+  printRefusals(loadRows);
   console.log(`in-process WASM evaluation of broker/check: ${r.wasmEvaluationsPerSec} evaluations/s (one core)`);
   console.log(`service CPU per check (user + system of its process, main run): ${r.cpuMicrosPerCheck} µs`);
   if (r.extAuthz) {
@@ -76,7 +85,8 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     console.log(
       `Envoy ext_authz over gRPC (MCP metadata) / plain check, alternating rounds on one process: ${grpc.checksPerSec} / ${plain.checksPerSec} checks/s ` +
         `(median round), ${grpc.cpuMicrosPerCheck} / ${plain.cpuMicrosPerCheck} µs CPU per check = ${cpuRatio}× (target ≤ 1.15×); ` +
-        `not allowed: ${grpc.notAllowed} / ${plain.notAllowed}`,
+        `not allowed: ${grpc.notAllowed} / ${plain.notAllowed}` +
+        (plain.refusals ? ` (plain non-2xx: ${refusalsText(plain.refusals)})` : ''),
     );
   }
   console.log(
@@ -85,7 +95,7 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
   );
   // The reference commits each request on its own where the service groups concurrent records
   // into one commit, so the service can be faster than it: not a lower bound. The floor groups them.
-  console.table({
+  const rateRows = {
     [`DECISION_LOG=${DECISION_LOG}`]: r.rateLogged,
     'floor: bare HTTP + Redis script + a group-committed row': r.rateGroupedFloor,
     'reference (not a lower bound): bare HTTP + Redis script + one ungrouped commit': r.rateFloor,
@@ -94,7 +104,9 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     'WORKERS=1': r.workers1Rate,
     'WORKERS=2': r.workers2Rate,
     'Redis Cluster (3 masters)': r.clusterRate,
-  });
+  };
+  console.table(Object.fromEntries(Object.entries(rateRows).map(([title, row]) => [title, tableRow(row)])));
+  printRefusals(rateRows);
   if (r.rateGroupedFloor) {
     console.log(
       `the check / the floor (the same work without the service's code) at ${RATE}/s: p50 ${ratio(r.rateLogged.p50, r.rateGroupedFloor.p50)}, ` +
@@ -108,7 +120,9 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
   );
   if (r.workers1) {
     console.log(`\nscale: ${CONNECTIONS} connections, ${SCALE_S} s each, DECISION_LOG=all`);
-    console.table({ 'WORKERS=1': r.workers1, 'WORKERS=2': r.workers2, 'Redis Cluster (3 masters)': r.cluster });
+    const scaleRows = { 'WORKERS=1': r.workers1, 'WORKERS=2': r.workers2, 'Redis Cluster (3 masters)': r.cluster };
+    console.table(Object.fromEntries(Object.entries(scaleRows).map(([title, row]) => [title, tableRow(row)])));
+    printRefusals(scaleRows);
   }
   console.log(targetsLine(r, DECISION_LOG));
   const imageNode = r.serviceImageNode;
@@ -188,6 +202,19 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
     complete ? 'every allowed call is recorded (pending records >= 2xx answers, none denied)' : 'MISMATCH between answers and records',
   );
   if (!complete) process.exitCode = 1;
+}
+
+/** Below a table: each row's non-2xx answers by status and problem code, or that every row's were 2xx. */
+function printRefusals(rows) {
+  const refused = Object.entries(rows).filter(([, row]) => row && (row.non2xx > 0 || Object.keys(row.refusals ?? {}).length > 0));
+  if (refused.length === 0) {
+    console.log('non-2xx: none in any row above');
+    return;
+  }
+  for (const [title, row] of refused) {
+    const rounds = row.roundsPerSec ? ` (all ${row.roundsPerSec.length} rounds; the table's non2xx is their mean)` : '';
+    console.log(`non-2xx, ${title}: ${refusalsText(row.refusals)}${rounds}`);
+  }
 }
 
 /**

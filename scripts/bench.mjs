@@ -26,6 +26,7 @@
 //      the first round, BENCH_RATE (1000), BENCH_RATE_CONNECTIONS (20), BENCH_RATE_S (15) and
 //      BENCH_RATE_WARMUP_S (3): the fixed-rate runs,
 //      BENCH_SCALE_S (10): WORKERS=1, WORKERS=2 and Redis Cluster at full load (BENCH_SCALE=off skips them),
+//      BENCH_POOL_MAX (8): each service's DATABASE_POOL_MAX, so that all of them fit in Postgres's connections,
 //      BENCH_DATABASE_BASE_URL (postgres://postgres@127.0.0.1:5432/), REDIS_URL,
 //      BENCH_SERVICE_NODE_ARGS (the services' node flags, by default those they ship with: `none` for
 //      V8's defaults), BENCH_NODE_ARGS (extra node flags for the services, e.g. --trace-gc-nvp) and
@@ -49,12 +50,13 @@ import {
   start,
   serviceCpuMs,
   signalService,
-  startService,
+  startService as startHarnessService,
   stopService,
   waitFor,
 } from './bench-harness.mjs';
 import { extAuthzPair } from './bench-ext-authz.mjs';
 import { oauthLines, oauthTokenEndpoint } from './bench-oauth.mjs';
+import { refusalTally } from './bench-refusals.mjs';
 import { meanSummary, report, summary } from './bench-report.mjs';
 import { RATE, atFixedRate, cpuTimes, diskSyncAtRate, machineShares, startFloor, startRedisCluster } from './bench-scale.mjs';
 import { BENCH_RESOURCES, buildFlowPolicy, checkBody, checkInputFor, redisBytesPerCall, redisBytesPerTree, seed } from './bench-world.mjs';
@@ -74,12 +76,25 @@ const SCALE_S = Number(process.env.BENCH_SCALE_S ?? 10);
 const SCALE = process.env.BENCH_SCALE !== 'off';
 /** The main run's and the org run's decision logging: the service's default unless told. */
 const DECISION_LOG = process.env.BENCH_DECISION_LOG ?? 'all';
+/**
+ * Each service's Postgres pool. A saturated service opens its whole pool (the default 20) though
+ * its group commit keeps about one statement in flight, and a pool keeps its connections 30 s
+ * after its round: the alternating variants together then went past Postgres's max_connections
+ * (100, shared with whatever else runs), and their checks answered 503 dependency_unavailable
+ * ("too many clients") for a limit the bench itself had hit.
+ */
+const POOL_MAX = process.env.BENCH_POOL_MAX ?? '8';
+const startService = (env = {}, ...rest) => startHarnessService({ DATABASE_POOL_MAX: POOL_MAX, ...env }, ...rest);
 
 function load(title, options) {
   return new Promise((resolve, reject) => {
     const before = cpuTimes();
-    const instance = autocannon({ connections: CONNECTIONS, duration: DURATION_S, method: 'POST', ...options }, (error, result) =>
-      error ? reject(error) : resolve({ ...result, machine: machineShares(before, cpuTimes()) }),
+    // Every answer passes through the tally, which keeps the non-2xx ones by status and problem code.
+    const refusals = refusalTally();
+    const instance = autocannon(
+      { connections: CONNECTIONS, duration: DURATION_S, method: 'POST', ...options, requests: [{ onResponse: refusals.count }] },
+      (error, result) =>
+        error ? reject(error) : resolve({ ...result, machine: machineShares(before, cpuTimes()), refusals: refusals.counts }),
     );
     instance.on('error', reject);
     console.log(`load: ${title} (${CONNECTIONS} connections, ${options.duration ?? DURATION_S} s)`);

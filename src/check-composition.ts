@@ -69,7 +69,7 @@ export function checkParts(input: {
     brokerTokens,
     budget: check.budget,
     rebuild,
-    trail: input.pendingCalls.writer(speedUps.trailWriter((rows) => insertCallRecords(db, rows, shapes, config.TRAIL_TREE === 'on'))),
+    trail: speedUps.trailWriter(input.pendingCalls.insert((rows) => insertCallRecords(db, rows, shapes, config.TRAIL_TREE === 'on'))),
     treeInputs: speedUps.treeInputs(),
   };
 }

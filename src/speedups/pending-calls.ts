@@ -6,17 +6,18 @@
  * two reads an outcome batch makes before it decides (its calls' records, their grants' brokers):
  * a gateway's outcomes come back to the replica that answered its checks within milliseconds, and
  * what the check wrote is what those reads would find. Only a record made durable is remembered
- * (the writer's promise resolved), and only while it may still be pending and young (MAX_AGE_MS);
- * a call reported once is forgotten. What is remembered never decides alone: the outcome decision
- * still runs on it, and the completion's statement still writes only a record that is pending, so
- * a call another replica completed first answers `outcome_already_recorded`, as after a read. A
- * grant's broker is set when the grant is made and never changes, so it is kept as read.
+ * (the statement that wrote it resolved, which is before the check's own write resolves), and only
+ * while it may still be pending and young (MAX_AGE_MS); a call reported once is forgotten. What is
+ * remembered never decides alone: the outcome decision still runs on it, and the completion's
+ * statement still writes only a record that is pending, so a call another replica completed first
+ * answers `outcome_already_recorded`, as after a read. A grant's broker is set when the grant is
+ * made and never changes, so it is kept as read.
  *
  * Off (SPEEDUPS=off): trail/pending-calls.ts's NO_PENDING_CALLS, every batch reads.
  */
 import { LruCache } from '../kernel/lru';
 import type { PendingCalls, RecalledCall } from '../trail/pending-calls';
-import type { TrailWriter } from '../trail/writer';
+import type { WriteRecords } from '../trail/writer';
 
 const MAX_CALLS = 20_000;
 const MAX_GRANTS = 10_000;
@@ -27,17 +28,15 @@ export function pendingCalls(now: () => number = Date.now): PendingCalls {
   const calls = new LruCache<string, RecalledCall>(MAX_CALLS);
   const brokers = new LruCache<string, string>(MAX_GRANTS);
   return {
-    writer(inner: TrailWriter): TrailWriter {
-      return {
-        write(row) {
-          const written = inner.write(row);
-          if (row.outcome !== 'pending') return written;
-          return written.then((leafIndex) => {
-            calls.set(row.id, { grantId: row.grant_id, requestedAt: row.requested_at });
-            return leafIndex;
-          });
-        },
-        settle: () => inner.settle(),
+    // Around the statement rather than each check's write: the group commit's batch resolves once
+    // for all its records, so remembering them costs one continuation per statement.
+    insert(inner: WriteRecords): WriteRecords {
+      return async (rows) => {
+        const indices = await inner(rows);
+        for (const row of rows) {
+          if (row.outcome === 'pending') calls.set(row.id, { grantId: row.grant_id, requestedAt: row.requested_at });
+        }
+        return indices;
       };
     },
     recall(callId) {

@@ -1,4 +1,4 @@
-import type { TrailWriter } from './writer';
+import type { WriteRecords } from './writer';
 
 /** A call whose record this replica wrote pending (an allowed call waiting for its outcome). */
 export interface RecalledCall {
@@ -14,8 +14,11 @@ export interface RecalledCall {
  * `outcome_already_recorded` as it would have.
  */
 export interface PendingCalls {
-  /** The trail's writer, remembering each record it made durable pending. */
-  writer(inner: TrailWriter): TrailWriter;
+  /**
+   * The trail's statement (what its writer calls with a batch of records), remembering each record
+   * of a batch it made durable pending: one continuation per statement, not one per check.
+   */
+  insert(inner: WriteRecords): WriteRecords;
   /** A call this replica wrote pending, not yet reported here; undefined when it is not remembered. */
   recall(callId: string): RecalledCall | undefined;
   /** A call reported (whatever became of the report): nothing more to remember of it. */
@@ -27,7 +30,7 @@ export interface PendingCalls {
 
 /** Nothing remembered: every outcome batch reads its calls and their grants. */
 export const NO_PENDING_CALLS: PendingCalls = {
-  writer: (inner) => inner,
+  insert: (inner) => inner,
   recall: () => undefined,
   forget: () => undefined,
   brokerOf: () => undefined,

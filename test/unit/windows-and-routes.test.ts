@@ -26,6 +26,39 @@ describe('a bounded LRU', () => {
     expect([lru.get('a'), lru.get('b'), lru.get('c')]).toEqual([1, undefined, 3]);
     expect(lru.size).toBe(2);
   });
+
+  it('keeps what an insertion-ordered list of its keys would, through any run of sets, gets and deletes', () => {
+    // The reference: the keys from least to most recently used, as the cache's contract says.
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (const capacity of [1, 3, 50]) {
+      const lru = new LruCache<number, number>(capacity);
+      let order: number[] = [];
+      const values = new Map<number, number>();
+      for (let step = 0; step < 20_000; step += 1) {
+        const key = random(capacity * 3);
+        const op = random(3);
+        if (op === 0) {
+          lru.set(key, step);
+          order = [...order.filter((k) => k !== key), key];
+          values.set(key, step);
+          if (order.length > capacity) values.delete(order.shift()!);
+        } else if (op === 1) {
+          expect(lru.get(key)).toBe(values.get(key));
+          if (values.has(key)) order = [...order.filter((k) => k !== key), key];
+        } else {
+          lru.delete(key);
+          order = order.filter((k) => k !== key);
+          values.delete(key);
+        }
+        expect(lru.size).toBe(order.length);
+      }
+      for (const key of order) expect(lru.get(key)).toBe(values.get(key));
+    }
+  });
 });
 
 describe('the problem codes a route can answer with', () => {
