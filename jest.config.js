@@ -10,6 +10,9 @@ const moduleNameMapper = { '^@grant-broker/client$': '<rootDir>/clients/typescri
 module.exports = {
   testTimeout: 30000,
   maxWorkers: 2,
+  // A worker keeps what the files it ran left behind: without a limit one grew past 1.5 GB of heap,
+  // and the runner waited for ever on such a worker's next file. Past 1 GB it is replaced between files.
+  workerIdleMemoryLimit: '1GB',
   projects: [
     {
       displayName: 'unit',
