@@ -71,31 +71,31 @@ const exited = (child: ChildProcess) =>
   new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 
 it('a gateway killed mid-batch loses no acknowledged outcome; the unacknowledged stay pending', async () => {
-  // A batch window long enough that the two calls below, and the cut after them, come before their
-  // batch leaves even on a loaded machine (a short one let it through before the cut).
-  const windowMs = 2_000;
-  const { child, agent, grantId } = await startGateway(windowMs);
+  const { child, agent, grantId } = await startGateway(300);
   expect((await call(agent, 'echo', { message: 'first' })).isError).toBeFalsy();
   // Acknowledged: the batch came back from the grant broker, the record is complete.
-  expect((await trail(world, grantId, 4 * windowMs)).outcomes).toEqual(['everything.echo:succeeded']);
+  expect((await trail(world, grantId)).outcomes).toEqual(['everything.echo:succeeded']);
 
   const answered = [await call(agent, 'echo', { message: 'second' }), await call(agent, 'echo', { message: 'third' })];
   expect(answered.map((result) => result.isError ?? false)).toEqual([false, false]);
   // The agent has both answers; their outcomes are held. The partition catches their batch on the way.
   proxy.cut();
-  // Past the window: the batch has left and waits in the partition, sent but not answered.
-  await new Promise((resolve) => setTimeout(resolve, windowMs + 600));
-  child.kill('SIGKILL');
-  await exited(child);
-  proxy.restore();
-  await agent.close().catch(() => undefined);
-
-  const { items } = await trail(world, grantId, 0);
-  expect(items.map((item) => `${item.tool}:${item.outcome}:${item.reason}`)).toEqual([
-    'everything.echo:succeeded:allowed',
-    'everything.echo:pending:allowed',
-    'everything.echo:pending:allowed',
-  ]);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    child.kill('SIGKILL');
+    await exited(child);
+    await agent.close().catch(() => undefined);
+    // Read before the partition heals: healing it hands on the bytes it held, and the dead
+    // gateway's batch would still arrive if the proxy has not yet seen that connection close.
+    const { items } = await trail(world, grantId, 0);
+    expect(items.map((item) => `${item.tool}:${item.outcome}:${item.reason}`)).toEqual([
+      'everything.echo:succeeded:allowed',
+      'everything.echo:pending:allowed',
+      'everything.echo:pending:allowed',
+    ]);
+  } finally {
+    proxy.restore();
+  }
 });
 
 it('a gateway stopped with SIGTERM sends the outcomes it holds before it ends', async () => {
