@@ -13,14 +13,13 @@
 //      also runs on its own policies with the example information_flow enforced, every check
 //      labelled, as `npm run bench`'s variant: each build's information_flow / plain ratio, from the
 //      same rounds; BENCH_CPU_FLOW=only: the information_flow services alone).
-import path from 'node:path';
 import { loadavg } from 'node:os';
 import { readFileSync } from 'node:fs';
-import { benchDatabase, finish, freePort, killChildren, root, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
+import { benchDatabase, finish, freePort, killChildren, serviceCpuMs, servicePid, startService } from './bench-harness.mjs';
 import { mcpCheckRequest, steadyGrpcRate } from './bench-ext-authz.mjs';
 import { steadyRate } from './bench-rate.mjs';
 import { refusalsText } from './bench-refusals.mjs';
-import { buildFlowPolicy, checkBody, seed } from './bench-world.mjs';
+import { benchBuilds, buildFlowPolicy, checkBody, seed } from './bench-world.mjs';
 
 const RATE = Number(process.env.BENCH_CPU_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_CPU_S ?? 10);
@@ -93,15 +92,7 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 let db;
 try {
   db = await benchDatabase();
-  const builds = [{ name: 'this build', root, env: {} }];
-  if (BASELINE) {
-    builds.push({
-      name: 'baseline',
-      root: BASELINE,
-      env: { POLICY_WASM_PATH: path.join(BASELINE, 'build/policy/policy.wasm') },
-      main: path.join(BASELINE, 'dist/src/main.js'),
-    });
-  }
+  const builds = benchBuilds(BASELINE);
   const targets = [];
   for (const build of builds) {
     if (FLOW !== 'only') targets.push(await service(build.name, build.env, build.main));

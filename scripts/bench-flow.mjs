@@ -7,9 +7,8 @@
 // Env: BENCH_BASELINE, BENCH_CONNECTIONS (100), BENCH_PAIR_ROUNDS (4), BENCH_PAIR_S (10),
 //      BENCH_FLOW_WARMUP_S (10: each service's load before the rounds; 0 as `npm run bench` has it
 //      for its information_flow service), BENCH_DECISION_LOG (all).
-import path from 'node:path';
-import { benchDatabase, finish, killChildren, require, root, serviceCpuMs, startService } from './bench-harness.mjs';
-import { buildFlowPolicy, checkBody, seed } from './bench-world.mjs';
+import { benchDatabase, finish, killChildren, require, serviceCpuMs, startService } from './bench-harness.mjs';
+import { benchBuilds, buildFlowPolicy, checkBody, seed } from './bench-world.mjs';
 
 const autocannon = require('autocannon');
 
@@ -42,15 +41,7 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 let db;
 try {
   db = await benchDatabase();
-  const builds = [{ name: 'this build', root, env: {} }];
-  if (BASELINE) {
-    builds.push({
-      name: 'baseline',
-      root: BASELINE,
-      env: { POLICY_WASM_PATH: path.join(BASELINE, 'build/policy/policy.wasm') },
-      main: path.join(BASELINE, 'dist/src/main.js'),
-    });
-  }
+  const builds = benchBuilds(BASELINE);
   const targets = [];
   for (const build of builds) {
     // Postgres is shared (100 connections): a small pool each.

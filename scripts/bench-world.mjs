@@ -72,6 +72,23 @@ export function buildFlowPolicy(buildRoot = root) {
   return out;
 }
 
+/**
+ * The builds a bench compares at the same moments: this one, and with `baseline` (another
+ * checkout's root, built) that one too, its policy module and its service's entry point.
+ */
+export function benchBuilds(baseline) {
+  const builds = [{ name: 'this build', root, env: {} }];
+  if (baseline) {
+    builds.push({
+      name: 'baseline',
+      root: baseline,
+      env: { POLICY_WASM_PATH: path.join(baseline, 'build/policy/policy.wasm') },
+      main: path.join(baseline, 'dist/src/main.js'),
+    });
+  }
+  return builds;
+}
+
 /** The body of a check of the world's leaf grant, by its agent, with CHECK_ARGS. */
 export function checkBody(world) {
   return JSON.stringify({ grantId: world.leafId, tool: 'repos.read_file', subjectToken: world.agentToken, args: CHECK_ARGS });
