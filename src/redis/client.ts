@@ -115,15 +115,37 @@ class DeadlineCluster extends Cluster {
 
 /**
  * Fails `command` ("Command timed out", as ioredis's own timeout does) if its answer has not come
- * `ms` after it was sent. A timer that comes due runs before this process reads its sockets, and
- * when the process itself was stalled past the deadline the answer may be waiting there unread:
- * so the command is failed only after the event loop has read its sockets once more
- * (setImmediate runs after that poll), and only if the answer was not among what it read. An
- * answer that comes after the command failed is read and dropped by ioredis, as after its own
- * timeout: the commands behind it still get theirs.
+ * `ms` after it was written. The clock starts when the turn of the event loop that sent it ends
+ * (armDeadlines), not at the send: a command sent into a corked socket (src/speedups/redis-cork.ts)
+ * is written at the turn's end, and a stall of this process before that must not count as Redis's
+ * time. A timer that comes due runs before this process reads its sockets, and when the process
+ * itself was stalled past the deadline the answer may be waiting there unread: so the command is
+ * failed only after the event loop has read its sockets once more (setImmediate runs after that
+ * poll), and only if the answer was not among what it read. An answer that comes after the
+ * command failed is read and dropped by ioredis, as after its own timeout: the commands behind it
+ * still get theirs.
  */
 function withDeadline(command: Command, ms: number): void {
   if (command.isSettled || !(ms > 0)) return;
+  if (unarmed.length === 0) setImmediate(armDeadlines);
+  unarmed.push(command);
+  unarmedMs.push(ms);
+}
+
+/** The commands sent in this turn of the event loop, and their deadlines: armed when it ends. */
+let unarmed: Command[] = [];
+let unarmedMs: number[] = [];
+
+function armDeadlines(): void {
+  const commands = unarmed;
+  const deadlines = unarmedMs;
+  unarmed = [];
+  unarmedMs = [];
+  for (let i = 0; i < commands.length; i += 1) arm(commands[i]!, deadlines[i]!);
+}
+
+function arm(command: Command, ms: number): void {
+  if (command.isSettled) return;
   const timer = setTimeout(failAfterNextRead, ms, command);
   const clear = (): void => clearTimeout(timer);
   command.promise.then(clear, clear);

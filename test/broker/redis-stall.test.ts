@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { connectRedis, type RedisClient, type RedisSettings } from '../../src/redis/client';
 import { createLogger } from '../../src/kernel/log';
+import { redisCork } from '../../src/speedups/redis-cork';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster';
 
 /**
@@ -82,6 +83,29 @@ describe.each(servers)('Redis command timeout on %s', (_name, server) => {
     const answers = Promise.allSettled([redis.set('{t}stalled', 'v'), redis.get('{t}stalled'), redis.set('{t}last', 'set')]);
     stall(3 * TIMEOUT_MS, applied(server(), '{t}last', 'set'));
     expect((await answers).map((a) => (a.status === 'fulfilled' ? a.value : (a.reason as Error).message))).toEqual(['OK', 'v', 'OK']);
+  });
+
+  it('answers a command sent into a corked socket just before this process stalled', async () => {
+    // The service's speed-up holds a check's script in the socket to the end of the turn when
+    // answers are awaited (src/speedups/redis-cork.ts): a stall in that turn delays the write, and
+    // Redis cannot answer what it has not been sent. Its deadline starts when the turn ends.
+    const corked = connectRedis({ ...server(), keyPrefix, commandTimeoutMs: 2 * TIMEOUT_MS }, createLogger('silent'), redisCork);
+    try {
+      await corked.connect();
+      await corked.set('{t}corked', '0');
+      const answers: string[] = [];
+      for (let i = 1; i <= 4; i += 1) {
+        const awaited = corked.get('{t}corked');
+        corked.beforeSend?.();
+        const sent = corked.set('{t}corked', String(i));
+        stall(3 * 2 * TIMEOUT_MS);
+        for (const a of await Promise.allSettled([awaited, sent]))
+          answers.push(a.status === 'fulfilled' ? String(a.value) : (a.reason as Error).message);
+      }
+      expect(answers).toEqual(['0', 'OK', '1', 'OK', '2', 'OK', '3', 'OK']);
+    } finally {
+      corked.disconnect();
+    }
   });
 
   it('fails a command Redis has not answered, and the answers after it reach their commands', async () => {
