@@ -26,7 +26,8 @@ const median = (values) => {
 
 /** A row of the tables: the per-round figures and the refusals are for lines of their own, not for a table cell. */
 const tableRow = (figures) =>
-  figures && Object.fromEntries(Object.entries(figures).filter(([key]) => key !== 'roundsPerSec' && key !== 'refusals'));
+  figures &&
+  Object.fromEntries(Object.entries(figures).filter(([key]) => !['roundsPerSec', 'roundsCpuMicrosPerCheck', 'refusals'].includes(key)));
 
 /** The figures of one autocannon run, as the tables show them. */
 export const summary = (r) => ({
@@ -162,6 +163,10 @@ export function report(r, { CONNECTIONS, DURATION_S, DECISION_LOG, PAIR_ROUNDS, 
         : ''),
   );
   console.log(`opa run --server CPU per decision (its process, alternating rounds): ${r.opaRest.cpuMicrosPerCheck} µs`);
+  const byRound = Object.entries(r)
+    .filter(([, figures]) => figures?.roundsCpuMicrosPerCheck)
+    .map(([key, figures]) => `${key} ${figures.roundsCpuMicrosPerCheck.join(' / ')}`);
+  if (byRound.length) console.log(`CPU per check of each alternating round, µs (each round in another order): ${byRound.join('; ')}`);
   if (r.serviceUntreed) {
     console.log(
       `trail tree on / off (alternating rounds): service CPU per check ${r.pairPlain.cpuMicrosPerCheck} / ${r.serviceUntreed.cpuMicrosPerCheck} µs = ` +

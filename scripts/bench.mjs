@@ -271,12 +271,17 @@ async function main() {
     // CPU time per check of each variant over all its rounds: the cost of what a variant adds,
     // steadier than req/s on cores shared with the load generator, Postgres and Redis.
     const cpu = Object.fromEntries(variants.map(({ key }) => [key, { ms: 0, checks: 0 }]));
+    const roundsCpu = Object.fromEntries(variants.map(({ key }) => [key, []]));
     for (let round = 1; round <= PAIR_ROUNDS; round += 1) {
-      for (const { key, title, url, headers, body: payload, cpuMs } of variants) {
+      // Each round in another order (roundOrder), so that no variant always runs first, right
+      // after `opa run --server` saturated every core, or always in the same place of the round.
+      for (const { key, title, url, headers, body: payload, cpuMs } of roundOrder(variants, round)) {
         const cpuBefore = cpuMs();
         const result = await load(`round ${round}: ${title}`, { url, headers, body: payload, duration: PAIR_S });
-        cpu[key].ms += cpuMs() - cpuBefore;
+        const ms = cpuMs() - cpuBefore;
+        cpu[key].ms += ms;
         cpu[key].checks += result.requests.total;
+        roundsCpu[key].push(Math.round((1000 * ms) / result.requests.total));
         runs[key].push(result);
       }
     }
@@ -286,6 +291,8 @@ async function main() {
         cpuMicrosPerCheck: Math.round((1000 * cpu[key].ms) / cpu[key].checks),
         // Each round's checks/s: the throughput target takes their median, which one disturbed round cannot move.
         roundsPerSec: runs[key].map((run) => Math.round(run.requests.average)),
+        // Each round's CPU per check, in the order the rounds ran: a variant heavy in one place of a round shows here.
+        roundsCpuMicrosPerCheck: roundsCpu[key],
       };
     }
     opa.stop();
@@ -415,6 +422,20 @@ async function startOpa() {
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${base}/health`);
   return { base, cpuMs: () => processCpuMs(child.pid), stop: () => child.kill('SIGTERM') };
+}
+
+/**
+ * The order of the alternating round `round` (from 1): the reference (`opa run --server`, the last
+ * variant) first, then the service variants rotated by a share of their number each round, so the
+ * variant that runs right after the reference saturated every core, and the round's first and
+ * last places, change from round to round.
+ */
+function roundOrder(variants, round) {
+  const reference = variants.at(-1);
+  const services = variants.slice(0, -1);
+  const step = Math.max(1, Math.floor(services.length / PAIR_ROUNDS));
+  const start = ((round - 1) * step) % services.length;
+  return [reference, ...services.slice(start), ...services.slice(0, start)];
 }
 
 const ORG_MODES = ['protected_branches', 'repository_allowlist', 'working_hours'].map((p) => `broker.check.${p}=enforce`).join(',');
