@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import jwt from 'jsonwebtoken';
 import ts from 'typescript';
+import { ownDatabase } from '../support/own-database';
 import { freePort } from '../support/replica';
 import { bearer, startService, type TestService } from '../support/service';
 
@@ -19,12 +20,20 @@ const root = path.resolve(__dirname, '../..');
 const run = promisify(execFile);
 const cli = path.join(root, 'dist/src/admin/cli.js');
 
+// A database of its own: an installation's own secrets seal its OAuth signing keys, and a service
+// that cannot open the newest makes one and drops older ones, which other files' services in the
+// run's database sign and verify with (src/oauth/signing-keys.ts).
+const database = ownDatabase('first_run');
+const DATABASE_URL = database.url;
+beforeAll(() => database.migrated());
+afterAll(() => database.drop());
+
 /** A fresh installation's state folder (DEVELOPMENT_STATE_DIR): no secrets, no demo world yet. */
 const freshInstallation = () => path.join(mkdtempSync(path.join(tmpdir(), 'checkout-')), '.grant-broker');
 
 /** The environment of a first `npm start`: none of what a test run or a deployment would set. */
 function firstStartEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, POLICY_WATCH: 'false', LOG_LEVEL: 'info', ...extra };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL, POLICY_WATCH: 'false', LOG_LEVEL: 'info', ...extra };
   for (const name of ['NODE_ENV', 'HOST', 'JWT_SECRET', 'APPROVAL_ARGS_KEY', 'PUBLIC_URL']) if (!(name in extra)) delete env[name];
   return env;
 }
@@ -184,14 +193,22 @@ describe('the demo world', () => {
   const admin = (args: string[], env: Record<string, string> = {}) =>
     run(process.execPath, [cli, ...args], {
       cwd: root,
-      env: { ...process.env, REDIS_KEY_PREFIX, DEVELOPMENT_STATE_DIR: stateDir, HOST: '127.0.0.1', PORT: portOf(service), ...env },
+      env: {
+        ...process.env,
+        DATABASE_URL,
+        REDIS_KEY_PREFIX,
+        DEVELOPMENT_STATE_DIR: stateDir,
+        HOST: '127.0.0.1',
+        PORT: portOf(service),
+        ...env,
+      },
       timeout: 30_000,
     });
   const portOf = (s: TestService) => new URL(s.baseUrl).port;
 
   beforeAll(async () => {
     // The service and the admin command of one installation, neither told a secret.
-    service = await startService({ REDIS_KEY_PREFIX, DEVELOPMENT_STATE_DIR: stateDir });
+    service = await startService({ DATABASE_URL, REDIS_KEY_PREFIX, DEVELOPMENT_STATE_DIR: stateDir });
   });
   afterAll(() => service.close());
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { metricValue } from '../support/decision-collector';
+import { ownDatabase } from '../support/own-database';
 import { expectProblem } from '../support/problems';
 import { startService, type TestService } from '../support/service';
 import { brokerWorld, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -16,16 +17,21 @@ let replica: TestService;
 let world: BrokerWorld;
 let stranger: BrokerWorld;
 const KEY = randomBytes(32).toString('base64');
+// A database of its own: services sealing with a key of their own make (and drop) the OAuth signing
+// keys other files' services in the run's database sign and verify with (src/oauth/signing-keys.ts).
+const database = ownDatabase('inbox_long_poll');
 
 beforeAll(async () => {
-  service = await startService({ APPROVAL_ARGS_KEY: KEY });
-  replica = await startService({ APPROVAL_ARGS_KEY: KEY });
+  await database.migrated();
+  service = await startService({ DATABASE_URL: database.url, APPROVAL_ARGS_KEY: KEY });
+  replica = await startService({ DATABASE_URL: database.url, APPROVAL_ARGS_KEY: KEY });
   world = await brokerWorld(service);
   stranger = await brokerWorld(service);
 });
 afterAll(async () => {
-  await replica.close();
-  await service.close();
+  await replica?.close();
+  await service?.close();
+  await database.drop();
 });
 
 async function requestApproval(on: TestService, of: BrokerWorld): Promise<string> {

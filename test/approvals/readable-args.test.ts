@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config';
 import { ManualClock } from '../support/clock';
 import { drain, poll } from '../support/events';
+import { ownDatabase } from '../support/own-database';
 import { expectProblem } from '../support/problems';
 import { decisionsWritten, startService, type TestService } from '../support/service';
 import { brokerWorld, checkAs, type BrokerWorld } from '../support/broker-world';
@@ -18,9 +19,14 @@ let admin: Human;
 const clock = new ManualClock();
 const KEY = randomBytes(32).toString('base64');
 const marker = () => `marker-${randomBytes(8).toString('hex')}`;
+// A database of its own: services sealing with keys of their own make (and drop) the OAuth signing
+// keys other files' services in the run's database sign and verify with (src/oauth/signing-keys.ts).
+const database = ownDatabase('readable_args');
+const DATABASE_URL = database.url;
 
 beforeAll(async () => {
-  service = await startService({ APPROVAL_ARGS_KEY: KEY, DECISION_LOG: 'all' }, { clock });
+  await database.migrated();
+  service = await startService({ DATABASE_URL, APPROVAL_ARGS_KEY: KEY, DECISION_LOG: 'all' }, { clock });
   world = await brokerWorld(service);
   admin = human(service, 'admin');
   await service.http
@@ -30,7 +36,8 @@ beforeAll(async () => {
     .expect(201);
 });
 afterAll(async () => {
-  await service.close();
+  await service?.close();
+  await database.drop();
 });
 
 async function approveModeGrant(on: TestService = service): Promise<string> {
@@ -199,10 +206,10 @@ describe('key rotation', () => {
     const args = { body: marker() };
     const id = await ask(await approveModeGrant(), args);
     const rotated = await startService(
-      { APPROVAL_ARGS_KEY: randomBytes(32).toString('base64'), APPROVAL_ARGS_PREVIOUS_KEYS: KEY },
+      { DATABASE_URL, APPROVAL_ARGS_KEY: randomBytes(32).toString('base64'), APPROVAL_ARGS_PREVIOUS_KEYS: KEY },
       { clock },
     );
-    const forgot = await startService({ APPROVAL_ARGS_KEY: randomBytes(32).toString('base64') }, { clock });
+    const forgot = await startService({ DATABASE_URL, APPROVAL_ARGS_KEY: randomBytes(32).toString('base64') }, { clock });
     try {
       expect((await getAs(world.owner, id, rotated).expect(200)).body).toMatchObject({ args, argsUnreadable: false });
       const unreadable = await getAs(world.owner, id, forgot).expect(200);
@@ -228,7 +235,7 @@ describe('key rotation', () => {
     };
     expect(() => loadConfig(production)).toThrow(/APPROVAL_ARGS_KEY: production seals/);
     expect(loadConfig({ ...production, APPROVAL_ARGS_KEY: KEY }).APPROVAL_ARGS_KEY).toBe(KEY);
-    await expect(startService({ APPROVAL_ARGS_KEY: 'c2hvcnQ=' })).rejects.toThrow(/APPROVAL_ARGS_KEY/);
-    await expect(startService({ APPROVAL_ARGS_PREVIOUS_KEYS: `${KEY},nope` })).rejects.toThrow(/APPROVAL_ARGS_PREVIOUS_KEYS/);
+    await expect(startService({ DATABASE_URL, APPROVAL_ARGS_KEY: 'c2hvcnQ=' })).rejects.toThrow(/APPROVAL_ARGS_KEY/);
+    await expect(startService({ DATABASE_URL, APPROVAL_ARGS_PREVIOUS_KEYS: `${KEY},nope` })).rejects.toThrow(/APPROVAL_ARGS_PREVIOUS_KEYS/);
   });
 });
