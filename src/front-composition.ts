@@ -110,6 +110,7 @@ export async function composeFront(input: {
     db,
     policy: input.policy,
     provider: authorizationServer,
+    publishedKeys: () => hostTokens.publishedKeys(),
     grants: input.grants,
     resolveCredential: input.resolveCredential,
     log: log.child({ component: 'oauth' }),

@@ -28,6 +28,11 @@ export interface AccessTokens {
   claimedGrant(token: string): string | undefined;
   /** undefined: not one of this issuer's access tokens; null: one that does not verify (signature, expiry, scope); else what it stands for. */
   verify(token: string): Promise<AccessTokenClaims | null | undefined>;
+  /**
+   * The public signing keys as stored now (read again at most every `reloadAfterMs`): the JWKS
+   * every replica publishes alike, the keys a replica started later rotated to included.
+   */
+  publishedKeys(): Promise<JWK[]>;
 }
 
 export interface AccessTokenDeps {
@@ -47,14 +52,19 @@ export interface AccessTokenDeps {
  */
 export function accessTokens(deps: AccessTokenDeps): AccessTokens {
   const reloadAfterMs = deps.reloadAfterMs ?? 1_000;
-  let keys: { set: ReturnType<ReturnType<typeof jose>['createLocalJWKSet']>; kids: Set<string>; at: number } | undefined;
+  let keys: { set: ReturnType<ReturnType<typeof jose>['createLocalJWKSet']>; jwks: JWK[]; kids: Set<string>; at: number } | undefined;
   let loading: Promise<NonNullable<typeof keys>> | undefined;
 
   const load = () =>
     (loading ??= deps
       .loadKeys()
       .then((jwks) => {
-        keys = { set: jose().createLocalJWKSet({ keys: jwks }), kids: new Set(jwks.map((jwk) => String(jwk.kid))), at: deps.clock.now() };
+        keys = {
+          set: jose().createLocalJWKSet({ keys: jwks }),
+          jwks,
+          kids: new Set(jwks.map((jwk) => String(jwk.kid))),
+          at: deps.clock.now(),
+        };
         return keys;
       })
       .finally(() => (loading = undefined)));
@@ -79,6 +89,10 @@ export function accessTokens(deps: AccessTokenDeps): AccessTokens {
   }
 
   return {
+    async publishedKeys() {
+      const current = keys && deps.clock.now() - keys.at < reloadAfterMs ? keys : await load();
+      return current.jwks;
+    },
     claimedGrant(token) {
       const sub = shape(token)?.payload.sub;
       return typeof sub === 'string' ? sub : undefined;

@@ -5,14 +5,18 @@ import { isDependencyFailure } from '../kernel/dependency';
 import { ApiError, PROBLEMS } from '../kernel/errors';
 import type { Logger } from '../kernel/log';
 import { ConsentDecisionBody, consentDetails, decideConsent, type ConsentDeps } from './consent';
+import { JWKS_PATH } from './provider';
 
 export interface OAuthHandlerDeps extends ConsentDeps {
   provider: Provider;
+  /** The public signing keys as stored now (every replica's): what `GET /oauth/jwks` publishes. */
+  publishedKeys: () => Promise<readonly object[]>;
   resolveCredential: CredentialResolver;
   log: Logger;
 }
 
 const CONSENT = /^\/oauth\/consent\/([A-Za-z0-9_-]{1,64})(\/details)?$/;
+
 const MAX_BODY_BYTES = 16 * 1024;
 
 /** Whether a path is the authorization server's (its metadata and every endpoint under /oauth/). */
@@ -33,6 +37,11 @@ export function oauthHandler(deps: OAuthHandlerDeps): (req: IncomingMessage, res
   const providerCallback = deps.provider.callback();
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
+    // The keys in Postgres, not the ones oidc-provider was given at this replica's start: a replica
+    // that started before another one rotated the key still publishes the key the other signs with.
+    if (path === JWKS_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
+      return answer(res, deps.log, async () => ({ status: 200, type: JWK_SET, body: { keys: await deps.publishedKeys() } }));
+    }
     const consent = CONSENT.exec(path);
     if (!consent) return void providerCallback(req, res);
     const uid = consent[1]!;
@@ -86,15 +95,16 @@ async function jsonBody(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-type Answer = { status: number; body?: unknown; location?: string };
+type Answer = { status: number; body?: unknown; location?: string; type?: string };
+const JWK_SET = 'application/jwk-set+json; charset=utf-8';
 
 function answer(res: ServerResponse, log: Logger, run: () => Promise<Answer>): void {
   run().then(
-    ({ status, body, location }) => {
+    ({ status, body, location, type }) => {
       res.setHeader('Cache-Control', 'no-store');
       if (location) res.setHeader('Location', location);
       if (body === undefined) return void res.writeHead(status).end();
-      res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+      res.writeHead(status, { 'Content-Type': type ?? 'application/json' }).end(JSON.stringify(body));
     },
     (error: unknown) => {
       const problem =

@@ -30,13 +30,19 @@ export interface AuthorizationServerDeps {
   settings: AuthorizationServerSettings;
 }
 
+/**
+ * The published keys (the metadata's `jwks_uri`), served by handler.ts from Postgres rather than by
+ * oidc-provider from the keys it was given at this replica's start.
+ */
+export const JWKS_PATH = '/oauth/jwks';
+
 /** Where the authorization server's endpoints live, under the issuer. */
 export const OAUTH_ROUTES = {
   authorization: '/oauth/authorize',
   token: '/oauth/token',
   registration: '/oauth/register',
   revocation: '/oauth/revoke',
-  jwks: '/oauth/jwks',
+  jwks: JWKS_PATH,
   end_session: '/oauth/session/end',
   introspection: '/oauth/introspect',
   userinfo: '/oauth/userinfo',
