@@ -16,7 +16,6 @@ export interface OAuthHandlerDeps extends ConsentDeps {
 }
 
 const CONSENT = /^\/oauth\/consent\/([A-Za-z0-9_-]{1,64})(\/details)?$/;
-
 const MAX_BODY_BYTES = 16 * 1024;
 
 /** Whether a path is the authorization server's (its metadata and every endpoint under /oauth/). */
